@@ -1,0 +1,13 @@
+// dsv4-cache umbrella header: the whole core (layouts, plan, codecs). Standard library only.
+// Formatters (dsv4/cache/format.hpp, fmt) and config.json loading (dsv4/cache/config_json.hpp,
+// nlohmann_json) are separate so that the core needs neither.
+#pragma once
+
+#include "dsv4/cache/checked.hpp"
+#include "dsv4/cache/group_spec.hpp"
+#include "dsv4/cache/layer_schedule.hpp"
+#include "dsv4/cache/layer_schema.hpp"
+#include "dsv4/cache/memory_plan.hpp"
+#include "dsv4/cache/model.hpp"
+#include "dsv4/cache/platform.hpp"
+#include "dsv4/cache/row_format.hpp"

@@ -1,0 +1,49 @@
+// dsv4-cache: overflow-checked 64-bit arithmetic for sizes (bytes, tokens, rows, pages).
+//
+// Every size this library computes goes through these helpers, so an impossible plan is
+// an error naming the operands, never a silently wrapped integer.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+
+#include "dsv4/cache/platform.hpp"
+
+namespace dsv4::cache {
+
+/// a + b; fails with `what` and both operands if the sum does not fit in T.
+template <class T>
+DSV4_HOST_DEVICE constexpr T checked_add(T a, T b, const char* what = "size overflows 64 bits") {
+  T r{};
+  if (__builtin_add_overflow(a, b, &r)) fail(what, named_value("a", a), named_value("b", b));
+  return r;
+}
+
+/// a * b; fails with `what` and both operands if the product does not fit in T.
+template <class T>
+DSV4_HOST_DEVICE constexpr T checked_mul(T a, T b, const char* what = "size overflows 64 bits") {
+  T r{};
+  if (__builtin_mul_overflow(a, b, &r)) fail(what, named_value("a", a), named_value("b", b));
+  return r;
+}
+
+/// ceil(a / b) for a >= 0, b > 0, without the overflow of (a + b - 1) / b.
+template <class T>
+DSV4_HOST_DEVICE constexpr T ceil_div(T a, T b) {
+  require(b > 0 && a >= 0, "ceil_div needs a >= 0 and b > 0", named_value("a", a), named_value("b", b));
+  return a / b + (a % b != 0 ? 1 : 0);
+}
+
+/// The smallest multiple of `m` that is >= `a` (a >= 0, m > 0); fails on overflow.
+template <class T>
+DSV4_HOST_DEVICE constexpr T round_up(T a, T m) {
+  return checked_mul(ceil_div(a, m), m);
+}
+
+/// Converts a non-negative signed size to uint64; fails on a negative value.
+DSV4_HOST_DEVICE constexpr std::uint64_t to_unsigned(std::int64_t v, const char* what) {
+  require(v >= 0, what, named_value("value", v));
+  return static_cast<std::uint64_t>(v);
+}
+
+}  // namespace dsv4::cache

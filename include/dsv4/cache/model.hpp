@@ -1,0 +1,99 @@
+// dsv4-cache: the model fields that drive the DeepSeek V4 KV-cache layout.
+//
+// Source: the published DeepSeek-V4-Flash and DeepSeek-V4-Pro `config.json` files (HF keys
+// in the comments). Only what the cache needs is kept; everything is `constexpr`, so a
+// preset or a hand-written config can be checked in a `static_assert`.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+
+#include "dsv4/cache/platform.hpp"
+
+namespace dsv4::cache {
+
+/// Capacity of the per-layer arrays: main layers + MTP layers. Pro uses 62.
+inline constexpr int kMaxLayers = 256;
+
+/// Fixed-capacity model name, so a config stays a literal type (usable in constant expressions).
+struct model_name {
+  std::array<char, 64> chars{};
+
+  constexpr model_name() = default;
+  /// Copies `s`, truncated to 63 characters.
+  constexpr model_name(std::string_view s) {  // NOLINT(google-explicit-constructor)
+    for (std::size_t i = 0; i < s.size() && i + 1 < chars.size(); ++i) chars[i] = s[i];
+  }
+  [[nodiscard]] constexpr std::string_view view() const {
+    std::size_t n = 0;
+    while (n < chars.size() && chars[n] != '\0') ++n;
+    return {chars.data(), n};
+  }
+};
+
+/// What the KV cache of a DeepSeek V4 model depends on.
+struct model_config {
+  model_name name;
+  int num_hidden_layers = 0;                 ///< `num_hidden_layers`: main transformer layers.
+  int num_nextn_predict_layers = 0;          ///< `num_nextn_predict_layers`: MTP (draft) layers after them.
+  int head_dim = 0;                          ///< `head_dim`: latent KV width D (one KV head, MQA).
+  int qk_rope_head_dim = 0;                  ///< `qk_rope_head_dim`: RoPE part R of the KV row.
+  int index_head_dim = 0;                    ///< `index_head_dim`: lightning-indexer key width.
+  int sliding_window = 0;                    ///< `sliding_window`: SWA window in tokens.
+  std::int64_t max_position_embeddings = 0;  ///< `max_position_embeddings`: longest context, tokens.
+  /// `compress_ratios[0 .. num_layers())`: 0 or 1 = SWA, 4 = CSA, 128 = HCA. Entries past the
+  /// main + MTP layers (draft-model padding in some configs) are not stored.
+  std::array<int, kMaxLayers> compress_ratios{};
+
+  /// Main layers + MTP layers: the layers whose caches this library lays out.
+  [[nodiscard]] constexpr int num_layers() const { return num_hidden_layers + num_nextn_predict_layers; }
+};
+
+/// Checks every field: positive dims, a layer count within `kMaxLayers`, head_dim > rope dim.
+/// Ratios are checked by the layer schedule, which names the layer.
+/// Throws std::invalid_argument naming the field and its value.
+constexpr void validate(const model_config& c) {
+  require(c.num_hidden_layers > 0, "num_hidden_layers must be > 0", {"num_hidden_layers", c.num_hidden_layers});
+  require(c.num_nextn_predict_layers >= 0, "num_nextn_predict_layers must be >= 0",
+          {"num_nextn_predict_layers", c.num_nextn_predict_layers});
+  require(c.num_hidden_layers <= kMaxLayers && c.num_nextn_predict_layers <= kMaxLayers - c.num_hidden_layers,
+          "num_hidden_layers + num_nextn_predict_layers must be <= 256", {"num_hidden_layers", c.num_hidden_layers},
+          {"num_nextn_predict_layers", c.num_nextn_predict_layers});
+  require(c.head_dim > 0, "head_dim must be > 0", {"head_dim", c.head_dim});
+  require(c.qk_rope_head_dim > 0, "qk_rope_head_dim must be > 0", {"qk_rope_head_dim", c.qk_rope_head_dim});
+  require(c.head_dim > c.qk_rope_head_dim, "head_dim must be larger than qk_rope_head_dim", {"head_dim", c.head_dim},
+          {"qk_rope_head_dim", c.qk_rope_head_dim});
+  require(c.index_head_dim > 0, "index_head_dim must be > 0", {"index_head_dim", c.index_head_dim});
+  require(c.sliding_window > 0, "sliding_window must be > 0", {"sliding_window", c.sliding_window});
+  require(c.max_position_embeddings > 0, "max_position_embeddings must be > 0",
+          {"max_position_embeddings", c.max_position_embeddings});
+}
+
+namespace detail {
+/// Builds the published V4 ratio pattern: `head` ratios, then [4, 128] pairs, then the
+/// last main layer's 4 and the MTP layer's 0.
+constexpr model_config make_v4(std::string_view name, int layers, int first_ratio) {
+  model_config c;
+  c.name = model_name(name);
+  c.num_hidden_layers = layers;
+  c.num_nextn_predict_layers = 1;
+  c.head_dim = 512;
+  c.qk_rope_head_dim = 64;
+  c.index_head_dim = 128;
+  c.sliding_window = 128;
+  c.max_position_embeddings = 1'048'576;
+  c.compress_ratios[0] = first_ratio;
+  c.compress_ratios[1] = first_ratio;
+  for (int i = 2; i < layers; ++i) c.compress_ratios[i] = (i % 2 == 0) ? 4 : 128;
+  c.compress_ratios[layers] = 0;  // the MTP layer: SWA only
+  return c;
+}
+}  // namespace detail
+
+/// DeepSeek-V4-Flash: 43 layers + 1 MTP, ratios `[0,0] + [4,128]*20 + [4,0]`.
+inline constexpr model_config deepseek_v4_flash = detail::make_v4("DeepSeek-V4-Flash", 43, 0);
+/// DeepSeek-V4-Pro: 61 layers + 1 MTP, ratios `[128,128] + [4,128]*29 + [4,0]`.
+inline constexpr model_config deepseek_v4_pro = detail::make_v4("DeepSeek-V4-Pro", 61, 128);
+
+}  // namespace dsv4::cache
