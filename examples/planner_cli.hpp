@@ -1,0 +1,261 @@
+// dsv4-cache-plan: prints the KV-cache layout and memory plan of a DeepSeek V4 model.
+//
+// The CLI lives in this header (not in main) so that tests and the fuzzer drive the same code
+// with an argument list and two streams. Exit codes: 0 success (or --help), 2 bad input.
+// Nothing is written to `out` unless the whole plan was built: a bad input leaves one line
+// on `err` and nothing on `out` that parses as a plan.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <exception>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "dsv4/cache.hpp"
+#include "dsv4/cache/config_json.hpp"
+#include "dsv4/cache/format.hpp"
+
+namespace dsv4::cache::cli {
+
+/// The planner's inputs, as parsed from the command line.
+struct planner_args {
+  std::string preset = "flash";
+  std::string config_path;
+  std::int64_t context = 0;  // 0 = the model's max_position_embeddings
+  std::int64_t requests = 1;
+  std::optional<double> memory_gib;
+  std::string indexer = "fp8";
+  std::int64_t tokens_per_step = 1;
+  std::int64_t prefill_chunk = 8192;
+  bool no_mtp = false;
+  bool json = false;
+};
+
+/// A GiB count as bytes; fails unless 0 < gib and gib x 2^30 < 2^64.
+inline std::uint64_t gib_to_bytes(double gib) {
+  constexpr double kMaxBytes = 18446744073709551616.0;  // 2^64
+  const double bytes = gib * 1073741824.0;
+  if (!std::isfinite(gib) || !(gib > 0.0) || !(bytes < kMaxBytes))
+    throw std::invalid_argument(fmt::format("--memory-gib must be > 0 and below 2^34 GiB (2^64 bytes), got {}", gib));
+  return static_cast<std::uint64_t>(bytes);
+}
+
+/// Bytes per token of context a layer adds: compressed rows (KV + indexer) / ratio; 0 for SWA.
+inline double bytes_per_context_token(const layer_cache_schema& l) {
+  return l.attn_type == attention_kind::swa
+             ? 0.0
+             : static_cast<double>(l.compressed_entry_bytes()) / static_cast<double>(l.compress_ratio);
+}
+
+/// Everything the planner prints, computed before anything is printed.
+struct planner_result {
+  model_config model;
+  model_cache_schema schema;
+  memory_plan plan;
+  std::optional<std::uint64_t> budget_bytes;
+  std::optional<request_capacity> requests_fit;
+  std::optional<context_capacity> context_fit;
+};
+
+inline planner_result compute(const planner_args& a) {
+  planner_result r;
+  if (!a.config_path.empty()) {
+    r.model = load_model_config(a.config_path);
+  } else if (a.preset == "flash") {
+    r.model = deepseek_v4_flash;
+  } else if (a.preset == "pro") {
+    r.model = deepseek_v4_pro;
+  } else {
+    throw std::invalid_argument("--preset must be flash or pro, got '" + a.preset + "'");
+  }
+  plan_options o;
+  if (a.indexer == "fp8") {
+    o.indexer = indexer_format::fp8;
+  } else if (a.indexer == "mxfp4") {
+    o.indexer = indexer_format::mxfp4;
+  } else {
+    throw std::invalid_argument("--indexer must be fp8 or mxfp4, got '" + a.indexer + "'");
+  }
+  o.context_tokens = a.context;
+  o.requests = a.requests;
+  o.tokens_per_step = a.tokens_per_step;
+  o.prefill_chunk_tokens = a.prefill_chunk;
+  o.cache_mtp = !a.no_mtp;
+  if (a.context == 0)
+    o.context_tokens = r.model.max_position_embeddings;  // an explicit 0 is rejected below
+  else if (a.context < 0)
+    throw std::invalid_argument(fmt::format("--context must be >= 1, got {}", a.context));
+  r.schema = build_model_schema(r.model, o.indexer);
+  r.plan = build_memory_plan(r.model, o);
+  if (a.memory_gib) {
+    r.budget_bytes = gib_to_bytes(*a.memory_gib);
+    r.requests_fit = max_requests_for_budget(r.model, o, *r.budget_bytes);
+    r.context_fit = max_context_for_budget(r.model, o, *r.budget_bytes);
+  }
+  return r;
+}
+
+inline nlohmann::json to_json(const planner_result& r) {
+  using nlohmann::json;
+  const memory_plan& p = r.plan;
+  json j;
+  j["model"] = {{"name", std::string(r.model.name.view())},
+                {"num_hidden_layers", r.model.num_hidden_layers},
+                {"num_nextn_predict_layers", r.model.num_nextn_predict_layers},
+                {"head_dim", r.model.head_dim},
+                {"qk_rope_head_dim", r.model.qk_rope_head_dim},
+                {"index_head_dim", r.model.index_head_dim},
+                {"sliding_window", r.model.sliding_window},
+                {"max_position_embeddings", r.model.max_position_embeddings}};
+  j["layers"] = json::array();
+  for (const layer_cache_schema& l : r.schema)
+    j["layers"].push_back({{"index", l.layer_idx},
+                           {"attention", std::string(to_string(l.attn_type))},
+                           {"compress_ratio", l.compress_ratio},
+                           {"mtp", l.mtp},
+                           {"cached", !l.mtp || p.options.cache_mtp},
+                           {"bytes_per_context_token", bytes_per_context_token(l)}});
+  j["groups"] = json::array();
+  for (const group_plan& g : p) {
+    const paged_cache_group_spec& s = g.spec;
+    json pools = json::array();
+    for (int i = 0; i < s.num_pools; ++i) {
+      const pool_spec& ps = s.pools[static_cast<std::size_t>(i)];
+      pools.push_back(
+          {{"format", std::string(to_string(ps.format))}, {"row_bytes", ps.row_bytes}, {"page_bytes", ps.page_bytes}});
+    }
+    j["groups"].push_back({{"id", to_string(s.id)},
+                           {"family", std::string(to_string(s.family))},
+                           {"retention", std::string(to_string(s.retention))},
+                           {"rows_per_page", s.rows_per_page},
+                           {"entry_stride_tokens", s.entry_stride_tokens},
+                           {"page_size_tokens", s.page_size_tokens()},
+                           {"sliding_window_tokens", s.has_sliding_window() ? json(g.window_tokens) : json(nullptr)},
+                           {"num_layers", s.num_layers},
+                           {"row_bytes", s.row_bytes()},
+                           {"page_bytes", s.page_bytes()},
+                           {"pools", pools},
+                           {"pages_per_request", g.pages_per_request},
+                           {"shared_pages", g.shared_pages},
+                           {"pages", g.total_pages()},
+                           {"bytes", g.bytes},
+                           {"ideal_bytes", g.ideal_bytes}});
+  }
+  json plan = {{"requests", p.options.requests},
+               {"context_tokens", p.options.context_tokens},
+               {"tokens_per_step", p.options.tokens_per_step},
+               {"prefill_chunk_tokens", p.options.prefill_chunk_tokens},
+               {"indexer", std::string(to_string(p.options.indexer))},
+               {"cache_mtp", p.options.cache_mtp},
+               {"total_bytes", p.total_bytes},
+               {"ideal_bytes", p.ideal_bytes},
+               {"overhead", p.overhead()}};
+  if (r.budget_bytes) {
+    plan["budget_bytes"] = *r.budget_bytes;
+    plan["max_requests"] = r.requests_fit->max_requests;
+    plan["max_requests_total_bytes"] = r.requests_fit->total_bytes;
+    plan["max_requests_bytes_left"] = r.requests_fit->bytes_left;
+    plan["max_context_tokens"] = r.context_fit->max_context_tokens;
+  }
+  j["plan"] = plan;
+  return j;
+}
+
+inline std::string to_text(const planner_result& r) {
+  const model_config& m = r.model;
+  const memory_plan& p = r.plan;
+  const layer_schedule sched = build_layer_schedule(m);
+  std::string s;
+  auto out = std::back_inserter(s);
+  fmt::format_to(out, "{}: {} layers + {} MTP, head_dim {} ({} NoPE + {} RoPE), index_head_dim {}, ", m.name.view(),
+                 m.num_hidden_layers, m.num_nextn_predict_layers, m.head_dim, m.head_dim - m.qk_rope_head_dim,
+                 m.qk_rope_head_dim, m.index_head_dim);
+  fmt::format_to(out, "sliding_window {}, max_position_embeddings {}\n", m.sliding_window, m.max_position_embeddings);
+  fmt::format_to(out, "main layers: {} SWA + {} CSA + {} HCA; MTP layers: {} SWA + {} CSA + {} HCA\n",
+                 sched.count(attention_kind::swa, false), sched.count(attention_kind::csa, false),
+                 sched.count(attention_kind::hca, false),
+                 sched.count(attention_kind::swa) - sched.count(attention_kind::swa, false),
+                 sched.count(attention_kind::csa) - sched.count(attention_kind::csa, false),
+                 sched.count(attention_kind::hca) - sched.count(attention_kind::hca, false));
+  const fp8_ds_mla_format kv = r.schema[0].kv_format;
+  fmt::format_to(out, "fp8_ds_mla row: {} B e4m3 + {} B bf16 + {} B ue8m0 + 1 B pad = {} B\n\n", kv.nope_bytes(),
+                 kv.rope_bytes(), kv.num_scales(), kv.row_bytes());
+
+  fmt::format_to(out, "{:>5}  {:<9}  {:>5}  {:<3}  {:>16}\n", "layer", "attention", "ratio", "mtp", "B/context token");
+  for (const layer_cache_schema& l : r.schema)
+    fmt::format_to(out, "{:>5}  {:<9}  {:>5}  {:<3}  {:>16.4f}{}\n", l.layer_idx, l.attn_type, l.compress_ratio,
+                   l.mtp ? "yes" : "no", bytes_per_context_token(l),
+                   l.mtp && !p.options.cache_mtp ? "  (not cached)" : "");
+
+  fmt::format_to(out, "\n{:<32} {:<7} {:<14} {:>4} {:>6} {:>6} {:>6} {:>10} {:>12} {:>16}\n", "group", "family",
+                 "retention", "rows", "tokens", "window", "layers", "page B", "pages", "bytes");
+  for (const group_plan& g : p) {
+    const paged_cache_group_spec& gs = g.spec;
+    fmt::format_to(out, "{:<32} {:<7} {:<14} {:>4} {:>6} {:>6} {:>6} {:>10} {:>12} {:>16}\n", to_string(gs.id),
+                   gs.family, gs.retention, gs.rows_per_page, gs.page_size_tokens(),
+                   gs.has_sliding_window() ? std::to_string(g.window_tokens) : std::string("-"), gs.num_layers,
+                   gs.page_bytes(), g.total_pages(), g.bytes);
+  }
+  fmt::format_to(out, "\nplan: {} request(s) x {} tokens (indexer {}, {} token(s)/step, prefill chunk {}, MTP {})\n",
+                 p.options.requests, p.options.context_tokens, p.options.indexer, p.options.tokens_per_step,
+                 p.options.prefill_chunk_tokens, p.options.cache_mtp ? "cached" : "not cached");
+  fmt::format_to(out, "  total {} B ({}), ideal {} B ({}), overhead {:.3f}x\n", p.total_bytes,
+                 human_bytes(p.total_bytes), p.ideal_bytes, human_bytes(p.ideal_bytes), p.overhead());
+  if (r.budget_bytes) {
+    const request_capacity& rq = *r.requests_fit;
+    fmt::format_to(out, "budget {} B ({}):\n", *r.budget_bytes, human_bytes(*r.budget_bytes));
+    fmt::format_to(out, "  max requests at {} tokens: {} ({} B used, {} B left; {} B fixed + {} B per request)\n",
+                   p.options.context_tokens, rq.max_requests, rq.total_bytes, rq.bytes_left, rq.fixed_bytes,
+                   rq.bytes_per_request);
+    fmt::format_to(out, "  max context for {} request(s): {} tokens{}\n", p.options.requests,
+                   r.context_fit->max_context_tokens,
+                   r.context_fit->limited_by_model ? " (the model's whole context fits)" : "");
+  }
+  return s;
+}
+
+/// Runs the planner on `args` (without the program name). Returns the exit code.
+inline int run_planner(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  planner_args a;
+  CLI::App app{"dsv4-cache-plan: KV-cache layout and memory plan of a DeepSeek V4 model", "dsv4-cache-plan"};
+  app.add_option("--preset", a.preset, "Built-in model: flash (DeepSeek-V4-Flash) or pro (DeepSeek-V4-Pro)")
+      ->check(CLI::IsMember({"flash", "pro"}));
+  app.add_option("--config", a.config_path, "A V4 config.json, or a model directory holding one (overrides --preset)");
+  app.add_option("--context", a.context, "Max context tokens per request L (default: max_position_embeddings)");
+  app.add_option("--requests", a.requests, "Concurrent requests N (default 1)");
+  app.add_option("--memory-gib", a.memory_gib, "A memory budget in GiB: also print the largest N and L that fit");
+  app.add_option("--indexer", a.indexer, "Indexer key format: fp8 (132 B/row) or mxfp4 (68 B/row)")
+      ->check(CLI::IsMember({"fp8", "mxfp4"}));
+  app.add_option("--tokens-per-step", a.tokens_per_step, "Tokens per decode step s (1 + speculative tokens)");
+  app.add_option("--prefill-chunk", a.prefill_chunk, "Prefill chunk tokens B (default 8192)");
+  app.add_flag("--no-mtp", a.no_mtp, "Do not cache the MTP layers");
+  app.add_flag("--json", a.json, "Print one JSON object instead of tables");
+  try {
+    std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 consumes from the back
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp&) {
+    out << app.help();
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    err << "dsv4-cache-plan: error: " << e.what() << " (see --help)\n";
+    return 2;
+  }
+  try {
+    const planner_result r = compute(a);
+    const std::string text = a.json ? to_json(r).dump(2) + "\n" : to_text(r);
+    out << text;
+    return 0;
+  } catch (const std::exception& e) {
+    err << "dsv4-cache-plan: error: " << e.what() << "\n";
+    return 2;
+  }
+}
+
+}  // namespace dsv4::cache::cli

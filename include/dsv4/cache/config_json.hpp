@@ -1,0 +1,197 @@
+// dsv4-cache: loading a DeepSeek V4 HF `config.json` into a `model_config` (nlohmann_json).
+//
+// Kept out of the core so that the layout headers need no third-party library. Reads:
+//   model_type                 must be "deepseek_v4"
+//   num_hidden_layers          > 0
+//   num_nextn_predict_layers   >= 0, optional (0 when absent: a config without MTP layers)
+//   head_dim, index_head_dim, sliding_window, max_position_embeddings   > 0
+//   qk_rope_head_dim           > 0; when absent, head_dim x partial_rotary_factor (newer schema)
+//   compress_ratios            ints, at least num_hidden_layers + num_nextn_predict_layers;
+//                              extra trailing entries (draft-model layers) are ignored
+//   or layer_types + compress_rates (newer schema): one of "sliding_attention",
+//     "compressed_sparse_attention", "heavily_compressed_attention" per main layer, the rates
+//     of the two compressed types in the `compress_rates` object; MTP layers not listed are SWA.
+// A key missing at the top level is also looked up in a `text_config` object.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "dsv4/cache/layer_schedule.hpp"
+
+namespace dsv4::cache {
+
+/// A config.json that cannot be used: unreadable, malformed, not V4, or a bad key. The
+/// message names the file (when known), the key and the rule.
+class config_error : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+namespace detail {
+
+inline const nlohmann::json* find_key(const nlohmann::json& root, const char* key) {
+  if (auto it = root.find(key); it != root.end()) return &*it;
+  if (auto tc = root.find("text_config"); tc != root.end() && tc->is_object())
+    if (auto it = tc->find(key); it != tc->end()) return &*it;
+  return nullptr;
+}
+
+[[noreturn]] inline void config_fail(const std::string& msg) { throw config_error("config.json: " + msg); }
+
+/// An integer key within [min, max]. Integral floats (512.0) are accepted; anything else fails.
+inline std::int64_t int_value(const nlohmann::json& v, const std::string& key, std::int64_t min, std::int64_t max) {
+  std::int64_t out = 0;
+  if (v.is_number_integer()) {
+    if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(max))
+      config_fail("key '" + key + "' must be in [" + std::to_string(min) + ", " + std::to_string(max) + "], got " +
+                  v.dump());
+    out = v.get<std::int64_t>();
+  } else if (v.is_number_float() && std::isfinite(v.get<double>()) && std::trunc(v.get<double>()) == v.get<double>() &&
+             std::fabs(v.get<double>()) < 9.0e15) {
+    out = static_cast<std::int64_t>(v.get<double>());
+  } else {
+    config_fail("key '" + key + "' must be an integer, got " + v.dump());
+  }
+  if (out < min || out > max)
+    config_fail("key '" + key + "' must be in [" + std::to_string(min) + ", " + std::to_string(max) + "], got " +
+                std::to_string(out));
+  return out;
+}
+
+inline std::int64_t required_int(const nlohmann::json& root, const char* key, std::int64_t min, std::int64_t max) {
+  const nlohmann::json* v = find_key(root, key);
+  if (v == nullptr) config_fail(std::string("missing key '") + key + "'");
+  return int_value(*v, key, min, max);
+}
+
+constexpr std::int64_t kIntMax = std::numeric_limits<int>::max();
+
+inline int ratio_of_layer_type(const nlohmann::json& types, const nlohmann::json* rates, std::size_t i) {
+  const nlohmann::json& t = types[i];
+  const std::string key = "layer_types[" + std::to_string(i) + "]";
+  if (!t.is_string()) config_fail("key '" + key + "' must be a string, got " + t.dump());
+  const std::string& name = t.get_ref<const std::string&>();
+  if (name == "sliding_attention") return 0;
+  if (name != "compressed_sparse_attention" && name != "heavily_compressed_attention")
+    config_fail("key '" + key + "' must be sliding_attention, compressed_sparse_attention or " +
+                "heavily_compressed_attention, got " + t.dump());
+  if (rates == nullptr || !rates->is_object())
+    config_fail("key 'compress_rates' must be an object giving the rate of " + name);
+  const auto it = rates->find(name);
+  if (it == rates->end()) config_fail("missing key 'compress_rates." + name + "'");
+  return static_cast<int>(int_value(*it, "compress_rates." + name, 0, kIntMax));
+}
+
+}  // namespace detail
+
+/// Reads a parsed config.json object. `name` labels the model (e.g. the file name). Throws
+/// config_error naming the key for a missing or ill-typed key, a non-V4 `model_type`, a
+/// zero or negative dim, a ratio list shorter than the layer count, or a ratio other than
+/// 0, 1, 4, 128 (naming the layer); std::invalid_argument cannot escape.
+inline model_config model_config_from_json(const nlohmann::json& root, std::string_view name = "DeepSeek V4") {
+  using detail::config_fail;
+  using detail::kIntMax;
+  if (!root.is_object()) config_fail("top level must be a JSON object");
+  const nlohmann::json* type = detail::find_key(root, "model_type");
+  if (type == nullptr) config_fail("missing key 'model_type'");
+  if (!type->is_string() || type->get_ref<const std::string&>() != "deepseek_v4")
+    config_fail("key 'model_type' must be \"deepseek_v4\" (DeepSeek V4), got " + type->dump());
+
+  model_config c;
+  c.name = model_name(name);
+  c.num_hidden_layers = static_cast<int>(detail::required_int(root, "num_hidden_layers", 1, kMaxLayers));
+  const nlohmann::json* mtp = detail::find_key(root, "num_nextn_predict_layers");
+  c.num_nextn_predict_layers =
+      mtp ? static_cast<int>(detail::int_value(*mtp, "num_nextn_predict_layers", 0, kMaxLayers - c.num_hidden_layers))
+          : 0;
+  c.head_dim = static_cast<int>(detail::required_int(root, "head_dim", 1, kIntMax));
+  if (const nlohmann::json* rope = detail::find_key(root, "qk_rope_head_dim")) {
+    c.qk_rope_head_dim = static_cast<int>(detail::int_value(*rope, "qk_rope_head_dim", 1, kIntMax));
+  } else if (const nlohmann::json* f = detail::find_key(root, "partial_rotary_factor")) {
+    const double r = f->is_number() ? f->get<double>() * c.head_dim : -1.0;
+    if (!(r >= 1.0 && r < static_cast<double>(c.head_dim)) || std::trunc(r) != r)
+      config_fail("key 'partial_rotary_factor' must give a whole RoPE dim in [1, head_dim), got " + f->dump());
+    c.qk_rope_head_dim = static_cast<int>(r);
+  } else {
+    config_fail("missing key 'qk_rope_head_dim'");
+  }
+  c.index_head_dim = static_cast<int>(detail::required_int(root, "index_head_dim", 1, kIntMax));
+  c.sliding_window = static_cast<int>(detail::required_int(root, "sliding_window", 1, kIntMax));
+  c.max_position_embeddings =
+      detail::required_int(root, "max_position_embeddings", 1, std::numeric_limits<std::int64_t>::max());
+
+  const auto layers = static_cast<std::size_t>(c.num_layers());
+  if (const nlohmann::json* ratios = detail::find_key(root, "compress_ratios")) {
+    if (!ratios->is_array()) config_fail("key 'compress_ratios' must be an array, got " + ratios->dump());
+    if (ratios->size() < layers)
+      config_fail("key 'compress_ratios' has " + std::to_string(ratios->size()) +
+                  " entries, fewer than num_hidden_layers + num_nextn_predict_layers = " + std::to_string(layers));
+    for (std::size_t i = 0; i < layers; ++i)
+      c.compress_ratios[i] =
+          static_cast<int>(detail::int_value((*ratios)[i], "compress_ratios[" + std::to_string(i) + "]", 0, kIntMax));
+  } else if (const nlohmann::json* types = detail::find_key(root, "layer_types")) {
+    if (!types->is_array()) config_fail("key 'layer_types' must be an array, got " + types->dump());
+    const auto main_layers = static_cast<std::size_t>(c.num_hidden_layers);
+    if (types->size() < main_layers)
+      config_fail("key 'layer_types' has " + std::to_string(types->size()) +
+                  " entries, fewer than num_hidden_layers = " + std::to_string(main_layers));
+    const nlohmann::json* rates = detail::find_key(root, "compress_rates");
+    for (std::size_t i = 0; i < layers; ++i)
+      c.compress_ratios[i] = i < types->size() ? detail::ratio_of_layer_type(*types, rates, i) : 0;
+  } else {
+    config_fail("missing key 'compress_ratios' (or 'layer_types' with 'compress_rates')");
+  }
+  try {
+    (void)build_layer_schedule(c);  // validates every field and names a bad layer's ratio
+  } catch (const std::invalid_argument& e) {
+    config_fail(e.what());
+  }
+  return c;
+}
+
+/// Parses config.json text. Errors as `model_config_from_json`; a syntax error becomes a
+/// config_error with the parser's position.
+inline model_config parse_model_config(std::string_view text, std::string_view name = "DeepSeek V4") {
+  nlohmann::json root;
+  try {
+    root = nlohmann::json::parse(text.begin(), text.end());
+  } catch (const nlohmann::json::exception& e) {
+    detail::config_fail(std::string("malformed JSON: ") + e.what());
+  }
+  return model_config_from_json(root, name);
+}
+
+/// Loads `path`: a config.json file, or a model directory holding one. The model is named
+/// after the directory (or the file, if it is not called config.json). Throws config_error
+/// for an unreadable file, malformed JSON or any error of `parse_model_config`, each message
+/// prefixed with the path.
+inline model_config load_model_config(const std::filesystem::path& path) {
+  std::error_code ec;
+  std::filesystem::path file = path;
+  if (std::filesystem::is_directory(path, ec)) file = path / "config.json";
+  std::ifstream in(file, std::ios::binary);
+  if (!in || std::filesystem::is_directory(file, ec))
+    throw config_error(file.string() + ": cannot read the file (missing or not readable)");
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw config_error(file.string() + ": read error");
+  std::filesystem::path label = file.filename() == "config.json" ? file.parent_path().filename() : file.filename();
+  if (label.empty()) label = std::filesystem::absolute(file, ec).parent_path().filename();
+  try {
+    return parse_model_config(text.str(), label.string());
+  } catch (const config_error& e) {
+    throw config_error(file.string() + ": " + e.what());
+  }
+}
+
+}  // namespace dsv4::cache

@@ -1,0 +1,69 @@
+// Compile-time checks: the DeepSeek V4 Flash and Pro layouts, proven with static_assert only.
+// This translation unit is built as part of the test tree; if any check fails, the build does.
+// Expected values come from the facts sheet (sections 2-3) and hand sums in the comments.
+#include "dsv4/cache.hpp"
+
+namespace {
+using namespace dsv4::cache;
+
+// ---- Row formats (facts section 2) ----
+static_assert(swa_token_stride(512, 64) == 576);  // 448 e4m3 + 64 x 2 bf16
+static_assert(swa_scale_dim(512, 64) == 8);       // 448 / 64 ue8m0 + 1 pad
+static_assert(swa_row_bytes(512, 64) == 584);
+static_assert(indexer_fp8_row_bytes(128) == 132);   // 128 e4m3 + 4 fp32
+static_assert(indexer_mxfp4_row_bytes(128) == 68);  // 64 packed e2m1 + 4 e8m0
+static_assert(indexer_mxfp4_layout_from_row_bytes(68) == indexer_mxfp4_layout{128, 64, 4});
+static_assert(indexer_fp8_layout_from_row_bytes(132) == indexer_fp8_layout{128, 4});
+constexpr fp8_ds_mla_page_layout kPage64 = make_fp8_ds_mla_page_layout(make_fp8_ds_mla_format(512, 64), 64);
+static_assert(kPage64.page_bytes() == 37'440);  // 64 x 584 = 37,376 -> 65 x 576
+static_assert(kPage64.data_offset(1) == 576);
+static_assert(kPage64.scale_offset(1) == 36'872);  // 64 x 576 + 8, not 584
+static_assert(make_fp8_ds_mla_page_layout(make_fp8_ds_mla_format(512, 64), 2).page_bytes() == 1'728);
+static_assert(compressor_state_row_bytes(4, 512) == 8'192);
+static_assert(compressor_state_row_bytes(128, 512) == 4'096);
+static_assert(compressor_state_row_bytes(4, 128) == 2'048);
+
+// ---- Schedules (facts section 1) ----
+constexpr layer_schedule kFlash = build_layer_schedule(deepseek_v4_flash);
+static_assert(kFlash.num_layers == 44);
+static_assert(kFlash.count(attention_kind::swa, false) == 2 && kFlash.count(attention_kind::csa, false) == 21 &&
+              kFlash.count(attention_kind::hca, false) == 20);
+static_assert(kFlash[43].mtp && kFlash[43].kind == attention_kind::swa);
+constexpr layer_schedule kPro = build_layer_schedule(deepseek_v4_pro);
+static_assert(kPro.num_layers == 62);
+static_assert(kPro.count(attention_kind::csa, false) == 30 && kPro.count(attention_kind::hca, false) == 31 &&
+              kPro.count(attention_kind::swa, false) == 0);
+static_assert(kPro[61].mtp && kPro[61].kind == attention_kind::swa);
+
+// ---- Group specs (facts section 3), seed order ----
+constexpr group_spec_list kFlashGroups = build_cache_specs(deepseek_v4_flash, indexer_format::mxfp4);
+static_assert(kFlashGroups.num_groups == 6);
+static_assert(kFlashGroups[0].id == parse_group_id("v4.swa_kv") && kFlashGroups[0].page_bytes() == 37'440 &&
+              kFlashGroups[0].num_layers == 44);
+static_assert(kFlashGroups[1].id == parse_group_id("v4.c4a.compressor_state") &&
+              kFlashGroups[1].page_bytes() == 32'768);
+static_assert(kFlashGroups[2].id == parse_group_id("v4.c4a.compressed_kv") &&
+              kFlashGroups[2].page_bytes() == 37'440 + 4'352 && kFlashGroups[2].rows_per_page == 64 &&
+              kFlashGroups[2].page_size_tokens() == 256 && kFlashGroups[2].num_layers == 21);
+static_assert(kFlashGroups[3].id == parse_group_id("v4.c128a.compressor_state") &&
+              kFlashGroups[3].page_bytes() == 32'768 && kFlashGroups[3].sliding_window_tokens == 128);
+static_assert(kFlashGroups[4].id == parse_group_id("v4.c128a.compressed_kv") && kFlashGroups[4].page_bytes() == 1'728 &&
+              kFlashGroups[4].rows_per_page == 2 && kFlashGroups[4].page_size_tokens() == 256);
+static_assert(kFlashGroups[5].id == parse_group_id("v4.c4a.indexer_compressor_state") &&
+              kFlashGroups[5].page_bytes() == 8'192 && kFlashGroups[5].sliding_window_tokens == 8);
+constexpr group_spec_list kProGroups = build_cache_specs(deepseek_v4_pro, indexer_format::fp8);
+static_assert(kProGroups.num_groups == 6 && kProGroups[2].page_bytes() == 37'440 + 8'448 &&
+              kProGroups[2].num_layers == 30 && kProGroups[4].num_layers == 31 && kProGroups[0].num_layers == 62);
+
+// ---- A plan total (facts section 3 model, worked by hand for Flash, L = 2^20, N = 1, FP8 indexer) ----
+// swa_kv:        37,440 x 44 x (3 + 128 + 1)    =   217,451,520
+// c4a state:     32,768 x 21 x (3 + 2048 + 1)   = 1,412,038,656
+// c4a kv:        45,888 x 21 x (4096 + 0 + 1)   = 3,948,065,856
+// c128a state:   32,768 x 20 x (17 + 1024 + 1)  =   682,885,120
+// c128a kv:       1,728 x 20 x (4096 + 0 + 1)   =   141,592,320
+// indexer state:  8,192 x 21 x (3 + 2048 + 1)   =   353,009,664
+//                                          sum  = 6,755,043,136
+constexpr memory_plan kFlashPlan = build_memory_plan(deepseek_v4_flash);
+static_assert(kFlashPlan.total_bytes == 6'755'043'136ULL);
+static_assert(kFlashPlan.groups[3].pages_per_request == 17);  // ceil((128 + 1 - 2) / 8) + 1
+}  // namespace
