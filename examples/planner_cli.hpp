@@ -102,8 +102,8 @@ inline planner_result compute(const planner_args& a) {
   return r;
 }
 
-inline nlohmann::json to_json(const planner_result& r) {
-  using nlohmann::json;
+inline nlohmann::ordered_json to_json(const planner_result& r) {
+  using json = nlohmann::ordered_json;  // keys in the documented order
   const memory_plan& p = r.plan;
   json j;
   j["model"] = {{"name", std::string(r.model.name.view())},
