@@ -1,5 +1,5 @@
 # Installs the library to a temporary prefix, then configures, builds and runs a consumer
-# project against it twice: through find_package and through add_subdirectory.
+# project against it three times: through find_package, add_subdirectory and FetchContent.
 # Inputs: SOURCE_DIR, WORK_DIR, CMAKE_CXX_COMPILER, GENERATOR.
 file(REMOVE_RECURSE ${WORK_DIR})
 function(run)
@@ -18,9 +18,11 @@ run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/packaging/consumer -B ${WORK_DIR}/fp
     -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix)
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/fp)
 run(${WORK_DIR}/fp/consumer)
-# 3. add_subdirectory of the source tree.
-run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/packaging/consumer -B ${WORK_DIR}/as ${common}
-    -DUSE_ADD_SUBDIRECTORY=ON -DDSV4_SOURCE_DIR=${SOURCE_DIR})
-run(${CMAKE_COMMAND} --build ${WORK_DIR}/as)
-run(${WORK_DIR}/as/consumer)
-message(STATUS "find_package and add_subdirectory consumers built and ran")
+# 3. add_subdirectory and FetchContent of the source tree.
+foreach(mode add_subdirectory FetchContent)
+  run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/packaging/consumer -B ${WORK_DIR}/${mode} ${common}
+      -DCONSUME_WITH=${mode} -DDSV4_SOURCE_DIR=${SOURCE_DIR})
+  run(${CMAKE_COMMAND} --build ${WORK_DIR}/${mode})
+  run(${WORK_DIR}/${mode}/consumer)
+endforeach()
+message(STATUS "find_package, add_subdirectory and FetchContent consumers built and ran")
