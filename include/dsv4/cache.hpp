@@ -8,6 +8,8 @@
 #include "dsv4/cache/layer_schedule.hpp"
 #include "dsv4/cache/layer_schema.hpp"
 #include "dsv4/cache/memory_plan.hpp"
+#include "dsv4/cache/scalar_codec.hpp"
+#include "dsv4/cache/row_codec.hpp"
 #include "dsv4/cache/model.hpp"
 #include "dsv4/cache/platform.hpp"
 #include "dsv4/cache/row_format.hpp"

@@ -71,13 +71,22 @@ struct fp8_ds_mla_format {
   std::int64_t head_dim = 0;  ///< D, values (512).
   std::int64_t rope_dim = 0;  ///< R, values (64).
 
-  [[nodiscard]] constexpr std::int64_t nope_values() const { return head_dim - rope_dim; }            // 448
-  [[nodiscard]] constexpr std::int64_t nope_bytes() const { return nope_values(); }                   // 448
-  [[nodiscard]] constexpr std::int64_t rope_bytes() const { return rope_dim * kBf16Bytes; }           // 128
-  [[nodiscard]] constexpr std::int64_t token_stride() const { return nope_bytes() + rope_bytes(); }   // 576
-  [[nodiscard]] constexpr std::int64_t num_scales() const { return nope_values() / kFp8QuantBlock; }  // 7
-  [[nodiscard]] constexpr std::int64_t scale_bytes() const { return num_scales() + 1; }               // 8
-  [[nodiscard]] constexpr std::int64_t row_bytes() const { return token_stride() + scale_bytes(); }   // 584
+  // Worked values for D = 512, R = 64 in each comment. Host and device: the row codecs and
+  // kernels read them.
+  /// 448
+  [[nodiscard]] DSV4_HOST_DEVICE constexpr std::int64_t nope_values() const { return head_dim - rope_dim; }
+  /// 448
+  [[nodiscard]] DSV4_HOST_DEVICE constexpr std::int64_t nope_bytes() const { return nope_values(); }
+  /// 128
+  [[nodiscard]] DSV4_HOST_DEVICE constexpr std::int64_t rope_bytes() const { return rope_dim * kBf16Bytes; }
+  /// 576
+  [[nodiscard]] DSV4_HOST_DEVICE constexpr std::int64_t token_stride() const { return nope_bytes() + rope_bytes(); }
+  /// 7
+  [[nodiscard]] DSV4_HOST_DEVICE constexpr std::int64_t num_scales() const { return nope_values() / kFp8QuantBlock; }
+  /// 8
+  [[nodiscard]] DSV4_HOST_DEVICE constexpr std::int64_t scale_bytes() const { return num_scales() + 1; }
+  /// 584
+  [[nodiscard]] DSV4_HOST_DEVICE constexpr std::int64_t row_bytes() const { return token_stride() + scale_bytes(); }
 };
 
 /// Validated fp8_ds_mla format for (head_dim, rope_dim); errors as `swa_row_bytes`.
@@ -103,7 +112,10 @@ struct fp8_ds_mla_page_layout {
     return rows_per_page * format.token_stride() + r * format.scale_bytes();
   }
   /// Unpadded bytes of the page: rows_per_page * row_bytes.
-  [[nodiscard]] constexpr std::int64_t used_bytes() const { return rows_per_page * format.row_bytes(); }
+  [[nodiscard]] constexpr std::int64_t used_bytes() const {
+    return checked_mul(rows_per_page, format.row_bytes(),
+                       "fp8_ds_mla page bytes (rows_per_page x row_bytes) overflow 64 bits");
+  }
   /// Page bytes, padded up to a multiple of token_stride: 37,440 for 64 rows, 1,728 for 2.
   [[nodiscard]] constexpr std::int64_t page_bytes() const { return round_up(used_bytes(), format.token_stride()); }
 };
@@ -157,6 +169,8 @@ constexpr indexer_mxfp4_layout indexer_mxfp4_layout_from_row_bytes(std::int64_t 
   require(row_bytes % bytes_per_block == 0, "MXFP4 indexer row bytes must be value+scale aligned (a multiple of 17)",
           {"row_bytes", row_bytes});
   const std::int64_t blocks = row_bytes / bytes_per_block;
+  require(blocks <= INT64_MAX / kMxfp4Block, "MXFP4 indexer row bytes give an index_head_dim that overflows 64 bits",
+          {"row_bytes", row_bytes});
   const indexer_mxfp4_layout l{blocks * kMxfp4Block, blocks * value_bytes_per_block, blocks * kMxfp4ScaleBytes};
   require(indexer_mxfp4_scale_dim(l.index_head_dim) == l.scale_bytes, "invalid MXFP4 indexer row bytes",
           {"row_bytes", row_bytes});
@@ -209,12 +223,15 @@ struct indexer_row_format {
   std::int64_t index_head_dim = 0;  ///< values
   std::int64_t value_bytes = 0;     ///< E4M3 bytes, or packed E2M1 bytes
   std::int64_t scale_bytes = 0;     ///< fp32 bytes, or E8M0 bytes
-  [[nodiscard]] constexpr std::int64_t row_bytes() const { return value_bytes + scale_bytes; }
+  [[nodiscard]] DSV4_HOST_DEVICE constexpr std::int64_t row_bytes() const { return value_bytes + scale_bytes; }
 };
 
 /// Validated indexer row format; errors as the seed function of that format.
 constexpr indexer_row_format make_indexer_row_format(indexer_format f, std::int64_t index_head_dim) {
-  if (f == indexer_format::fp8) return {f, index_head_dim, index_head_dim, indexer_fp8_scale_bytes(index_head_dim)};
+  if (f == indexer_format::fp8) {
+    (void)indexer_fp8_row_bytes(index_head_dim);  // the seed's checks, and the row bytes must fit in 64 bits
+    return {f, index_head_dim, index_head_dim, indexer_fp8_scale_bytes(index_head_dim)};
+  }
   return {f, index_head_dim, indexer_mxfp4_value_bytes(index_head_dim), indexer_mxfp4_scale_dim(index_head_dim)};
 }
 
@@ -238,8 +255,9 @@ struct indexer_page_layout {
 /// Validated indexer page layout; fails unless rows_per_page > 0 or on overflow.
 constexpr indexer_page_layout make_indexer_page_layout(const indexer_row_format& f, std::int64_t rows_per_page) {
   require(rows_per_page > 0, "rows_per_page must be > 0", {"rows_per_page", rows_per_page});
-  (void)checked_mul(rows_per_page, f.row_bytes());
-  return {make_indexer_row_format(f.format, f.index_head_dim), rows_per_page};
+  const indexer_row_format v = make_indexer_row_format(f.format, f.index_head_dim);  // validated before row_bytes()
+  (void)checked_mul(rows_per_page, v.row_bytes(), "indexer page bytes (rows_per_page x row_bytes) overflow 64 bits");
+  return {v, rows_per_page};
 }
 
 // ---- Compressor state rows ----

@@ -1,0 +1,398 @@
+// dsv4-cache: quantize / dequantize one KV-cache row in place in its page, host and device.
+//
+// Row formats and page layouts are those of row_format.hpp; the codecs read every offset
+// from the layout (`data_offset(r)`, `scale_offset(r)`) and never recompute one. Recipes are
+// facts section 4 (the DeepSeek V4 reference and the engines that serve it):
+//
+// fp8_ds_mla row (SWA window, CSA/HCA compressed KV), D = 512, R = 64, input 512 BF16:
+//   448 B e4m3 NoPE + 128 B bf16 RoPE + 7 B ue8m0 scales + 1 B pad = 584 B
+//   token data [448 e4m3 | 64 bf16] at data_offset(r) (r x 576), scales [7 ue8m0 | 0x00] at
+//   scale_offset(r) (rows_per_page x 576 + r x 8: 36,872 for row 1 of a 64-row page).
+//   Per 64 NoPE values: e = ceil(log2(max(amax, 1e-4) / 448)), byte = e + 127,
+//   q = E4M3(x x 2^-e) round to nearest even, saturating at +-448. RoPE is copied bit for bit.
+// Indexer FP8 key (CSA), d = 128, input 128 BF16:
+//   128 B e4m3 + 1 x 4 B fp32 scale = 132 B; values at data_offset(r) (r x 128), the fp32
+//   scale 2^e (little-endian) at scale_offset(r) (rows_per_page x 128 + r x 4).
+//   Per 128 values: e = ceil(log2(max(amax, 1e-4) / 448)), q = E4M3(x x 2^-e).
+// Indexer MXFP4 key (CSA), d = 128, input 128 BF16:
+//   64 B packed e2m1 (value 2i in the low nibble of byte i) + 4 B e8m0 = 68 B; values at
+//   data_offset(r) (r x 64), scales at scale_offset(r) (rows_per_page x 64 + r x 4).
+//   Per 32 values: e = ceil(log2(amax / 6)) clamped to [-127, 127], byte = e + 127,
+//   q = E2M1(x x 2^-e) round to nearest even, saturating at +-6.
+//
+// Errors: a row outside [0, rows_per_page) (the padding slot -1 included, facts section 5.10)
+// or an indexer layout of the other format fails through `require` (std::invalid_argument on
+// the host, __trap() on the device) before any byte is written. Pointers must be valid for the
+// documented extents; the layout must come from the `make_*_page_layout` builders.
+// No function allocates; none reads or writes a byte outside its row's data and scale slots.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <type_traits>
+
+#include "dsv4/cache/platform.hpp"
+#include "dsv4/cache/row_format.hpp"
+#include "dsv4/cache/scalar_codec.hpp"
+
+namespace dsv4::cache {
+
+// ---------------------------------------------------------------- policies
+
+/// What a quantizer does with a NaN inside a block (engines differ; none is undefined).
+enum class nan_policy : std::uint8_t {
+  /// Default; as the PyTorch reference (`amax` and the division propagate NaN): the whole block
+  /// is NaN. E4M3 blocks: every code 0x7F and scale byte 0xFF (fp8_ds_mla) / fp32 NaN scale
+  /// (indexer FP8). MXFP4 blocks: scale byte 0xFF (E8M0 NaN), codes 0. Dequant gives NaN for
+  /// every value of the block; other blocks are unaffected.
+  propagate,
+  /// As GPU reductions built on fmaxf: NaN is left out of amax, the other values are quantized
+  /// normally and the NaN value alone becomes E4M3 0x7F (NaN). E2M1 has no NaN, so in an MXFP4
+  /// block it becomes +6 x scale (code 0x7, NVIDIA's `cvt.rn.satfinite.e2m1x2`): silent.
+  ignore,
+};
+
+/// How an MXFP4 block picks its exponent.
+enum class mxfp4_scale_rule : std::uint8_t {
+  deepseek_ceil,  ///< Default, DeepSeek V4: e = ceil(log2(amax / 6)); never clips.
+  ocp_floor,      ///< OCP MX v1.0: e = floor(log2(amax)) - 2; values above 6 x 2^e saturate.
+};
+
+/// The choices the engines disagree on, with the DeepSeek V4 behaviour as default.
+/// Infinities need no policy: an inf makes amax inf, the exponent clamps to 127, the inf
+/// saturates (E4M3 +-448, E2M1 +-6) and the finite values of its block underflow to +-0.
+struct quant_policy {
+  nan_policy nan = nan_policy::propagate;
+  /// amax floor of an fp8_ds_mla block (facts section 4): an all-zero block gets e = -22, byte 105.
+  float fp8_ds_mla_amax_floor = 1e-4f;
+  /// amax floor of an indexer FP8 block; DeepSeek V4 uses 1e-4, some engines 1e-10.
+  float indexer_fp8_amax_floor = 1e-4f;
+  /// amax floor of an MXFP4 block; the recipe has none, so an all-zero block gets e = -127 (byte 0).
+  float mxfp4_amax_floor = 0.0f;
+  mxfp4_scale_rule mxfp4_scale = mxfp4_scale_rule::deepseek_ceil;
+};
+static_assert(std::is_trivially_copyable_v<quant_policy>);
+
+/// The DeepSeek V4 policy (the default of every quantizer).
+inline constexpr quant_policy kDeepseekV4Policy{};
+
+// ---------------------------------------------------------------- blocks (GPU building blocks)
+
+/// max |x| over `n` BF16 values, with NaN detection. `amax` leaves NaN out (0 for n = 0);
+/// `has_nan` says whether a NaN was seen. Integer max of the sign-less bits: exact, branch-free.
+struct bf16_amax {
+  float amax = 0.0f;
+  bool has_nan = false;
+};
+DSV4_HOST_DEVICE constexpr bf16_amax amax_bf16(const bf16* in, int n) noexcept {
+  std::int32_t all = 0;     // max over every value: > 0x7F80 iff a NaN was seen
+  std::int32_t finite = 0;  // max over the non-NaN values (signed: vectorizes on SSE2)
+  for (int i = 0; i < n; ++i) {
+    const std::int32_t a = in[i].bits & 0x7FFF;
+    all = a > all ? a : all;
+    const std::int32_t f = a <= 0x7F80 ? a : 0;
+    finite = f > finite ? f : finite;
+  }
+  return {bf16_to_float(bf16{static_cast<std::uint16_t>(finite)}), all > 0x7F80};
+}
+
+/// Quantizes one E4M3 block with a power-of-two scale: the building block of the fp8_ds_mla
+/// row (n = 64) and of the indexer FP8 key (n = 128), on the host and in kernels.
+/// - in: `n` BF16 values; out_e4m3: `n` bytes, code i = E4M3(in[i] x 2^-e), RNE, saturating.
+/// - e = scale_exponent_for_amax(amax, 448, amax_floor), in [-127, 127].
+/// - Returns the scale as an E8M0 byte e + 127, or 0xFF when the block holds a NaN and `nan` is
+///   `propagate` (then every code is 0x7F). `e8m0_to_float(byte)` is the fp32 scale 2^e.
+DSV4_HOST_DEVICE constexpr std::uint8_t quantize_fp8_block(const bf16* in, int n, std::uint8_t* out_e4m3,
+                                                           float amax_floor = 1e-4f,
+                                                           nan_policy nan = nan_policy::propagate) noexcept {
+  const bf16_amax m = amax_bf16(in, n);
+  if (m.has_nan && nan == nan_policy::propagate) {
+    for (int i = 0; i < n; ++i) out_e4m3[i] = kE4m3NanCode;
+    return kE8m0NanCode;
+  }
+  const int e = scale_exponent_for_amax(m.amax, kE4m3Max, amax_floor);
+  const float inv_scale = exp2i(-e);  // exact: x x 2^-e loses nothing unless it underflows
+  for (int i = 0; i < n; ++i) out_e4m3[i] = float_to_e4m3(bf16_to_float(in[i]) * inv_scale);
+  return static_cast<std::uint8_t>(e + 127);
+}
+
+/// The MXFP4 block exponent of `rule` for a NaN-free amax, clamped to [-127, 127].
+DSV4_HOST_DEVICE constexpr int mxfp4_scale_exponent(float amax, float amax_floor, mxfp4_scale_rule rule) noexcept {
+  if (rule == mxfp4_scale_rule::deepseek_ceil) return scale_exponent_for_amax(amax, kE2m1Max, amax_floor);
+  const float m = amax > amax_floor ? amax : amax_floor;
+  const int e = floor_log2(m) - 2;  // 2 = emax of E2M1 (6 = 1.5 x 2^2)
+  return e < -127 ? -127 : (e > 127 ? 127 : e);
+}
+
+/// Quantizes one MXFP4 block: the building block of the MXFP4 indexer key (n = 32).
+/// - in: `n` BF16 values, n even; out_packed: n / 2 bytes, value 2i in the low nibble of byte
+///   i, value 2i+1 in the high nibble; code = E2M1(x x 2^-e), RNE, saturating at +-6.
+/// - e from `mxfp4_scale_exponent(amax, amax_floor, rule)`.
+/// - Returns the E8M0 scale byte e + 127, or 0xFF (codes 0) for a NaN block under `propagate`.
+DSV4_HOST_DEVICE constexpr std::uint8_t quantize_mxfp4_block(const bf16* in, int n, std::uint8_t* out_packed,
+                                                             float amax_floor = 0.0f,
+                                                             mxfp4_scale_rule rule = mxfp4_scale_rule::deepseek_ceil,
+                                                             nan_policy nan = nan_policy::propagate) noexcept {
+  const bf16_amax m = amax_bf16(in, n);
+  if (m.has_nan && nan == nan_policy::propagate) {
+    for (int i = 0; i < n / 2; ++i) out_packed[i] = 0;
+    return kE8m0NanCode;
+  }
+  const int e = mxfp4_scale_exponent(m.amax, amax_floor, rule);
+  const float inv_scale = exp2i(-e);
+  for (int i = 0; i < n / 2; ++i) {
+    const std::uint8_t lo = float_to_e2m1(bf16_to_float(in[2 * i]) * inv_scale);
+    const std::uint8_t hi = float_to_e2m1(bf16_to_float(in[2 * i + 1]) * inv_scale);
+    out_packed[i] = static_cast<std::uint8_t>(lo | (hi << 4));
+  }
+  return static_cast<std::uint8_t>(e + 127);
+}
+
+namespace detail {
+
+DSV4_HOST_DEVICE constexpr void require_row(std::int64_t row, std::int64_t rows_per_page) {
+  require(row >= 0 && row < rows_per_page, "row must be in [0, rows_per_page)", {"row", row},
+          {"rows_per_page", rows_per_page});
+}
+
+/// Output conversion of the dequantizers: float as is, BF16 rounded to nearest even.
+template <class Out>
+DSV4_HOST_DEVICE constexpr Out from_float(float v) noexcept {
+  if constexpr (std::is_same_v<Out, bf16>) {
+    return float_to_bf16(v);
+  } else {
+    return v;
+  }
+}
+
+template <class Out>
+DSV4_HOST_DEVICE constexpr void dequantize_fp8_ds_mla_row_impl(const fp8_ds_mla_page_layout& layout,
+                                                               const std::uint8_t* page, std::int64_t row, Out* out) {
+  require_row(row, layout.rows_per_page);
+  const std::uint8_t* data = page + layout.data_offset(row);
+  const std::uint8_t* scales = page + layout.scale_offset(row);
+  const std::int64_t nope = layout.format.nope_values();
+  const std::int64_t blocks = layout.format.num_scales();
+  for (std::int64_t b = 0; b < blocks; ++b) {
+    const float scale = e8m0_to_float(scales[b]);
+    for (std::int64_t i = b * kFp8QuantBlock; i < (b + 1) * kFp8QuantBlock; ++i) {
+      out[i] = from_float<Out>(e4m3_to_float(data[i]) * scale);
+    }
+  }
+  const std::uint8_t* rope = data + layout.format.nope_bytes();
+  for (std::int64_t j = 0; j < layout.format.rope_dim; ++j) {
+    const bf16 v{static_cast<std::uint16_t>(rope[2 * j] | (rope[2 * j + 1] << 8))};  // little-endian
+    if constexpr (std::is_same_v<Out, bf16>) {
+      out[nope + j] = v;
+    } else {
+      out[nope + j] = bf16_to_float(v);
+    }
+  }
+}
+
+template <class Out>
+DSV4_HOST_DEVICE constexpr void dequantize_indexer_row_impl(const indexer_page_layout& layout, const std::uint8_t* page,
+                                                            std::int64_t row, Out* out) {
+  require_row(row, layout.rows_per_page);
+  const std::uint8_t* values = page + layout.data_offset(row);
+  const std::uint8_t* scales = page + layout.scale_offset(row);
+  const std::int64_t d = layout.format.index_head_dim;
+  if (layout.format.format == indexer_format::fp8) {
+    for (std::int64_t b = 0; b < d / kFp8IndexerBlock; ++b) {
+      const std::uint8_t* s = scales + b * kFp8ScaleBytes;
+      const float scale =
+          bits_float(static_cast<std::uint32_t>(s[0]) | (static_cast<std::uint32_t>(s[1]) << 8) |
+                     (static_cast<std::uint32_t>(s[2]) << 16) | (static_cast<std::uint32_t>(s[3]) << 24));
+      for (std::int64_t i = b * kFp8IndexerBlock; i < (b + 1) * kFp8IndexerBlock; ++i) {
+        out[i] = from_float<Out>(e4m3_to_float(values[i]) * scale);
+      }
+    }
+  } else {
+    for (std::int64_t b = 0; b < d / kMxfp4Block; ++b) {
+      const float scale = e8m0_to_float(scales[b]);
+      for (std::int64_t i = b * kMxfp4Block / 2; i < (b + 1) * kMxfp4Block / 2; ++i) {
+        out[2 * i] = from_float<Out>(e2m1_to_float(static_cast<std::uint8_t>(values[i] & 0xFU)) * scale);
+        out[2 * i + 1] = from_float<Out>(e2m1_to_float(static_cast<std::uint8_t>(values[i] >> 4)) * scale);
+      }
+    }
+  }
+}
+
+}  // namespace detail
+
+// ---------------------------------------------------------------- fp8_ds_mla rows
+
+/// Quantizes one fp8_ds_mla row into row `row` of a page (recipe and byte sum at the top).
+/// - page: the page start, `layout.page_bytes()` bytes ([rows, 576] then [rows, 8] for D = 512);
+///   writes only bytes [data_offset(row), +576) and [scale_offset(row), +8).
+/// - in: `head_dim` (512) BF16 values, NoPE (448) first, then RoPE (64).
+/// - Scale byte per 64 NoPE values, then one 0x00 pad byte; RoPE copied bit for bit.
+/// Errors: row outside [0, rows_per_page) fails before anything is written.
+DSV4_HOST_DEVICE constexpr void quantize_fp8_ds_mla_row(const fp8_ds_mla_page_layout& layout, std::uint8_t* page,
+                                                        std::int64_t row, const bf16* in,
+                                                        const quant_policy& policy = quant_policy{}) {
+  detail::require_row(row, layout.rows_per_page);
+  std::uint8_t* data = page + layout.data_offset(row);
+  std::uint8_t* scales = page + layout.scale_offset(row);
+  const std::int64_t blocks = layout.format.num_scales();
+  for (std::int64_t b = 0; b < blocks; ++b) {
+    scales[b] = quantize_fp8_block(in + b * kFp8QuantBlock, static_cast<int>(kFp8QuantBlock), data + b * kFp8QuantBlock,
+                                   policy.fp8_ds_mla_amax_floor, policy.nan);
+  }
+  for (std::int64_t b = blocks; b < layout.format.scale_bytes(); ++b) scales[b] = 0;  // pad
+  std::uint8_t* rope = data + layout.format.nope_bytes();
+  const bf16* rope_in = in + layout.format.nope_values();
+  for (std::int64_t j = 0; j < layout.format.rope_dim; ++j) {  // BF16 little-endian, as on the GPU
+    rope[2 * j] = static_cast<std::uint8_t>(rope_in[j].bits & 0xFFU);
+    rope[2 * j + 1] = static_cast<std::uint8_t>(rope_in[j].bits >> 8);
+  }
+}
+
+/// Dequantizes row `row` of an fp8_ds_mla page into `head_dim` (512) floats: NoPE value i is
+/// E4M3(q_i) x 2^(byte - 127) of its block (exact in float32; byte 0xFF gives NaN), RoPE the
+/// stored BF16 values. Reads only the row's 576 data and 8 scale bytes. Errors as the quantizer.
+DSV4_HOST_DEVICE constexpr void dequantize_fp8_ds_mla_row(const fp8_ds_mla_page_layout& layout,
+                                                          const std::uint8_t* page, std::int64_t row, float* out) {
+  detail::dequantize_fp8_ds_mla_row_impl(layout, page, row, out);
+}
+
+/// As the float overload, writing BF16 (NoPE values rounded to nearest even, which is exact
+/// unless the value is below the normal range; RoPE bits copied).
+DSV4_HOST_DEVICE constexpr void dequantize_fp8_ds_mla_row(const fp8_ds_mla_page_layout& layout,
+                                                          const std::uint8_t* page, std::int64_t row, bf16* out) {
+  detail::dequantize_fp8_ds_mla_row_impl(layout, page, row, out);
+}
+
+// ---------------------------------------------------------------- indexer key rows
+
+/// Quantizes one FP8 indexer key into row `row` of an indexer page (format must be fp8).
+/// - page: `layout.page_bytes()` bytes, [rows, d] E4M3 then [rows, d / 128 x 4] fp32 scales.
+/// - in: `index_head_dim` (128) BF16 values. Per 128: E4M3 codes and the fp32 scale 2^e
+///   (`policy.indexer_fp8_amax_floor`, default 1e-4), stored little-endian.
+/// Errors: row out of range, or a MXFP4 layout; nothing is written then.
+DSV4_HOST_DEVICE constexpr void quantize_indexer_fp8_row(const indexer_page_layout& layout, std::uint8_t* page,
+                                                         std::int64_t row, const bf16* in,
+                                                         const quant_policy& policy = quant_policy{}) {
+  detail::require_row(row, layout.rows_per_page);
+  require(layout.format.format == indexer_format::fp8, "quantize_indexer_fp8_row needs an FP8 indexer layout");
+  std::uint8_t* values = page + layout.data_offset(row);
+  std::uint8_t* scales = page + layout.scale_offset(row);
+  for (std::int64_t b = 0; b < layout.format.index_head_dim / kFp8IndexerBlock; ++b) {
+    const std::uint8_t byte =
+        quantize_fp8_block(in + b * kFp8IndexerBlock, static_cast<int>(kFp8IndexerBlock), values + b * kFp8IndexerBlock,
+                           policy.indexer_fp8_amax_floor, policy.nan);
+    const std::uint32_t bits = detail::float_bits(e8m0_to_float(byte));  // 2^e, or NaN
+    for (int k = 0; k < 4; ++k) scales[b * kFp8ScaleBytes + k] = static_cast<std::uint8_t>(bits >> (8 * k));
+  }
+}
+
+/// Quantizes one MXFP4 indexer key into row `row` of an indexer page (format must be mxfp4).
+/// - page: `layout.page_bytes()` bytes, [rows, d / 2] packed E2M1 then [rows, d / 32] E8M0.
+/// - in: `index_head_dim` (128) BF16 values; per 32 values one E8M0 byte (rule and floor from
+///   `policy`, default DeepSeek ceil, no floor); value 2i in the low nibble of byte i.
+/// Errors: row out of range, or an FP8 layout; nothing is written then.
+DSV4_HOST_DEVICE constexpr void quantize_indexer_mxfp4_row(const indexer_page_layout& layout, std::uint8_t* page,
+                                                           std::int64_t row, const bf16* in,
+                                                           const quant_policy& policy = quant_policy{}) {
+  detail::require_row(row, layout.rows_per_page);
+  require(layout.format.format == indexer_format::mxfp4, "quantize_indexer_mxfp4_row needs an MXFP4 indexer layout");
+  std::uint8_t* values = page + layout.data_offset(row);
+  std::uint8_t* scales = page + layout.scale_offset(row);
+  for (std::int64_t b = 0; b < layout.format.index_head_dim / kMxfp4Block; ++b) {
+    scales[b] = quantize_mxfp4_block(in + b * kMxfp4Block, static_cast<int>(kMxfp4Block), values + b * kMxfp4Block / 2,
+                                     policy.mxfp4_amax_floor, policy.mxfp4_scale, policy.nan);
+  }
+}
+
+/// Quantizes one indexer key with the layout's format (FP8 or MXFP4); see the two above.
+DSV4_HOST_DEVICE constexpr void quantize_indexer_row(const indexer_page_layout& layout, std::uint8_t* page,
+                                                     std::int64_t row, const bf16* in,
+                                                     const quant_policy& policy = quant_policy{}) {
+  if (layout.format.format == indexer_format::fp8) {
+    quantize_indexer_fp8_row(layout, page, row, in, policy);
+  } else {
+    quantize_indexer_mxfp4_row(layout, page, row, in, policy);
+  }
+}
+
+/// Dequantizes row `row` of an indexer page into `index_head_dim` (128) floats, with the
+/// layout's format: FP8 q x fp32 scale, or MXFP4 E2M1(q) x 2^(byte - 127) (0xFF gives NaN).
+/// Reads only the row's value and scale bytes. Errors: row out of range.
+DSV4_HOST_DEVICE constexpr void dequantize_indexer_row(const indexer_page_layout& layout, const std::uint8_t* page,
+                                                       std::int64_t row, float* out) {
+  detail::dequantize_indexer_row_impl(layout, page, row, out);
+}
+
+/// As the float overload, writing BF16 (rounded to nearest even; exact for these formats
+/// unless a value is below the normal range).
+DSV4_HOST_DEVICE constexpr void dequantize_indexer_row(const indexer_page_layout& layout, const std::uint8_t* page,
+                                                       std::int64_t row, bf16* out) {
+  detail::dequantize_indexer_row_impl(layout, page, row, out);
+}
+
+// ---------------------------------------------------------------- host span overloads
+
+namespace detail {
+inline void require_page_span(std::size_t size, std::int64_t page_bytes) {
+  require(static_cast<std::int64_t>(size) >= page_bytes, "page span is smaller than the page", {"page_size", size},
+          {"page_bytes", page_bytes});
+}
+inline void require_values_span(std::size_t size, std::int64_t values) {
+  require(static_cast<std::int64_t>(size) == values, "span must hold exactly the row's values", {"size", size},
+          {"values", values});
+}
+}  // namespace detail
+
+/// Host-only, size-checked forms of the row codecs: fail unless `page` holds at least
+/// `layout.page_bytes()` bytes and `in` / `out` exactly the row's values (head_dim or
+/// index_head_dim).
+inline void quantize_fp8_ds_mla_row(const fp8_ds_mla_page_layout& layout, std::span<std::uint8_t> page,
+                                    std::int64_t row, std::span<const bf16> in,
+                                    const quant_policy& policy = quant_policy{}) {
+  detail::require_page_span(page.size(), layout.page_bytes());
+  detail::require_values_span(in.size(), layout.format.head_dim);
+  quantize_fp8_ds_mla_row(layout, page.data(), row, in.data(), policy);
+}
+
+/// Host-only, size-checked `dequantize_fp8_ds_mla_row` to float.
+inline void dequantize_fp8_ds_mla_row(const fp8_ds_mla_page_layout& layout, std::span<const std::uint8_t> page,
+                                      std::int64_t row, std::span<float> out) {
+  detail::require_page_span(page.size(), layout.page_bytes());
+  detail::require_values_span(out.size(), layout.format.head_dim);
+  dequantize_fp8_ds_mla_row(layout, page.data(), row, out.data());
+}
+
+/// Host-only, size-checked `dequantize_fp8_ds_mla_row` to BF16.
+inline void dequantize_fp8_ds_mla_row(const fp8_ds_mla_page_layout& layout, std::span<const std::uint8_t> page,
+                                      std::int64_t row, std::span<bf16> out) {
+  detail::require_page_span(page.size(), layout.page_bytes());
+  detail::require_values_span(out.size(), layout.format.head_dim);
+  dequantize_fp8_ds_mla_row(layout, page.data(), row, out.data());
+}
+
+/// Host-only, size-checked `quantize_indexer_row`.
+inline void quantize_indexer_row(const indexer_page_layout& layout, std::span<std::uint8_t> page, std::int64_t row,
+                                 std::span<const bf16> in, const quant_policy& policy = quant_policy{}) {
+  detail::require_page_span(page.size(), layout.page_bytes());
+  detail::require_values_span(in.size(), layout.format.index_head_dim);
+  quantize_indexer_row(layout, page.data(), row, in.data(), policy);
+}
+
+/// Host-only, size-checked `dequantize_indexer_row` to float.
+inline void dequantize_indexer_row(const indexer_page_layout& layout, std::span<const std::uint8_t> page,
+                                   std::int64_t row, std::span<float> out) {
+  detail::require_page_span(page.size(), layout.page_bytes());
+  detail::require_values_span(out.size(), layout.format.index_head_dim);
+  dequantize_indexer_row(layout, page.data(), row, out.data());
+}
+
+/// Host-only, size-checked `dequantize_indexer_row` to BF16.
+inline void dequantize_indexer_row(const indexer_page_layout& layout, std::span<const std::uint8_t> page,
+                                   std::int64_t row, std::span<bf16> out) {
+  detail::require_page_span(page.size(), layout.page_bytes());
+  detail::require_values_span(out.size(), layout.format.index_head_dim);
+  dequantize_indexer_row(layout, page.data(), row, out.data());
+}
+
+}  // namespace dsv4::cache
