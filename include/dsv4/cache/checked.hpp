@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
 #include "dsv4/cache/platform.hpp"
 
@@ -15,7 +16,14 @@ namespace dsv4::cache {
 template <class T>
 DSV4_HOST_DEVICE constexpr T checked_add(T a, T b, const char* what = "size overflows 64 bits") {
   T r{};
+#if defined(__CUDA_ARCH__)  // nvcc has no __builtin_*_overflow in device code: exact 128-bit result
+  using W = std::conditional_t<std::is_signed_v<T>, __int128, unsigned __int128>;
+  const W w = static_cast<W>(a) + static_cast<W>(b);
+  r = static_cast<T>(w);
+  if (static_cast<W>(r) != w) fail(what, named_value("a", a), named_value("b", b));
+#else
   if (__builtin_add_overflow(a, b, &r)) fail(what, named_value("a", a), named_value("b", b));
+#endif
   return r;
 }
 
@@ -23,7 +31,14 @@ DSV4_HOST_DEVICE constexpr T checked_add(T a, T b, const char* what = "size over
 template <class T>
 DSV4_HOST_DEVICE constexpr T checked_mul(T a, T b, const char* what = "size overflows 64 bits") {
   T r{};
+#if defined(__CUDA_ARCH__)  // as checked_add: |a x b| < 2^128 for 64-bit T
+  using W = std::conditional_t<std::is_signed_v<T>, __int128, unsigned __int128>;
+  const W w = static_cast<W>(a) * static_cast<W>(b);
+  r = static_cast<T>(w);
+  if (static_cast<W>(r) != w) fail(what, named_value("a", a), named_value("b", b));
+#else
   if (__builtin_mul_overflow(a, b, &r)) fail(what, named_value("a", a), named_value("b", b));
+#endif
   return r;
 }
 

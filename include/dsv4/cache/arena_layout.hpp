@@ -1,0 +1,262 @@
+// dsv4-cache: where every pool of a memory plan lives inside one device allocation.
+//
+// The arena is one contiguous allocation holding, in this order,
+//
+//   for each group g of the plan (the seed's group order),
+//     for each layer of g (ascending layer index),
+//       for each pool of g (c4a.compressed_kv: [fp8_ds_mla KV, indexer keys]; else one pool),
+//         one region of pages_per_layer(g) pages x page_bytes(pool), then zero padding up to
+//         the arena alignment (256 B by default).
+//
+// so a region is `[num_pages, page_bytes]` and a page is the row format's split layout
+// (row_format.hpp). Page 0 of every region is the reserved null page: block tables point
+// padding entries at it, so the kernels never write it (a slot in page 0 is refused and
+// counted like an out-of-range slot) and an arena is zero-filled when allocated.
+//
+// Bytes: the regions' unpadded bytes sum to exactly `memory_plan::total_bytes`; the arena
+// adds `padding_bytes` (at most alignment - 1 per region) on top:
+//
+//   total_bytes = plan.total_bytes + padding_bytes,  padding_bytes < num_regions x alignment
+//
+// e.g. a Flash v4.swa_kv region of 5 pages is 5 x 37,440 = 187,200 B, padded by 64 B to
+// 187,264 = 731.5 x 256.
+//
+// Everything here is host arithmetic on the plan (standard library only, `constexpr`, no CUDA
+// header), so the CUDA arena (cuda/device_arena.cuh) and the host tests share one source of
+// truth for every offset. All arithmetic is 64-bit and overflow-checked.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "dsv4/cache/checked.hpp"
+#include "dsv4/cache/memory_plan.hpp"
+#include "dsv4/cache/model.hpp"
+#include "dsv4/cache/row_format.hpp"
+
+namespace dsv4::cache {
+
+/// Default alignment of every pool region, bytes: a multiple of the 16 B vector accesses of the
+/// kernels and of the 128 B cache line, as the usual CUDA allocators round to 256 B.
+inline constexpr std::uint64_t kArenaAlignment = 256;
+
+/// The page of every pool that is never handed out (block tables' padding entries point at it).
+inline constexpr std::int64_t kNullPage = 0;
+
+/// Most pools one group keeps per layer (c4a.compressed_kv: KV + indexer keys).
+inline constexpr int kMaxPoolsPerGroup = 2;
+
+/// One pool of one layer of one group: `[num_pages, page_bytes]` at `offset_bytes` from the
+/// arena base. Slot s (the kernels' `page * rows_per_page + row`) lies in page s / rows_per_page.
+struct pool_region {
+  int group = 0;       ///< Index into memory_plan::groups (the seed's group order).
+  int layer_slot = 0;  ///< Index into the group's layer list.
+  int layer = 0;       ///< Model layer index (MTP layers follow the main ones).
+  int pool = 0;        ///< Index into the group's pools: 0 = KV/state, 1 = indexer keys.
+  pool_format format = pool_format::fp8_ds_mla;
+  std::uint64_t offset_bytes = 0;  ///< From the arena base; a multiple of the arena alignment.
+  std::int64_t page_bytes = 0;     ///< Bytes of one page (fp8_ds_mla pages padded to 576 B multiples).
+  std::int64_t num_pages = 0;      ///< = group_plan::pages_per_layer, null page included.
+  std::int64_t rows_per_page = 0;  ///< Rows of one page (64, 4, 8 or 2).
+  std::int64_t row_bytes = 0;      ///< Unpadded bytes of one row: 584, 132, 68, 8,192, 4,096 or 2,048.
+  std::uint64_t bytes = 0;         ///< num_pages x page_bytes: the plan's bytes for this pool.
+  std::uint64_t padded_bytes = 0;  ///< `bytes` rounded up to the arena alignment.
+
+  /// Slots of the region: num_pages x rows_per_page (the null page's rows included).
+  [[nodiscard]] constexpr std::int64_t num_slots() const { return num_pages * rows_per_page; }
+  /// First slot a writer may use: the first row after the null page.
+  [[nodiscard]] constexpr std::int64_t first_usable_slot() const { return (kNullPage + 1) * rows_per_page; }
+  /// One past the region's last byte (before its padding), from the arena base.
+  [[nodiscard]] constexpr std::uint64_t end_offset() const { return offset_bytes + bytes; }
+};
+
+/// Where a group's regions are: layer block l (the group's l-th layer) starts at
+/// `offset_bytes + l x layer_stride_bytes`, and its pool p at `pool_offset_bytes[p]` inside.
+struct arena_group_layout {
+  std::uint64_t offset_bytes = 0;        ///< First byte of the group's first region.
+  std::uint64_t layer_stride_bytes = 0;  ///< Padded bytes of all pools of one layer.
+  std::uint64_t bytes = 0;               ///< Padded bytes of the whole group.
+  int num_layers = 0;
+  int num_pools = 0;
+  std::array<std::uint64_t, kMaxPoolsPerGroup> pool_offset_bytes{};  ///< Inside one layer block.
+  std::array<std::uint64_t, kMaxPoolsPerGroup> pool_padded_bytes{};  ///< Padded bytes of each pool.
+};
+
+/// The arena of a memory plan: every pool region's offset, and the typed page layouts the
+/// kernels need (the plan knows row bytes; the row formats come from the model).
+struct arena_layout {
+  memory_plan plan{};               ///< The plan this arena holds.
+  fp8_ds_mla_format kv_format{};    ///< fp8_ds_mla rows (SWA window, compressed KV).
+  indexer_row_format indexer{};     ///< Indexer keys; index_head_dim 0 when no CSA layer.
+  std::uint64_t alignment = 0;      ///< Region alignment, a power of two.
+  std::uint64_t total_bytes = 0;    ///< Bytes to allocate: payload + padding.
+  std::uint64_t payload_bytes = 0;  ///< Unpadded region bytes; equals plan.total_bytes.
+  std::uint64_t padding_bytes = 0;  ///< total_bytes - payload_bytes.
+  int num_regions = 0;              ///< Pools over all groups and layers.
+  std::array<arena_group_layout, kMaxGroups> groups{};
+
+  /// Region of pool `pool` of the `layer_slot`-th layer of group `group`. Throws
+  /// std::invalid_argument for an index out of range.
+  [[nodiscard]] constexpr pool_region region(int group, int layer_slot, int pool) const {
+    require(group >= 0 && group < plan.num_groups, "arena group index out of range", {"group", group},
+            {"num_groups", plan.num_groups});
+    const arena_group_layout& ga = groups[static_cast<std::size_t>(group)];
+    const group_plan& gp = plan.groups[static_cast<std::size_t>(group)];
+    require(layer_slot >= 0 && layer_slot < ga.num_layers, "arena layer slot out of range", {"layer_slot", layer_slot},
+            {"num_layers", ga.num_layers});
+    require(pool >= 0 && pool < ga.num_pools, "arena pool index out of range", {"pool", pool},
+            {"num_pools", ga.num_pools});
+    const pool_spec& ps = gp.spec.pools[static_cast<std::size_t>(pool)];
+    pool_region r;
+    r.group = group;
+    r.layer_slot = layer_slot;
+    r.layer = gp.spec.layers[static_cast<std::size_t>(layer_slot)];
+    r.pool = pool;
+    r.format = ps.format;
+    // Cannot overflow: every term was checked when the layout was built.
+    r.offset_bytes = ga.offset_bytes + static_cast<std::uint64_t>(layer_slot) * ga.layer_stride_bytes +
+                     ga.pool_offset_bytes[static_cast<std::size_t>(pool)];
+    r.page_bytes = ps.page_bytes;
+    r.num_pages = gp.pages_per_layer;
+    r.rows_per_page = ps.rows_per_page;
+    r.row_bytes = ps.row_bytes;
+    r.bytes = static_cast<std::uint64_t>(ps.page_bytes) * static_cast<std::uint64_t>(gp.pages_per_layer);
+    r.padded_bytes = ga.pool_padded_bytes[static_cast<std::size_t>(pool)];
+    return r;
+  }
+
+  /// The i-th region in arena order (0 <= i < num_regions): offsets increase with i.
+  /// Throws std::invalid_argument for i out of range.
+  [[nodiscard]] constexpr pool_region region(int i) const {
+    require(i >= 0 && i < num_regions, "arena region index out of range", {"region", i}, {"num_regions", num_regions});
+    for (int g = 0; g < plan.num_groups; ++g) {
+      const arena_group_layout& ga = groups[static_cast<std::size_t>(g)];
+      const int n = ga.num_layers * ga.num_pools;
+      if (i < n) return region(g, i / ga.num_pools, i % ga.num_pools);
+      i -= n;
+    }
+    fail("arena region index out of range", {"region", i});
+  }
+
+  /// Index of the group with id `id`; throws std::invalid_argument if the plan has none.
+  [[nodiscard]] constexpr int group_index(group_id id) const {
+    for (int g = 0; g < plan.num_groups; ++g)
+      if (plan.groups[static_cast<std::size_t>(g)].spec.id == id) return g;
+    fail("the plan has no such cache group", {"kind", static_cast<int>(id.kind)}, {"ratio", id.ratio});
+  }
+
+  /// Region of pool `pool` of model layer `layer` in group `id`. Throws std::invalid_argument
+  /// if the plan has no such group, the group does not cover that layer, or no such pool.
+  [[nodiscard]] constexpr pool_region find(group_id id, int layer, int pool = 0) const {
+    const int g = group_index(id);
+    const paged_cache_group_spec& s = plan.groups[static_cast<std::size_t>(g)].spec;
+    for (int slot = 0; slot < s.num_layers; ++slot)
+      if (s.layers[static_cast<std::size_t>(slot)] == layer) return region(g, slot, pool);
+    fail("the cache group does not cover this layer", {"layer", layer}, {"kind", static_cast<int>(id.kind)},
+         {"ratio", id.ratio});
+  }
+
+  /// Page layout of an fp8_ds_mla region (SWA window or compressed KV). Throws
+  /// std::invalid_argument if the region holds another format.
+  [[nodiscard]] constexpr fp8_ds_mla_page_layout fp8_ds_mla_layout(const pool_region& r) const {
+    require(r.format == pool_format::fp8_ds_mla, "region is not an fp8_ds_mla pool",
+            {"format", static_cast<int>(r.format)});
+    return make_fp8_ds_mla_page_layout(kv_format, r.rows_per_page);
+  }
+
+  /// Page layout of an indexer-key region (FP8 or MXFP4). Throws std::invalid_argument if the
+  /// region holds another format.
+  [[nodiscard]] constexpr indexer_page_layout indexer_layout(const pool_region& r) const {
+    require(r.format == pool_format::indexer_fp8 || r.format == pool_format::indexer_mxfp4,
+            "region is not an indexer-key pool", {"format", static_cast<int>(r.format)});
+    return make_indexer_page_layout(indexer, r.rows_per_page);
+  }
+};
+
+/// Lays out the arena of `plan`, a plan of model `c` (`build_memory_plan(c, o)`), with every
+/// region aligned to `alignment` bytes (a power of two, >= 16 for the kernels' 16 B accesses).
+/// Cross-checks the plan against the model: each fp8_ds_mla and indexer pool's page bytes must
+/// equal the page layout built from `c` (head_dim, qk_rope_head_dim, index_head_dim, the
+/// plan's indexer format), and the regions' unpadded bytes must sum to plan.total_bytes.
+/// Throws std::invalid_argument for a bad alignment, a plan of another model, an empty plan,
+/// or an arena whose size overflows 64 bits.
+constexpr arena_layout build_arena_layout(const model_config& c, const memory_plan& plan,
+                                          std::uint64_t alignment = kArenaAlignment) {
+  require(alignment >= 16 && (alignment & (alignment - 1)) == 0,
+          "arena alignment must be a power of two and >= 16 bytes", {"alignment", alignment});
+  require(plan.num_groups > 0 && plan.num_groups <= kMaxGroups, "memory plan has no groups",
+          {"num_groups", plan.num_groups});
+  validate(c);
+  arena_layout a;
+  a.plan = plan;
+  a.alignment = alignment;
+  a.kv_format = make_fp8_ds_mla_format(c.head_dim, c.qk_rope_head_dim);
+  std::uint64_t offset = 0;
+  std::uint64_t payload = 0;
+  for (int g = 0; g < plan.num_groups; ++g) {
+    const group_plan& gp = plan.groups[static_cast<std::size_t>(g)];
+    const paged_cache_group_spec& s = gp.spec;
+    require(s.num_pools >= 1 && s.num_pools <= kMaxPoolsPerGroup, "cache group must have 1 or 2 pools", {"group", g},
+            {"num_pools", s.num_pools});
+    require(s.num_layers >= 1 && s.num_layers <= kMaxLayers, "cache group must cover 1..256 layers", {"group", g},
+            {"num_layers", s.num_layers});
+    require(gp.pages_per_layer >= 1, "a pool needs at least its null page", {"group", g},
+            {"pages_per_layer", gp.pages_per_layer});
+    arena_group_layout& ga = a.groups[static_cast<std::size_t>(g)];
+    ga.offset_bytes = offset;
+    ga.num_layers = s.num_layers;
+    ga.num_pools = s.num_pools;
+    std::uint64_t group_payload_per_layer = 0;
+    for (int p = 0; p < s.num_pools; ++p) {
+      const pool_spec& ps = s.pools[static_cast<std::size_t>(p)];
+      require(ps.page_bytes > 0 && ps.rows_per_page > 0 && ps.row_bytes > 0, "pool spec has an empty page",
+              {"group", g}, {"pool", p});
+      // The plan only knows byte counts; the kernels need the model's row formats. They must agree.
+      if (ps.format == pool_format::fp8_ds_mla) {
+        require(make_fp8_ds_mla_page_layout(a.kv_format, ps.rows_per_page).page_bytes() == ps.page_bytes &&
+                    a.kv_format.row_bytes() == ps.row_bytes,
+                "plan's fp8_ds_mla pool does not match the model's head_dim / qk_rope_head_dim", {"group", g},
+                {"page_bytes", ps.page_bytes}, {"row_bytes", ps.row_bytes});
+      } else if (ps.format == pool_format::indexer_fp8 || ps.format == pool_format::indexer_mxfp4) {
+        const indexer_format f = ps.format == pool_format::indexer_fp8 ? indexer_format::fp8 : indexer_format::mxfp4;
+        require(f == plan.options.indexer, "plan's indexer pool format differs from its options", {"group", g});
+        a.indexer = make_indexer_row_format(f, c.index_head_dim);
+        require(make_indexer_page_layout(a.indexer, ps.rows_per_page).page_bytes() == ps.page_bytes &&
+                    a.indexer.row_bytes() == ps.row_bytes,
+                "plan's indexer pool does not match the model's index_head_dim", {"group", g},
+                {"page_bytes", ps.page_bytes}, {"row_bytes", ps.row_bytes});
+      }
+      const std::uint64_t bytes =
+          checked_mul(to_unsigned(ps.page_bytes, "page_bytes"), to_unsigned(gp.pages_per_layer, "pages_per_layer"),
+                      "arena pool bytes overflow 64 bits");
+      // alignment is a power of two; (bytes + alignment - 1) is checked, the mask cannot overflow.
+      const std::uint64_t padded = checked_add(bytes, alignment - 1, "arena size overflows 64 bits") & ~(alignment - 1);
+      ga.pool_offset_bytes[static_cast<std::size_t>(p)] = ga.layer_stride_bytes;
+      ga.pool_padded_bytes[static_cast<std::size_t>(p)] = padded;
+      ga.layer_stride_bytes = checked_add(ga.layer_stride_bytes, padded, "arena size overflows 64 bits");
+      group_payload_per_layer = checked_add(group_payload_per_layer, bytes, "arena size overflows 64 bits");
+    }
+    const auto layers = static_cast<std::uint64_t>(s.num_layers);
+    ga.bytes = checked_mul(ga.layer_stride_bytes, layers, "arena size overflows 64 bits");
+    const std::uint64_t group_payload = checked_mul(group_payload_per_layer, layers, "arena size overflows 64 bits");
+    require(group_payload == gp.bytes, "arena group bytes differ from the plan's", {"group", g},
+            {"arena_bytes", group_payload}, {"plan_bytes", gp.bytes});
+    payload = checked_add(payload, group_payload, "arena size overflows 64 bits");
+    offset = checked_add(offset, ga.bytes, "arena size overflows 64 bits");
+    a.num_regions += s.num_layers * s.num_pools;
+  }
+  require(payload == plan.total_bytes, "arena payload differs from the plan's total bytes", {"arena_bytes", payload},
+          {"plan_bytes", plan.total_bytes});
+  a.payload_bytes = payload;
+  a.total_bytes = offset;
+  a.padding_bytes = offset - payload;
+  return a;
+}
+
+/// The arena of `build_memory_plan(c, o)`; errors as `build_memory_plan` and the overload above.
+constexpr arena_layout build_arena_layout(const model_config& c, const plan_options& o,
+                                          std::uint64_t alignment = kArenaAlignment) {
+  return build_arena_layout(c, build_memory_plan(c, o), alignment);
+}
+
+}  // namespace dsv4::cache

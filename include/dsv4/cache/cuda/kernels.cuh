@@ -1,0 +1,446 @@
+// dsv4-cache: insert (quantize BF16 rows into paged pools) and gather (dequantize them back)
+// kernels for fp8_ds_mla, indexer FP8 and indexer MXFP4 pools. CUDA only.
+//
+// Slots: token k goes to slot s = slots[k] = page * rows_per_page + row of the pool.
+//   s == -1                          padding: skipped (insert writes nothing; gather writes zeros)
+//   s in [rows_per_page, num_slots)  written / read (page 0, the null page, is never written)
+//   anything else                    refused: nothing written (gather writes zeros) and, when an
+//                                    error counter is given, counted with one atomicAdd
+// Gather may read page 0 (block tables point padding at it; it holds zeros).
+//
+// Work split (memory-bound, so the goal is full-width coalesced 16 B accesses):
+//   fp8_ds_mla (D = 512):   one warp per row; lane l owns chunks l and l + 32 of 8 values (16 B
+//                           of BF16 in, 8 B of E4M3 out; the 8 RoPE chunks are copied as is);
+//                           a 64-value scale block is 8 lanes: amax by 3 xor-shuffles.
+//   indexer FP8 (d = 128):  16 lanes per row (two rows per warp), one chunk each; the 128-value
+//                           block is the 16 lanes: 4 xor-shuffles.
+//   indexer MXFP4 (d = 128): 16 lanes per row; a 32-value block is 4 lanes: 2 xor-shuffles;
+//                           each lane stores 4 packed bytes.
+// Every element goes through the shared scalar codec (chunk_codec.hpp -> scalar_codec.hpp);
+// the block amax is an integer max of BF16 bits, order-independent, so the results are
+// bit-identical to the host row codecs (row_codec.hpp) for every input, NaN included.
+//
+// Launch helpers validate the shapes once on the host (std::invalid_argument), enqueue on the
+// given stream and never synchronize; launch errors throw `cuda_error`.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "dsv4/cache/checked.hpp"
+#include "dsv4/cache/chunk_codec.hpp"
+#include "dsv4/cache/cuda/device_arena.cuh"
+#include "dsv4/cache/cuda/error.cuh"
+#include "dsv4/cache/row_codec.hpp"
+
+namespace dsv4::cache::cuda {
+
+/// Threads per block of every kernel here.
+inline constexpr int kThreadsPerBlock = 256;
+
+/// Static shape of a row format in the kernels.
+template <pool_format F>
+struct row_kernel_traits;
+
+template <>
+struct row_kernel_traits<pool_format::fp8_ds_mla> {
+  static constexpr int kLanesPerRow = 32;  ///< One warp per row.
+  static constexpr int kMaxIters = 4;      ///< Chunks per lane: head_dim <= 4 x 32 x 8 = 1,024.
+  static constexpr int kBlockLanes = static_cast<int>(kFp8QuantBlock) / kChunkValues;  ///< 8 lanes per scale.
+};
+template <>
+struct row_kernel_traits<pool_format::indexer_fp8> {
+  static constexpr int kLanesPerRow = 16;
+  static constexpr int kMaxIters = 4;  ///< index_head_dim <= 4 x 16 x 8 = 512.
+  static constexpr int kBlockLanes = static_cast<int>(kFp8IndexerBlock) / kChunkValues;  ///< 16 lanes.
+};
+template <>
+struct row_kernel_traits<pool_format::indexer_mxfp4> {
+  static constexpr int kLanesPerRow = 16;
+  static constexpr int kMaxIters = 4;
+  static constexpr int kBlockLanes = static_cast<int>(kMxfp4Block) / kChunkValues;  ///< 4 lanes.
+};
+
+/// Values of one row of the pool (the BF16 input / output width): head_dim (512) for
+/// fp8_ds_mla, index_head_dim (128) for indexer keys.
+template <pool_format F>
+[[nodiscard]] DSV4_HOST_DEVICE constexpr std::int64_t row_values(const pool_view<F>& p) {
+  if constexpr (F == pool_format::fp8_ds_mla)
+    return p.layout.format.head_dim;
+  else
+    return p.layout.format.index_head_dim;
+}
+
+namespace detail {
+
+static_assert(sizeof(bf16x8) == sizeof(uint4) && alignof(uint4) == 16);
+
+__device__ __forceinline__ bf16x8 to_chunk(uint4 v) { return bf16x8{{v.x, v.y, v.z, v.w}}; }
+__device__ __forceinline__ uint4 to_uint4(const bf16x8& c) { return make_uint4(c.w[0], c.w[1], c.w[2], c.w[3]); }
+
+/// Max of `m` over aligned groups of `Width` lanes (a power of two) among the lanes of `mask`.
+template <int Width>
+__device__ __forceinline__ amax_bits group_max(amax_bits m, unsigned mask) {
+#pragma unroll
+  for (int o = Width / 2; o > 0; o /= 2) {
+    const amax_bits other{__shfl_xor_sync(mask, m.all, o), __shfl_xor_sync(mask, m.finite, o)};
+    m = combine(m, other);
+  }
+  return m;
+}
+
+/// The lanes of this thread's row group (kLanesPerRow consecutive lanes of the warp).
+template <int Lanes>
+__device__ __forceinline__ unsigned row_group_mask() {
+  if constexpr (Lanes == 32) {
+    return 0xFFFFFFFFU;
+  } else {
+    const unsigned first = threadIdx.x & 31U & ~static_cast<unsigned>(Lanes - 1);
+    return ((1U << Lanes) - 1U) << first;
+  }
+}
+
+/// Whether `slot` may be written (in [rows_per_page, num_slots)) / read (in [0, num_slots)).
+template <pool_format F>
+__device__ __forceinline__ bool writable_slot(const pool_view<F>& p, std::int64_t slot) {
+  return slot >= p.rows_per_page && slot < p.num_slots();
+}
+template <pool_format F>
+__device__ __forceinline__ bool readable_slot(const pool_view<F>& p, std::int64_t slot) {
+  return slot >= 0 && slot < p.num_slots();
+}
+
+// ---- per-row work of one row group; `lane` is the lane index inside the group ----
+
+__device__ __forceinline__ void insert_row(const fp8_ds_mla_pool_view& p, std::uint8_t* page, std::int64_t row,
+                                           const uint4* __restrict__ in, int lane, unsigned mask,
+                                           const quant_policy& pol) {
+  using T = row_kernel_traits<pool_format::fp8_ds_mla>;
+  const fp8_ds_mla_page_layout& L = p.layout;
+  const int chunks = static_cast<int>(L.format.head_dim / kChunkValues);
+  const int nope_chunks = static_cast<int>(L.format.nope_values() / kChunkValues);
+  std::uint8_t* data = page + L.data_offset(row);
+  std::uint8_t* scales = page + L.scale_offset(row);
+  uint4 raw[T::kMaxIters];
+#pragma unroll
+  for (int it = 0; it < T::kMaxIters; ++it) {  // all loads first: memory-level parallelism
+    const int c = it * T::kLanesPerRow + lane;
+    raw[it] = c < chunks ? __ldg(in + c) : make_uint4(0, 0, 0, 0);
+  }
+#pragma unroll
+  for (int it = 0; it < T::kMaxIters; ++it) {
+    if (it * T::kLanesPerRow >= chunks) break;  // uniform over the row group
+    const int c = it * T::kLanesPerRow + lane;
+    const bf16x8 x = to_chunk(raw[it]);
+    const bool nope = c < nope_chunks;  // whole 8-lane blocks: nope_values % 64 == 0
+    const amax_bits block = group_max<T::kBlockLanes>(nope ? chunk_amax(x) : amax_bits{}, mask);
+    if (nope) {
+      std::uint32_t codes[2];
+      const std::uint8_t byte = quantize_e4m3_chunk(x, block, pol.fp8_ds_mla_amax_floor, pol.nan, codes);
+      *reinterpret_cast<uint2*>(data + c * kChunkValues) = make_uint2(codes[0], codes[1]);
+      if (c % T::kBlockLanes == 0) scales[c / T::kBlockLanes] = byte;
+    } else if (c < chunks) {  // RoPE: BF16 bits copied, 16 B per chunk
+      *reinterpret_cast<uint4*>(data + L.format.nope_bytes() + (c - nope_chunks) * 16) = raw[it];
+    }
+  }
+  if (lane == 0)
+    for (std::int64_t b = L.format.num_scales(); b < L.format.scale_bytes(); ++b) scales[b] = 0;  // pad
+}
+
+template <pool_format F>
+__device__ __forceinline__ void insert_indexer_row(const pool_view<F>& p, std::uint8_t* page, std::int64_t row,
+                                                   const uint4* __restrict__ in, int lane, unsigned mask,
+                                                   const quant_policy& pol) {
+  using T = row_kernel_traits<F>;
+  const indexer_page_layout& L = p.layout;
+  const int chunks = static_cast<int>(L.format.index_head_dim / kChunkValues);
+  std::uint8_t* values = page + L.data_offset(row);
+  std::uint8_t* scales = page + L.scale_offset(row);
+  uint4 raw[T::kMaxIters];
+#pragma unroll
+  for (int it = 0; it < T::kMaxIters; ++it) {
+    const int c = it * T::kLanesPerRow + lane;
+    raw[it] = c < chunks ? __ldg(in + c) : make_uint4(0, 0, 0, 0);
+  }
+#pragma unroll
+  for (int it = 0; it < T::kMaxIters; ++it) {
+    if (it * T::kLanesPerRow >= chunks) break;  // uniform; chunks % kBlockLanes == 0
+    const int c = it * T::kLanesPerRow + lane;
+    const bf16x8 x = to_chunk(raw[it]);
+    const bool live = c < chunks;
+    const amax_bits block = group_max<T::kBlockLanes>(live ? chunk_amax(x) : amax_bits{}, mask);
+    if (!live) continue;
+    if constexpr (F == pool_format::indexer_fp8) {
+      std::uint32_t codes[2];
+      const std::uint8_t byte = quantize_e4m3_chunk(x, block, pol.indexer_fp8_amax_floor, pol.nan, codes);
+      *reinterpret_cast<uint2*>(values + c * kChunkValues) = make_uint2(codes[0], codes[1]);
+      if (c % T::kBlockLanes == 0)
+        *reinterpret_cast<std::uint32_t*>(scales + (c / T::kBlockLanes) * kFp8ScaleBytes) =
+            indexer_fp8_scale_bits(byte);
+    } else {
+      std::uint32_t packed = 0;
+      const std::uint8_t byte = quantize_e2m1_chunk(x, block, pol.mxfp4_amax_floor, pol.mxfp4_scale, pol.nan, packed);
+      *reinterpret_cast<std::uint32_t*>(values + c * (kChunkValues / 2)) = packed;
+      if (c % T::kBlockLanes == 0) scales[c / T::kBlockLanes] = byte;
+    }
+  }
+}
+
+/// Writes 8 floats and/or 8 BF16 values of chunk c of an output row.
+__device__ __forceinline__ void store_chunk(const float (&v)[8], bf16* out_bf16, float* out_f32, int c) {
+  if (out_f32 != nullptr) {
+    float4* o = reinterpret_cast<float4*>(out_f32 + c * kChunkValues);
+    o[0] = make_float4(v[0], v[1], v[2], v[3]);
+    o[1] = make_float4(v[4], v[5], v[6], v[7]);
+  }
+  if (out_bf16 != nullptr) *reinterpret_cast<uint4*>(out_bf16 + c * kChunkValues) = to_uint4(pack_bf16x8(v));
+}
+
+__device__ __forceinline__ void gather_row(const fp8_ds_mla_pool_view& p, const std::uint8_t* page, std::int64_t row,
+                                           bf16* out_bf16, float* out_f32, int lane) {
+  using T = row_kernel_traits<pool_format::fp8_ds_mla>;
+  const fp8_ds_mla_page_layout& L = p.layout;
+  const int chunks = static_cast<int>(L.format.head_dim / kChunkValues);
+  const int nope_chunks = static_cast<int>(L.format.nope_values() / kChunkValues);
+  const std::uint8_t* data = page + L.data_offset(row);
+  const std::uint8_t* scales = page + L.scale_offset(row);
+#pragma unroll
+  for (int it = 0; it < T::kMaxIters; ++it) {
+    const int c = it * T::kLanesPerRow + lane;
+    if (c >= chunks) break;
+    float v[8];
+    if (c < nope_chunks) {
+      const uint2 q = __ldg(reinterpret_cast<const uint2*>(data + c * kChunkValues));
+      const std::uint32_t codes[2] = {q.x, q.y};
+      dequantize_e4m3_chunk(codes, e8m0_to_float(__ldg(scales + c / T::kBlockLanes)), v);
+      store_chunk(v, out_bf16, out_f32, c);
+    } else {  // RoPE: BF16 bits out as stored, floats exact
+      const uint4 raw = __ldg(reinterpret_cast<const uint4*>(data + L.format.nope_bytes() + (c - nope_chunks) * 16));
+      unpack_bf16x8(to_chunk(raw), v);
+      if (out_f32 != nullptr) store_chunk(v, nullptr, out_f32, c);
+      if (out_bf16 != nullptr) *reinterpret_cast<uint4*>(out_bf16 + c * kChunkValues) = raw;
+    }
+  }
+}
+
+template <pool_format F>
+__device__ __forceinline__ void gather_indexer_row(const pool_view<F>& p, const std::uint8_t* page, std::int64_t row,
+                                                   bf16* out_bf16, float* out_f32, int lane) {
+  using T = row_kernel_traits<F>;
+  const indexer_page_layout& L = p.layout;
+  const int chunks = static_cast<int>(L.format.index_head_dim / kChunkValues);
+  const std::uint8_t* values = page + L.data_offset(row);
+  const std::uint8_t* scales = page + L.scale_offset(row);
+#pragma unroll
+  for (int it = 0; it < T::kMaxIters; ++it) {
+    const int c = it * T::kLanesPerRow + lane;
+    if (c >= chunks) break;
+    float v[8];
+    if constexpr (F == pool_format::indexer_fp8) {
+      const uint2 q = __ldg(reinterpret_cast<const uint2*>(values + c * kChunkValues));
+      const std::uint32_t codes[2] = {q.x, q.y};
+      const float scale =
+          __uint_as_float(__ldg(reinterpret_cast<const unsigned*>(scales + (c / T::kBlockLanes) * kFp8ScaleBytes)));
+      dequantize_e4m3_chunk(codes, scale, v);
+    } else {
+      const std::uint32_t packed = __ldg(reinterpret_cast<const unsigned*>(values + c * (kChunkValues / 2)));
+      dequantize_e2m1_chunk(packed, e8m0_to_float(__ldg(scales + c / T::kBlockLanes)), v);
+    }
+    store_chunk(v, out_bf16, out_f32, c);
+  }
+}
+
+/// Zeroes this lane's chunks of a skipped or refused output row.
+template <int Lanes>
+__device__ __forceinline__ void zero_row(bf16* out_bf16, float* out_f32, int chunks, int lane) {
+  const float z[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  for (int c = lane; c < chunks; c += Lanes) store_chunk(z, out_bf16, out_f32, c);
+}
+
+// ---- kernels: thread t serves token t / kLanesPerRow as lane t % kLanesPerRow ----
+
+template <pool_format F>
+__global__ void __launch_bounds__(kThreadsPerBlock)
+    insert_kernel(pool_view<F> pool, const bf16* __restrict__ in, std::int64_t in_row_stride,
+                  const std::int64_t* __restrict__ slots, std::int64_t num_tokens,
+                  unsigned long long* __restrict__ error_counter, quant_policy policy) {
+  using T = row_kernel_traits<F>;
+  const std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::int64_t token = t / T::kLanesPerRow;
+  const int lane = static_cast<int>(threadIdx.x % T::kLanesPerRow);
+  if (token >= num_tokens) return;  // whole row groups leave together
+  const std::int64_t slot = __ldg(slots + token);
+  if (slot == -1) return;
+  if (!writable_slot(pool, slot)) {
+    if (lane == 0 && error_counter != nullptr) atomicAdd(error_counter, 1ULL);
+    return;
+  }
+  std::uint8_t* page = pool.page(slot / pool.rows_per_page);
+  const std::int64_t row = slot % pool.rows_per_page;
+  const uint4* src = reinterpret_cast<const uint4*>(in + token * in_row_stride);
+  const unsigned mask = row_group_mask<T::kLanesPerRow>();
+  if constexpr (F == pool_format::fp8_ds_mla)
+    insert_row(pool, page, row, src, lane, mask, policy);
+  else
+    insert_indexer_row(pool, page, row, src, lane, mask, policy);
+}
+
+template <pool_format F>
+__global__ void __launch_bounds__(kThreadsPerBlock)
+    gather_kernel(pool_view<F> pool, const std::int64_t* __restrict__ slots, std::int64_t num_tokens,
+                  bf16* __restrict__ out_bf16, float* __restrict__ out_f32, std::int64_t out_row_stride,
+                  unsigned long long* __restrict__ error_counter) {
+  using T = row_kernel_traits<F>;
+  const std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::int64_t token = t / T::kLanesPerRow;
+  const int lane = static_cast<int>(threadIdx.x % T::kLanesPerRow);
+  if (token >= num_tokens) return;
+  const std::int64_t slot = __ldg(slots + token);
+  bf16* ob = out_bf16 != nullptr ? out_bf16 + token * out_row_stride : nullptr;
+  float* of = out_f32 != nullptr ? out_f32 + token * out_row_stride : nullptr;
+  if (!readable_slot(pool, slot)) {
+    if (slot != -1 && lane == 0 && error_counter != nullptr) atomicAdd(error_counter, 1ULL);
+    zero_row<T::kLanesPerRow>(ob, of, static_cast<int>(row_values(pool) / kChunkValues), lane);
+    return;
+  }
+  const std::uint8_t* page = pool.page(slot / pool.rows_per_page);
+  const std::int64_t row = slot % pool.rows_per_page;
+  if constexpr (F == pool_format::fp8_ds_mla)
+    gather_row(pool, page, row, ob, of, lane);
+  else
+    gather_indexer_row(pool, page, row, ob, of, lane);
+}
+
+// ---- host-side validation ----
+
+inline void require_aligned(const void* p, std::uintptr_t alignment, const char* rule) {
+  require(reinterpret_cast<std::uintptr_t>(p) % alignment == 0, rule,
+          {"address_mod", static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(p) % alignment)},
+          {"alignment", static_cast<std::uint64_t>(alignment)});
+}
+
+/// Checks a view once on the host: everything the kernels assume without checking.
+template <pool_format F>
+void validate_view(const pool_view<F>& p) {
+  using T = row_kernel_traits<F>;
+  require(p.base != nullptr, "pool view has a null base pointer");
+  require_aligned(p.base, 16, "pool base must be 16-byte aligned");
+  require(p.num_pages >= 1 && p.rows_per_page >= 1, "pool view needs pages and rows", {"num_pages", p.num_pages},
+          {"rows_per_page", p.rows_per_page});
+  require(p.layout.rows_per_page == p.rows_per_page, "pool view rows_per_page differs from its layout's",
+          {"rows_per_page", p.rows_per_page}, {"layout_rows_per_page", p.layout.rows_per_page});
+  require(p.page_bytes % 16 == 0 && p.page_bytes >= p.layout.page_bytes(),
+          "pool page_bytes must be a multiple of 16 and hold the layout's page", {"page_bytes", p.page_bytes},
+          {"layout_page_bytes", p.layout.page_bytes()});
+  (void)checked_mul(p.num_pages, p.page_bytes, "pool bytes overflow 64 bits");
+  if constexpr (F == pool_format::fp8_ds_mla) {
+    const fp8_ds_mla_format f = make_fp8_ds_mla_format(p.layout.format.head_dim, p.layout.format.rope_dim);
+    // 16 B RoPE chunks and 16 B-aligned rows: rope_dim % 8 == 0 (NoPE % 64 is the format's rule).
+    require(f.rope_dim % 8 == 0, "fp8_ds_mla kernels need qk_rope_head_dim % 8 == 0", {"rope_dim", f.rope_dim});
+    require(f.head_dim <= T::kMaxIters * T::kLanesPerRow * kChunkValues, "fp8_ds_mla kernels need head_dim <= 1024",
+            {"head_dim", f.head_dim});
+  } else {
+    const indexer_format want = F == pool_format::indexer_fp8 ? indexer_format::fp8 : indexer_format::mxfp4;
+    require(p.layout.format.format == want, "indexer pool view layout has the other key format");
+    const indexer_row_format f = make_indexer_row_format(want, p.layout.format.index_head_dim);
+    require(f.value_bytes == p.layout.format.value_bytes && f.scale_bytes == p.layout.format.scale_bytes,
+            "indexer pool view layout is not a valid indexer format");
+    // Whole scale blocks per lane group iteration: FP8 d % 128 == 0 and MXFP4 d % 32 == 0 are
+    // the formats' rules; both make d % 8 == 0 (16 B chunks) and row starts 16/8/4 B aligned.
+    require(f.index_head_dim <= T::kMaxIters * T::kLanesPerRow * kChunkValues,
+            "indexer kernels need index_head_dim <= 512", {"index_head_dim", f.index_head_dim});
+  }
+}
+
+inline unsigned grid_for(std::int64_t num_tokens, int lanes_per_row) {
+  const std::int64_t rows_per_block = kThreadsPerBlock / lanes_per_row;
+  const std::int64_t blocks = num_tokens / rows_per_block + (num_tokens % rows_per_block != 0 ? 1 : 0);
+  require(blocks <= 0x7FFFFFFF, "too many tokens for one launch", {"num_tokens", num_tokens});
+  return static_cast<unsigned>(blocks);
+}
+
+}  // namespace detail
+
+/// Quantizes `num_tokens` BF16 rows into pool `pool`: token k's row (`row_values(pool)`
+/// values: 512 for fp8_ds_mla, 128 for indexer keys) at `in + k * in_row_stride` is written to
+/// slot `slots[k]` with the row codec of F (row_codec.hpp, bit-identical, `policy` as there).
+/// - in: device, 16 B aligned, in_row_stride >= row_values and a multiple of 8 (values).
+/// - slots: device, num_tokens int64; -1 skips the token; a slot outside [rows_per_page,
+///   num_slots) (the null page, negative or past the pool) is not written and, if
+///   `error_counter` (device, may be null) is given, adds 1 to it.
+/// - Enqueued on `stream`, no synchronization; num_tokens == 0 launches nothing.
+/// Throws std::invalid_argument for a bad view or shape (before anything is enqueued), and
+/// `cuda_error` if the launch fails.
+template <pool_format F>
+void insert_rows(const pool_view<F>& pool, const bf16* in, std::int64_t in_row_stride, const std::int64_t* slots,
+                 std::int64_t num_tokens, unsigned long long* error_counter, cudaStream_t stream,
+                 const quant_policy& policy = quant_policy{}) {
+  using T = row_kernel_traits<F>;
+  detail::validate_view(pool);
+  require(num_tokens >= 0, "num_tokens must be >= 0", {"num_tokens", num_tokens});
+  if (num_tokens == 0) return;
+  require(in != nullptr && slots != nullptr, "insert_rows needs input rows and slots");
+  detail::require_aligned(in, 16, "insert_rows input must be 16-byte aligned");
+  detail::require_aligned(slots, 8, "insert_rows slots must be 8-byte aligned");
+  require(in_row_stride >= row_values(pool) && in_row_stride % kChunkValues == 0,
+          "in_row_stride must be >= the row's values and a multiple of 8", {"in_row_stride", in_row_stride},
+          {"row_values", row_values(pool)});
+  (void)checked_mul(num_tokens, in_row_stride, "input extent overflows 64 bits");
+  detail::insert_kernel<F><<<detail::grid_for(num_tokens, T::kLanesPerRow), kThreadsPerBlock, 0, stream>>>(
+      pool, in, in_row_stride, slots, num_tokens, error_counter, policy);
+  check_last_launch("insert_kernel<<<>>>", __FILE__, __LINE__);
+}
+
+/// Dequantizes the rows at `slots` of pool `pool` into `out_bf16` and/or `out_f32` (either may
+/// be null, not both): token k's `row_values(pool)` values go to `out + k * out_row_stride`,
+/// exactly as the host `dequantize_*_row` (float, and BF16 rounded to nearest even).
+/// - slots: device, num_tokens int64; a slot in [0, num_slots) is read (page 0 included);
+///   -1 gives a zero row; any other slot gives a zero row and, if `error_counter` (device,
+///   may be null) is given, adds 1 to it.
+/// - outputs: device, 16 B aligned; out_row_stride >= row_values and a multiple of 8 (values).
+/// - Enqueued on `stream`, no synchronization; num_tokens == 0 launches nothing.
+/// Throws std::invalid_argument for a bad view or shape, `cuda_error` if the launch fails.
+template <pool_format F>
+void gather_rows(const pool_view<F>& pool, const std::int64_t* slots, std::int64_t num_tokens, bf16* out_bf16,
+                 float* out_f32, std::int64_t out_row_stride, unsigned long long* error_counter, cudaStream_t stream) {
+  using T = row_kernel_traits<F>;
+  detail::validate_view(pool);
+  require(num_tokens >= 0, "num_tokens must be >= 0", {"num_tokens", num_tokens});
+  if (num_tokens == 0) return;
+  require(slots != nullptr, "gather_rows needs slots");
+  require(out_bf16 != nullptr || out_f32 != nullptr, "gather_rows needs a BF16 or a float output");
+  detail::require_aligned(slots, 8, "gather_rows slots must be 8-byte aligned");
+  if (out_bf16 != nullptr) detail::require_aligned(out_bf16, 16, "gather_rows BF16 output must be 16-byte aligned");
+  if (out_f32 != nullptr) detail::require_aligned(out_f32, 16, "gather_rows float output must be 16-byte aligned");
+  require(out_row_stride >= row_values(pool) && out_row_stride % kChunkValues == 0,
+          "out_row_stride must be >= the row's values and a multiple of 8", {"out_row_stride", out_row_stride},
+          {"row_values", row_values(pool)});
+  (void)checked_mul(num_tokens, out_row_stride, "output extent overflows 64 bits");
+  detail::gather_kernel<F><<<detail::grid_for(num_tokens, T::kLanesPerRow), kThreadsPerBlock, 0, stream>>>(
+      pool, slots, num_tokens, out_bf16, out_f32, out_row_stride, error_counter);
+  check_last_launch("gather_kernel<<<>>>", __FILE__, __LINE__);
+}
+
+/// Bytes an insert of `num_tokens` rows moves: BF16 rows and slots read, quantized rows
+/// (data + scales) written. What the benchmark divides by the time for "effective GB/s".
+template <pool_format F>
+[[nodiscard]] constexpr std::uint64_t insert_bytes_moved(const pool_view<F>& pool, std::int64_t num_tokens) {
+  const auto n = static_cast<std::uint64_t>(num_tokens);
+  const auto row_bytes = static_cast<std::uint64_t>(pool.layout.format.row_bytes());
+  return n * (static_cast<std::uint64_t>(row_values(pool)) * 2 + 8 + row_bytes);
+}
+
+/// Bytes a gather of `num_tokens` rows moves: slots and quantized rows read, BF16 and/or float
+/// rows written (`out_bf16`, `out_f32` say which outputs are written).
+template <pool_format F>
+[[nodiscard]] constexpr std::uint64_t gather_bytes_moved(const pool_view<F>& pool, std::int64_t num_tokens,
+                                                         bool out_bf16, bool out_f32) {
+  const auto n = static_cast<std::uint64_t>(num_tokens);
+  const auto values = static_cast<std::uint64_t>(row_values(pool));
+  const auto row_bytes = static_cast<std::uint64_t>(pool.layout.format.row_bytes());
+  return n * (8 + row_bytes + (out_bf16 ? values * 2 : 0) + (out_f32 ? values * 4 : 0));
+}
+
+}  // namespace dsv4::cache::cuda

@@ -1,0 +1,237 @@
+// Tests of arena_layout.hpp: the device arena's offsets, computed on the host.
+//
+// Golden values are derived by hand from the memory-plan formula (memory_plan.hpp) and the
+// page bytes of the facts sheet (section 3), not by running the code under test.
+#include "dsv4/cache/arena_layout.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace dsv4::cache {
+namespace {
+
+constexpr group_id kSwa{group_kind::swa_kv, 0};
+constexpr group_id kC4State{group_kind::compressor_state, 4};
+constexpr group_id kC4Kv{group_kind::compressed_kv, 4};
+constexpr group_id kC128State{group_kind::compressor_state, 128};
+constexpr group_id kC128Kv{group_kind::compressed_kv, 128};
+constexpr group_id kIdxState{group_kind::indexer_compressor_state, 4};
+
+constexpr plan_options options(std::int64_t context, std::int64_t requests, indexer_format f = indexer_format::fp8) {
+  plan_options o;
+  o.context_tokens = context;
+  o.requests = requests;
+  o.indexer = f;
+  return o;
+}
+
+// The whole layout is usable in a constant expression (a 4,096-token Flash plan).
+constexpr arena_layout kFlash4k = build_arena_layout(deepseek_v4_flash, options(4096, 1));
+static_assert(kFlash4k.num_regions == 168);
+static_assert(kFlash4k.payload_bytes == kFlash4k.plan.total_bytes);
+static_assert(kFlash4k.total_bytes % kArenaAlignment == 0);
+
+// Flash, L = 4,096, N = 1, s = 1, B = 8,192 (memory_plan.hpp's formula, by hand):
+//   swa_kv         64 rows, W 128: ring ceil(127/64)+1 = 3, shared 8192/64 = 128 -> 132 pages x 37,440 B
+//   c4a state       4 rows, W 8:   ring ceil(7/4)+1 = 3,   shared 8192/4 = 2048 -> 2,052 pages x 32,768 B
+//   c4a kv        256 tokens/page: 4096/256 = 16 + null    -> 17 pages x (37,440 KV + 8,448 FP8 keys)
+//   c128a state     8 rows, W 128: ring ceil(127/8)+1 = 17, shared 1,024      -> 1,042 pages x 32,768 B
+//   c128a kv      256 tokens/page                           -> 17 pages x 1,728 B
+//   indexer state   4 rows, W 8                             -> 2,052 pages x 8,192 B
+// Layers: swa 44, c4a 21 (2, 4, .., 42), c128a 20 (3, 5, .., 41).
+TEST(ArenaLayout, FlashGoldenOffsets) {
+  const arena_layout& a = kFlash4k;
+  ASSERT_EQ(a.plan.num_groups, 6);
+  EXPECT_EQ(a.alignment, 256u);
+
+  // 132 x 37,440 = 4,942,080 = 19,305 x 256: no padding.
+  const pool_region swa0 = a.find(kSwa, 0);
+  EXPECT_EQ(swa0.offset_bytes, 0u);
+  EXPECT_EQ(swa0.bytes, 4'942'080u);
+  EXPECT_EQ(swa0.padded_bytes, 4'942'080u);
+  EXPECT_EQ(swa0.num_pages, 132);
+  EXPECT_EQ(a.find(kSwa, 43).offset_bytes, 43u * 4'942'080u);  // the MTP layer, last of 44
+
+  // c4a state after 44 swa regions: 217,451,520.
+  EXPECT_EQ(a.find(kC4State, 2).offset_bytes, 217'451'520u);
+  EXPECT_EQ(a.find(kC4State, 2).bytes, 2052u * 32'768u);
+
+  // c4a kv after 21 state regions of 67,239,936 B: 1,629,490,176. KV pool 17 x 37,440 =
+  // 636,480 B (2,486.25 x 256) padded by 192 to 636,672; FP8 keys 17 x 8,448 = 143,616 B.
+  const pool_region kv2 = a.find(kC4Kv, 2, 0);
+  EXPECT_EQ(kv2.offset_bytes, 1'629'490'176u);
+  EXPECT_EQ(kv2.bytes, 636'480u);
+  EXPECT_EQ(kv2.padded_bytes, 636'672u);
+  EXPECT_EQ(kv2.format, pool_format::fp8_ds_mla);
+  const pool_region keys6 = a.find(kC4Kv, 6, 1);  // third CSA layer, indexer keys
+  EXPECT_EQ(keys6.format, pool_format::indexer_fp8);
+  EXPECT_EQ(keys6.offset_bytes, 1'629'490'176u + 2u * 780'288u + 636'672u);
+  EXPECT_EQ(keys6.offset_bytes, 1'631'687'424u);
+  EXPECT_EQ(keys6.bytes, 143'616u);
+  EXPECT_EQ(keys6.row_bytes, 132);
+
+  // c128a state after 21 x 780,288; c128a kv after 20 x 1,042 x 32,768; its regions are
+  // 17 x 1,728 = 29,376 B padded to 29,440; the indexer state after 20 x 29,440.
+  EXPECT_EQ(a.find(kC128State, 3).offset_bytes, 1'645'876'224u);
+  EXPECT_EQ(a.find(kC128Kv, 3).offset_bytes, 2'328'761'344u);
+  EXPECT_EQ(a.find(kC128Kv, 3).padded_bytes, 29'440u);
+  EXPECT_EQ(a.find(kIdxState, 2).offset_bytes, 2'329'350'144u);
+
+  // Payload: the plan's bytes exactly; padding: 21 x 192 + 20 x 64 = 5,312.
+  EXPECT_EQ(a.payload_bytes, 2'682'354'496u);
+  EXPECT_EQ(a.plan.total_bytes, 2'682'354'496u);
+  EXPECT_EQ(a.padding_bytes, 5'312u);
+  EXPECT_EQ(a.total_bytes, 2'682'359'808u);
+}
+
+// Every structural property, for a set of plans of both models.
+void check_layout(const model_config& c, const arena_layout& a) {
+  SCOPED_TRACE(std::string(c.name.view()));
+  const memory_plan& p = a.plan;
+  ASSERT_GT(a.num_regions, 0);
+  int expected_regions = 0;
+  for (const group_plan& g : p) expected_regions += g.spec.num_layers * g.spec.num_pools;
+  EXPECT_EQ(a.num_regions, expected_regions);
+
+  std::uint64_t payload = 0;
+  std::uint64_t next = 0;  // where the next region must start
+  std::vector<std::uint64_t> group_bytes(static_cast<std::size_t>(p.num_groups), 0);
+  int last_group = 0;
+  for (int i = 0; i < a.num_regions; ++i) {
+    const pool_region r = a.region(i);
+    const group_plan& g = p.groups[static_cast<std::size_t>(r.group)];
+    const pool_spec& ps = g.spec.pools[static_cast<std::size_t>(r.pool)];
+    // Arena order: groups in plan order, layers ascending, pools in spec order, no gaps but padding.
+    EXPECT_GE(r.group, last_group);
+    last_group = r.group;
+    EXPECT_EQ(r.offset_bytes, next) << "region " << i;
+    EXPECT_EQ(r.offset_bytes % a.alignment, 0u) << "region " << i;
+    EXPECT_EQ(r.padded_bytes % a.alignment, 0u);
+    EXPECT_GE(r.padded_bytes, r.bytes);
+    EXPECT_LT(r.padded_bytes - r.bytes, a.alignment);
+    next = r.offset_bytes + r.padded_bytes;
+    // What the plan implies for this pool.
+    EXPECT_EQ(r.num_pages, g.pages_per_layer);
+    EXPECT_EQ(r.page_bytes, ps.page_bytes);
+    EXPECT_EQ(r.rows_per_page, ps.rows_per_page);
+    EXPECT_EQ(r.row_bytes, ps.row_bytes);
+    EXPECT_EQ(r.format, ps.format);
+    EXPECT_EQ(r.bytes, static_cast<std::uint64_t>(ps.page_bytes) * static_cast<std::uint64_t>(g.pages_per_layer));
+    EXPECT_EQ(r.layer, g.spec.layers[static_cast<std::size_t>(r.layer_slot)]);
+    // Page 0 is the null page, which the plan counts (+1 per layer) and writers skip.
+    EXPECT_EQ(g.pages_per_layer, g.pages_per_request * p.options.requests + g.shared_pages + 1);
+    EXPECT_EQ(r.first_usable_slot(), r.rows_per_page);
+    EXPECT_EQ(r.num_slots(), r.num_pages * r.rows_per_page);
+    // The typed layouts the kernels use agree with the plan's page bytes.
+    if (r.format == pool_format::fp8_ds_mla) {
+      EXPECT_EQ(a.fp8_ds_mla_layout(r).page_bytes(), r.page_bytes);
+      EXPECT_THROW((void)a.indexer_layout(r), std::invalid_argument);
+    } else if (r.format == pool_format::indexer_fp8 || r.format == pool_format::indexer_mxfp4) {
+      EXPECT_EQ(a.indexer_layout(r).page_bytes(), r.page_bytes);
+      EXPECT_EQ(r.format == pool_format::indexer_fp8, p.options.indexer == indexer_format::fp8);
+      EXPECT_THROW((void)a.fp8_ds_mla_layout(r), std::invalid_argument);
+    }
+    // find() returns the same region.
+    const pool_region f = a.find(g.spec.id, r.layer, r.pool);
+    EXPECT_EQ(f.offset_bytes, r.offset_bytes);
+    payload += r.bytes;
+    group_bytes[static_cast<std::size_t>(r.group)] += r.bytes;
+  }
+  EXPECT_EQ(next, a.total_bytes);
+  EXPECT_EQ(payload, p.total_bytes);
+  EXPECT_EQ(a.payload_bytes, p.total_bytes);
+  EXPECT_EQ(a.padding_bytes, a.total_bytes - a.payload_bytes);
+  EXPECT_LT(a.padding_bytes, static_cast<std::uint64_t>(a.num_regions) * a.alignment);
+  for (int g = 0; g < p.num_groups; ++g) EXPECT_EQ(group_bytes[static_cast<std::size_t>(g)], p.groups[g].bytes);
+}
+
+TEST(ArenaLayout, FlashAndProPlansAgreeWithTheLayout) {
+  for (const model_config* c : {&deepseek_v4_flash, &deepseek_v4_pro})
+    for (const std::int64_t ctx : {1, 1000, 4096, 131'072, 1'048'576})
+      for (const std::int64_t n : {1, 7})
+        for (const indexer_format f : {indexer_format::fp8, indexer_format::mxfp4})
+          for (const std::uint64_t align : {16u, 256u, 4096u}) {
+            SCOPED_TRACE(testing::Message()
+                         << "ctx " << ctx << " n " << n << " fmt " << to_string(f) << " align " << align);
+            check_layout(*c, build_arena_layout(*c, options(ctx, n, f), align));
+          }
+}
+
+TEST(ArenaLayout, RegionCounts) {
+  // Flash: swa 44, c4a state 21, c4a kv 21 x 2, c128a state 20, c128a kv 20, indexer state 21.
+  EXPECT_EQ(build_arena_layout(deepseek_v4_flash, options(4096, 1)).num_regions, 44 + 21 + 42 + 20 + 20 + 21);
+  // Pro: swa 62, c4a state 30, c4a kv 30 x 2, c128a state 31, c128a kv 31, indexer state 30.
+  EXPECT_EQ(build_arena_layout(deepseek_v4_pro, options(4096, 1)).num_regions, 62 + 30 + 60 + 31 + 31 + 30);
+}
+
+TEST(ArenaLayout, ProMxfp4Keys) {
+  // Pro's first CSA layer is 2; MXFP4 keys: 64 x 68 = 4,352 B per page.
+  const arena_layout a = build_arena_layout(deepseek_v4_pro, options(4096, 1, indexer_format::mxfp4));
+  const pool_region keys = a.find(kC4Kv, 2, 1);
+  EXPECT_EQ(keys.format, pool_format::indexer_mxfp4);
+  EXPECT_EQ(keys.page_bytes, 4352);
+  EXPECT_EQ(keys.row_bytes, 68);
+  EXPECT_EQ(a.indexer_layout(keys).format.value_bytes, 64);
+  EXPECT_EQ(a.indexer_layout(keys).scale_offset(1), 64 * 64 + 4);
+  // Pro's HCA layers include 0 and 1; its SWA-only layer is the MTP layer 61.
+  EXPECT_EQ(a.find(kC128Kv, 0).layer_slot, 0);
+  EXPECT_EQ(a.find(kSwa, 61).layer_slot, 61);
+  EXPECT_THROW((void)a.find(kC4Kv, 61), std::invalid_argument);
+  EXPECT_THROW((void)a.find(kC4Kv, 3), std::invalid_argument);
+}
+
+TEST(ArenaLayout, NullPageIsCounted) {
+  // One request of one token: each compressed pool holds 1 page + the null page.
+  const arena_layout a = build_arena_layout(deepseek_v4_flash, options(1, 1));
+  const pool_region kv = a.find(kC128Kv, 3);
+  EXPECT_EQ(kv.num_pages, 2);
+  EXPECT_EQ(kv.first_usable_slot(), 2);  // 2 rows per page: slots 0, 1 are the null page
+  EXPECT_EQ(kv.num_slots(), 4);
+}
+
+TEST(ArenaLayout, Errors) {
+  const memory_plan p = build_memory_plan(deepseek_v4_flash, options(4096, 1));
+  for (const std::uint64_t bad : {0u, 1u, 8u, 48u, 257u})
+    EXPECT_THROW((void)build_arena_layout(deepseek_v4_flash, p, bad), std::invalid_argument) << bad;
+  // A plan of another model: a head_dim of 576 gives 640 B rows, not the plan's 584.
+  model_config other = deepseek_v4_flash;
+  other.head_dim = 576;
+  EXPECT_THROW((void)build_arena_layout(other, p), std::invalid_argument);
+  model_config other_idx = deepseek_v4_flash;
+  other_idx.index_head_dim = 256;
+  EXPECT_THROW((void)build_arena_layout(other_idx, p), std::invalid_argument);
+  // A plan whose byte count was tampered with.
+  memory_plan tampered = p;
+  tampered.total_bytes += 1;
+  EXPECT_THROW((void)build_arena_layout(deepseek_v4_flash, tampered), std::invalid_argument);
+  memory_plan empty;
+  EXPECT_THROW((void)build_arena_layout(deepseek_v4_flash, empty), std::invalid_argument);
+
+  const arena_layout a = build_arena_layout(deepseek_v4_flash, p);
+  EXPECT_THROW((void)a.region(-1), std::invalid_argument);
+  EXPECT_THROW((void)a.region(a.num_regions), std::invalid_argument);
+  EXPECT_THROW((void)a.region(0, 44, 0), std::invalid_argument);
+  EXPECT_THROW((void)a.region(2, 0, 2), std::invalid_argument);
+  EXPECT_THROW((void)a.region(6, 0, 0), std::invalid_argument);
+  EXPECT_THROW((void)a.find(kSwa, 44), std::invalid_argument);
+}
+
+TEST(ArenaLayout, OverflowIsAnError) {
+  // Pages that each fit in 64 bits but whose padded sum does not.
+  memory_plan p = build_memory_plan(deepseek_v4_flash, options(4096, 1));
+  p.groups[0].pages_per_layer = std::int64_t{1} << 48;  // x 37,440 B x 44 layers overflows
+  p.groups[0].bytes = 0;
+  try {
+    (void)build_arena_layout(deepseek_v4_flash, p);
+    ADD_FAILURE() << "no exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("overflows 64 bits"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace dsv4::cache
