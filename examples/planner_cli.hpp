@@ -88,10 +88,6 @@ inline planner_result compute(const planner_args& a) {
   o.tokens_per_step = a.tokens_per_step;
   o.prefill_chunk_tokens = a.prefill_chunk;
   o.cache_mtp = !a.no_mtp;
-  if (a.context == 0)
-    o.context_tokens = r.model.max_position_embeddings;  // an explicit 0 is rejected below
-  else if (a.context < 0)
-    throw std::invalid_argument(fmt::format("--context must be >= 1, got {}", a.context));
   r.schema = build_model_schema(r.model, o.indexer);
   r.plan = build_memory_plan(r.model, o);
   if (a.memory_gib) {
@@ -221,20 +217,31 @@ inline std::string to_text(const planner_result& r) {
   return s;
 }
 
+/// Registers the model and plan flags shared by the planner and the CUDA sample: --preset,
+/// --config, --context, --requests, --memory-gib (described by `memory_gib_help`), --indexer.
+/// The defaults shown by --help are the values `a` holds now (context 0 = the model's max).
+inline void add_model_options(CLI::App& app, planner_args& a, const std::string& memory_gib_help) {
+  app.add_option("--preset", a.preset, "Built-in model: flash (DeepSeek-V4-Flash) or pro (DeepSeek-V4-Pro)")
+      ->check(CLI::IsMember({"flash", "pro"}))
+      ->capture_default_str();
+  app.add_option("--config", a.config_path, "A V4 config.json, or a model directory holding one (overrides --preset)");
+  app.add_option("--context", a.context, "Max context tokens per request L (0: the model's max_position_embeddings)")
+      ->capture_default_str();
+  app.add_option("--requests", a.requests, "Concurrent requests N")->capture_default_str();
+  app.add_option("--memory-gib", a.memory_gib, memory_gib_help);
+  app.add_option("--indexer", a.indexer, "Indexer key format: fp8 (132 B/row) or mxfp4 (68 B/row)")
+      ->check(CLI::IsMember({"fp8", "mxfp4"}))
+      ->capture_default_str();
+}
+
 /// Runs the planner on `args` (without the program name). Returns the exit code.
 inline int run_planner(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   planner_args a;
   CLI::App app{"dsv4-cache-plan: KV-cache layout and memory plan of a DeepSeek V4 model", "dsv4-cache-plan"};
-  app.add_option("--preset", a.preset, "Built-in model: flash (DeepSeek-V4-Flash) or pro (DeepSeek-V4-Pro)")
-      ->check(CLI::IsMember({"flash", "pro"}));
-  app.add_option("--config", a.config_path, "A V4 config.json, or a model directory holding one (overrides --preset)");
-  app.add_option("--context", a.context, "Max context tokens per request L (default: max_position_embeddings)");
-  app.add_option("--requests", a.requests, "Concurrent requests N (default 1)");
-  app.add_option("--memory-gib", a.memory_gib, "A memory budget in GiB: also print the largest N and L that fit");
-  app.add_option("--indexer", a.indexer, "Indexer key format: fp8 (132 B/row) or mxfp4 (68 B/row)")
-      ->check(CLI::IsMember({"fp8", "mxfp4"}));
-  app.add_option("--tokens-per-step", a.tokens_per_step, "Tokens per decode step s (1 + speculative tokens)");
-  app.add_option("--prefill-chunk", a.prefill_chunk, "Prefill chunk tokens B (default 8192)");
+  add_model_options(app, a, "A memory budget in GiB: also print the largest N and L that fit");
+  app.add_option("--tokens-per-step", a.tokens_per_step, "Tokens per decode step s (1 + speculative tokens)")
+      ->capture_default_str();
+  app.add_option("--prefill-chunk", a.prefill_chunk, "Prefill chunk tokens B")->capture_default_str();
   app.add_flag("--no-mtp", a.no_mtp, "Do not cache the MTP layers");
   app.add_flag("--json", a.json, "Print one JSON object instead of tables");
   try {

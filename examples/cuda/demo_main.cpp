@@ -24,13 +24,7 @@ int main(int argc, char** argv) {
   std::int64_t max_tokens = 65536;
   CLI::App app{"dsv4-cache-cuda-demo: allocate a DeepSeek V4 KV cache on the GPU and check the FP8 kernels",
                "dsv4-cache-cuda-demo"};
-  app.add_option("--preset", a.preset, "Built-in model: flash (DeepSeek-V4-Flash) or pro (DeepSeek-V4-Pro)")
-      ->check(CLI::IsMember({"flash", "pro"}));
-  app.add_option("--config", a.config_path, "A V4 config.json, or a model directory holding one (overrides --preset)");
-  app.add_option("--context", a.context, "Max context tokens per request (default 65536)");
-  app.add_option("--requests", a.requests, "Concurrent requests (default 4)");
-  app.add_option("--memory-gib", a.memory_gib, "Memory budget in GiB: the plan must fit in it (exit 2 otherwise)");
-  app.add_option("--indexer", a.indexer, "Indexer key format: fp8 or mxfp4")->check(CLI::IsMember({"fp8", "mxfp4"}));
+  cli::add_model_options(app, a, "Memory budget in GiB: the plan must fit in it (exit 2 otherwise)");
   app.add_option("--max-tokens", max_tokens, "Rows inserted per pool round trip (default 65536)")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 24));
   try {

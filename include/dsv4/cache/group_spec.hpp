@@ -16,6 +16,7 @@
 
 #include <array>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 
@@ -56,6 +57,27 @@ inline std::string to_string(group_id id) {
   return "?";
 }
 
+namespace detail {
+/// Throws std::invalid_argument("dsv4::cache: <rule> (id=\"<s>\")") for a malformed group id:
+/// the id is quoted with non-printable bytes as \xNN and cut at 64 characters (one line).
+[[noreturn]] inline void fail_group_id(const char* rule, std::string_view s) {
+  std::string msg = std::string("dsv4::cache: ") + rule + " (id=\"";
+  for (const char ch : s.substr(0, 64)) {
+    const auto b = static_cast<unsigned char>(ch);
+    if (b >= 0x20 && b < 0x7F && ch != '"' && ch != '\\') {
+      msg += ch;
+    } else {
+      constexpr std::string_view hex = "0123456789abcdef";
+      msg += "\\x";
+      msg += hex[b >> 4];
+      msg += hex[b & 15];
+    }
+  }
+  msg += s.size() > 64 ? "\"...)" : "\")";
+  throw std::invalid_argument(msg);
+}
+}  // namespace detail
+
 /// Parses a seed group id. Accepts exactly the four id shapes above with a ratio of 4 or 128
 /// written in plain decimal (no sign, no leading zero, no spaces). Throws
 /// std::invalid_argument for anything else (the seed's parser returns None for malformed ids
@@ -66,9 +88,9 @@ constexpr group_id parse_group_id(std::string_view s) {
   constexpr std::string_view prefix = "v4.c";
   constexpr std::string_view state_suffix = "a.compressor_state";
   constexpr std::string_view kv_suffix = "a.compressed_kv";
-  require(s.size() <= 64, "malformed DeepSeek V4 group id (longer than 64 characters)",
-          {"length", static_cast<std::int64_t>(s.size())});
-  require(s.starts_with(prefix), "malformed DeepSeek V4 group id (must start with v4.swa_kv or v4.c<ratio>a.)");
+  if (s.size() > 64) detail::fail_group_id("malformed DeepSeek V4 group id (longer than 64 characters)", s);
+  if (!s.starts_with(prefix))
+    detail::fail_group_id("malformed DeepSeek V4 group id (must start with v4.swa_kv or v4.c<ratio>a.)", s);
   group_kind kind{};
   std::string_view rest = s.substr(prefix.size());
   if (rest.ends_with(state_suffix)) {
@@ -78,13 +100,13 @@ constexpr group_id parse_group_id(std::string_view s) {
     kind = group_kind::compressed_kv;
     rest.remove_suffix(kv_suffix.size());
   } else {
-    fail("malformed DeepSeek V4 group id (must end with a.compressor_state or a.compressed_kv)");
+    detail::fail_group_id("malformed DeepSeek V4 group id (must end with a.compressor_state or a.compressed_kv)", s);
   }
-  require(!rest.empty() && rest.size() <= 3 && rest[0] != '0',
-          "malformed DeepSeek V4 group id (ratio must be 4 or 128 in plain decimal)");
+  constexpr const char* bad_ratio = "malformed DeepSeek V4 group id (ratio must be 4 or 128 in plain decimal)";
+  if (rest.empty() || rest.size() > 3 || rest[0] == '0') detail::fail_group_id(bad_ratio, s);
   int ratio = 0;
   for (char ch : rest) {
-    require(ch >= '0' && ch <= '9', "malformed DeepSeek V4 group id (ratio must be 4 or 128 in plain decimal)");
+    if (ch < '0' || ch > '9') detail::fail_group_id(bad_ratio, s);
     ratio = ratio * 10 + (ch - '0');
   }
   require(ratio == kCsaRatio || ratio == kHcaRatio, "DeepSeek V4 group id ratio must be 4 or 128", {"ratio", ratio});
@@ -182,6 +204,17 @@ constexpr pool_spec fp8_ds_mla_pool(const layer_cache_schema& l, std::int64_t ro
 constexpr pool_spec fp32_pool(std::int64_t row_bytes, std::int64_t rows) {
   return {pool_format::compressor_state_fp32, rows, row_bytes, checked_mul(rows, row_bytes)};
 }
+/// An empty compressor-state group (sliding, one fp32 pool, 4 or 8 rows per page by ratio).
+constexpr paged_cache_group_spec compressor_state_group(group_id id) {
+  paged_cache_group_spec g;
+  g.id = id;
+  g.retention = cache_retention::sliding_window;
+  g.rows_per_page = compressor_state_rows_per_page(id.ratio);
+  g.entry_stride_tokens = 1;
+  g.family = cache_family::state;
+  g.num_pools = 1;
+  return g;
+}
 constexpr void add_layer(paged_cache_group_spec& g, int layer) {
   g.layers[static_cast<std::size_t>(g.num_layers++)] = layer;
 }
@@ -218,21 +251,9 @@ constexpr group_spec_list build_cache_specs(const model_cache_schema& schema, bo
   require(swa.num_layers > 0, "no cached layers (all layers are MTP layers and MTP is excluded)");
 
   // v4.c4a.indexer_compressor_state comes last, after every ratio's pair of groups.
-  paged_cache_group_spec idx;
-  idx.id = {group_kind::indexer_compressor_state, kCsaRatio};
-  idx.retention = cache_retention::sliding_window;
-  idx.rows_per_page = compressor_state_rows_per_page(kCsaRatio);
-  idx.entry_stride_tokens = 1;
-  idx.family = cache_family::state;
-  idx.num_pools = 1;
+  paged_cache_group_spec idx = detail::compressor_state_group({group_kind::indexer_compressor_state, kCsaRatio});
   for (const int ratio : {kCsaRatio, kHcaRatio}) {  // ascending, as the seed's sorted set
-    paged_cache_group_spec state;
-    state.id = {group_kind::compressor_state, ratio};
-    state.retention = cache_retention::sliding_window;
-    state.rows_per_page = compressor_state_rows_per_page(ratio);
-    state.entry_stride_tokens = 1;
-    state.family = cache_family::state;
-    state.num_pools = 1;
+    paged_cache_group_spec state = detail::compressor_state_group({group_kind::compressor_state, ratio});
     paged_cache_group_spec kv;
     kv.id = {group_kind::compressed_kv, ratio};
     kv.retention = cache_retention::full_history;
