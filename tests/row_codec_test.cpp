@@ -20,7 +20,6 @@ namespace dsv4::cache {
 namespace {
 using testing::expect_invalid;
 
-
 const fp8_ds_mla_page_layout kMla64 = make_fp8_ds_mla_page_layout(make_fp8_ds_mla_format(512, 64), 64);
 const fp8_ds_mla_page_layout kMla2 = make_fp8_ds_mla_page_layout(make_fp8_ds_mla_format(512, 64), 2);
 const indexer_page_layout kIdxFp8 = make_indexer_page_layout(make_indexer_row_format(indexer_format::fp8, 128), 64);
@@ -490,6 +489,151 @@ TEST(Canary, IndexerRowsTouchOnlyTheirBytes) {
         [&](std::uint8_t* p, std::int64_t r, const bf16* in) { quantize_indexer_row(l, p, r, in); },
         [&](const std::uint8_t* p, std::int64_t r, float* out) { dequantize_indexer_row(l, p, r, out); });
   }
+}
+
+// ---------------------------------------------------------------- vectorized block paths
+//
+// The row codecs run fixed-size, branch-free block kernels (row_codec.hpp detail::, over the
+// element kernels of scalar_codec.hpp). Each must give exactly the reference scalar functions'
+// result: checked for every BF16 input at every scale exponent, and block by block against
+// the reference recipe (amax_bf16, scale_exponent_for_amax, float_to_e4m3 / float_to_e2m1).
+
+/// The reference E4M3 block quantizer (the scalar recipe, one value at a time).
+std::uint8_t reference_fp8_block(const bf16* in, int n, std::uint8_t* out, float floor, nan_policy nan) {
+  const bf16_amax m = amax_bf16(in, n);
+  if (m.has_nan && nan == nan_policy::propagate) {
+    for (int i = 0; i < n; ++i) out[i] = kE4m3NanCode;
+    return kE8m0NanCode;
+  }
+  const int e = scale_exponent_for_amax(m.amax, kE4m3Max, floor);
+  for (int i = 0; i < n; ++i) out[i] = float_to_e4m3(bf16_to_float(in[i]) * exp2i(-e));
+  return static_cast<std::uint8_t>(e + 127);
+}
+
+TEST(VectorBlocks, E4m3AnyEqualsScalarForEveryBf16AndExponent) {
+  std::vector<bf16> all(65536);
+  for (std::uint32_t b = 0; b < 65536; ++b) all[b] = bf16{static_cast<std::uint16_t>(b)};
+  std::uint8_t out[64];
+  std::int64_t mismatches = 0;
+  for (int e = -127; e <= 127; ++e) {
+    const float s = exp2i(-e);
+    for (std::size_t k = 0; k < all.size(); k += 64) {
+      detail::e4m3_block_any<64>(all.data() + k, s, out);
+      for (int i = 0; i < 64; ++i) mismatches += out[i] != float_to_e4m3(bf16_to_float(all[k + i]) * s);
+    }
+  }
+  EXPECT_EQ(mismatches, 0);
+}
+
+TEST(VectorBlocks, E4m3NormalEqualsScalarWhereItsPreconditionHolds) {
+  std::int64_t mismatches = 0;
+  std::int64_t checked = 0;
+  for (int e = -120; e <= 127; ++e) {
+    const float s = exp2i(-e);
+    std::vector<bf16> ok;  // finite, and 0 or scaled magnitude in [2^-6, 448]
+    for (std::uint32_t b = 0; b < 65536; ++b) {
+      const float x = bf16_to_float(bf16{static_cast<std::uint16_t>(b)});
+      const float a = std::fabs(x) * s;
+      if (std::isfinite(x) && (x == 0.0f || (a >= 0x1p-6f && a <= 448.0f)))
+        ok.push_back(bf16{static_cast<std::uint16_t>(b)});
+    }
+    while (ok.size() % 64 != 0) ok.push_back(bf16{0});
+    std::uint8_t out[64];
+    for (std::size_t k = 0; k < ok.size(); k += 64) {
+      detail::e4m3_block_normal<64>(ok.data() + k, e, out);
+      for (int i = 0; i < 64; ++i) mismatches += out[i] != float_to_e4m3(bf16_to_float(ok[k + i]) * s);
+      checked += 64;
+    }
+  }
+  EXPECT_EQ(mismatches, 0);
+  EXPECT_GT(checked, 900000);  // 943,616: 248 exponents x the normal range
+}
+
+TEST(VectorBlocks, E2m1EqualsScalarForEveryBf16AndExponent) {
+  std::vector<bf16> all(65536);
+  for (std::uint32_t b = 0; b < 65536; ++b) all[b] = bf16{static_cast<std::uint16_t>(b)};
+  std::uint8_t out[16];
+  std::int64_t mismatches = 0;
+  for (int e = -127; e <= 127; ++e) {
+    const float s = exp2i(-e);
+    for (std::size_t k = 0; k < all.size(); k += 32) {
+      detail::e2m1_block_packed<32>(all.data() + k, s, out);
+      for (int i = 0; i < 16; ++i) {
+        const auto want = static_cast<std::uint8_t>(float_to_e2m1(bf16_to_float(all[k + 2 * i]) * s) |
+                                                    (float_to_e2m1(bf16_to_float(all[k + 2 * i + 1]) * s) << 4));
+        mismatches += out[i] != want;
+      }
+    }
+  }
+  EXPECT_EQ(mismatches, 0);
+}
+
+TEST(VectorBlocks, DequantBlocksEqualScalarForEveryCodeAndScale) {
+  std::uint8_t codes[256];
+  for (int c = 0; c < 256; ++c) codes[c] = static_cast<std::uint8_t>(c);
+  std::int64_t mismatches = 0;
+  for (int byte = 0; byte < 256; ++byte) {
+    const float scale = e8m0_to_float(static_cast<std::uint8_t>(byte));
+    for (int k = 0; k < 256; k += 64) {
+      float f[64];
+      bf16 h[64];
+      detail::dequantize_e4m3_block<64>(codes + k, scale, f);
+      detail::dequantize_e4m3_block<64>(codes + k, scale, h);
+      for (int i = 0; i < 64; ++i) {
+        const float want = e4m3_to_float(codes[k + i]) * scale;
+        mismatches += detail::float_bits(f[i]) != detail::float_bits(want);
+        mismatches += h[i] != float_to_bf16(want);
+      }
+    }
+    for (int k = 0; k < 256; k += 16) {  // 16 bytes = 32 E2M1 values, every nibble pair
+      float f[32];
+      bf16 h[32];
+      detail::dequantize_e2m1_block<32>(codes + k, scale, f);
+      detail::dequantize_e2m1_block<32>(codes + k, scale, h);
+      for (int i = 0; i < 32; ++i) {
+        const auto nibble = static_cast<std::uint8_t>((codes[k + i / 2] >> (4 * (i % 2))) & 0xF);
+        const float want = e2m1_to_float(nibble) * scale;
+        mismatches += detail::float_bits(f[i]) != detail::float_bits(want);
+        mismatches += h[i] != float_to_bf16(want);
+      }
+    }
+  }
+  EXPECT_EQ(mismatches, 0);
+}
+
+TEST(VectorBlocks, Fp8BlockEqualsReferenceOnRandomAndSpecialBlocks) {
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> pick(0, 9);
+  std::uniform_int_distribution<std::uint32_t> any_bits(0, 0xFFFF);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const std::array<std::uint16_t, 8> special = {0x0000, 0x8000, 0x7F80, 0xFF80, 0x7FC0, 0x0001, 0x0080, 0x7F7F};
+  std::int64_t mismatches = 0;
+  for (int trial = 0; trial < 20000; ++trial) {
+    const int n = trial % 2 == 0 ? 64 : 128;
+    const float spread = std::ldexp(1.0f, static_cast<int>(any_bits(rng) % 60) - 30);
+    const float tiny = std::ldexp(1.0f, -static_cast<int>(any_bits(rng) % 40));
+    std::vector<bf16> in(static_cast<std::size_t>(n));
+    for (auto& v : in) {
+      const int k = trial % 5 == 0 ? pick(rng) : 9;  // most blocks are plain, some are mixed
+      if (k == 0)
+        v = bf16{special[any_bits(rng) % special.size()]};
+      else if (k == 1)
+        v = bf16{static_cast<std::uint16_t>(any_bits(rng))};
+      else if (k == 2)
+        v = float_to_bf16(normal(rng) * spread * tiny * 1e-3f);  // E4M3 subnormal range
+      else
+        v = float_to_bf16(normal(rng) * spread);
+    }
+    for (const float floor : {1e-4f, 1e-10f, 0.0f}) {
+      for (const nan_policy nan : {nan_policy::propagate, nan_policy::ignore}) {
+        std::vector<std::uint8_t> got(static_cast<std::size_t>(n)), want(static_cast<std::size_t>(n));
+        const std::uint8_t g = quantize_fp8_block(in.data(), n, got.data(), floor, nan);
+        const std::uint8_t w = reference_fp8_block(in.data(), n, want.data(), floor, nan);
+        mismatches += g != w || got != want;
+      }
+    }
+  }
+  EXPECT_EQ(mismatches, 0);
 }
 
 }  // namespace

@@ -97,15 +97,104 @@ DSV4_HOST_DEVICE constexpr bf16_amax amax_bf16(const bf16* in, int n) noexcept {
   return {bf16_to_float(bf16{static_cast<std::uint16_t>(finite)}), all > 0x7F80};
 }
 
+namespace detail {
+
+/// What the fixed-size E4M3 block path needs to know about a block, from one vectorizable pass
+/// over the sign-less BF16 bits: the max over all values (> 0x7F80 iff a NaN is present, 0x7F80
+/// for an infinity) and min(bits - 1) over all values as uint16 (0xFFFF iff every value is 0).
+struct bf16_block_stats {
+  std::uint32_t max_all = 0;
+  std::uint32_t min_nonzero_minus_one = 0xFFFFU;
+};
+
+template <int N>
+DSV4_HOST_DEVICE constexpr bf16_block_stats block_stats(const bf16* in) noexcept {
+  std::uint16_t mx = 0;
+  std::uint16_t mn = 0xFFFFU;
+  for (int i = 0; i < N; ++i) {
+    const auto a = static_cast<std::uint16_t>(in[i].bits & 0x7FFFU);
+    mx = a > mx ? a : mx;
+    const auto k = static_cast<std::uint16_t>(a - 1U);  // 0 -> 0xFFFF
+    mn = k < mn ? k : mn;
+  }
+  return {mx, mn};
+}
+
+/// E4M3 codes of in[i] x 2^-e for a block in which every value is finite and either 0 or of
+/// scaled magnitude in [2^-6, 464] (the E4M3 normal range): then x x 2^-e is exact and its BF16
+/// bits are the input's with the exponent lowered by e, so the code is rne((a - (120 + e) << 7)
+/// / 16) on the 16-bit sign-less bits a, in 16-bit lanes (8 values per SSE2 register). Zeros
+/// (and anything that would round below 2^-6, excluded by the precondition) give a negative
+/// value that the max with 0 turns into 0. Same codes as `float_to_e4m3(x * 2^-e)` under the
+/// precondition (checked by the caller, `e4m3_block_is_normal`).
+template <int N>
+DSV4_HOST_DEVICE constexpr void e4m3_block_normal(const bf16* in, int e, std::uint8_t* out) noexcept {
+  const auto bias = static_cast<std::uint16_t>(7 - ((e + 120) << 7));
+  for (int i = 0; i < N; ++i) {
+    const std::uint16_t b = in[i].bits;
+    const auto a = static_cast<std::uint16_t>(b & 0x7FFFU);
+    const auto t = static_cast<std::int16_t>(static_cast<std::uint16_t>(a + bias + ((a >> 4) & 1U)));
+    const auto q = static_cast<std::int16_t>(t >> 4);
+    const std::int16_t code = q > 0 ? q : std::int16_t{0};
+    out[i] = static_cast<std::uint8_t>(code | ((b >> 8) & 0x80));
+  }
+}
+
+/// Whether `e4m3_block_normal` is exact for a block of these stats and exponent e: no NaN or
+/// infinity, e >= -120 (so 2^(e-6) is a BF16 normal) and every nonzero value >= 2^(e-6).
+/// Values above 448 x 2^e cannot occur: e is the ceiling of the block's amax / 448.
+DSV4_HOST_DEVICE constexpr bool e4m3_block_is_normal(const bf16_block_stats& st, int e) noexcept {
+  return st.max_all <= 0x7F7FU && e >= -120 &&
+         st.min_nonzero_minus_one + 1U >= static_cast<std::uint32_t>((e + 121) << 7);
+}
+
+/// E4M3 codes of in[i] x inv_scale for any block (NaN, inf, E4M3 subnormals): 32-bit lanes.
+template <int N>
+DSV4_HOST_DEVICE constexpr void e4m3_block_any(const bf16* in, float inv_scale, std::uint8_t* out) noexcept {
+  for (int i = 0; i < N; ++i) {
+    out[i] = static_cast<std::uint8_t>(e4m3_code_branchless(bf16_to_float(in[i]) * inv_scale));
+  }
+}
+
+/// `quantize_fp8_block` for a compile-time block size (the row codecs' 64 and 128).
+template <int N>
+DSV4_HOST_DEVICE constexpr std::uint8_t quantize_fp8_block_fixed(const bf16* in, std::uint8_t* out_e4m3,
+                                                                 float amax_floor, nan_policy nan) noexcept {
+  const bf16_block_stats st = block_stats<N>(in);
+  std::uint8_t codes[N] = {};
+  float amax = bf16_to_float(bf16{static_cast<std::uint16_t>(st.max_all)});
+  if (st.max_all > 0x7F80U) {  // a NaN: rare, leave the fast path
+    if (nan == nan_policy::propagate) {
+      for (int i = 0; i < N; ++i) out_e4m3[i] = kE4m3NanCode;
+      return kE8m0NanCode;
+    }
+    amax = amax_bf16(in, N).amax;
+  }
+  const int e = scale_exponent_for_amax(amax, kE4m3Max, amax_floor);
+  if (e4m3_block_is_normal(st, e)) {
+    e4m3_block_normal<N>(in, e, codes);
+  } else {
+    e4m3_block_any<N>(in, exp2i(-e), codes);
+  }
+  for (int i = 0; i < N; ++i) out_e4m3[i] = codes[i];
+  return static_cast<std::uint8_t>(e + 127);
+}
+
+}  // namespace detail
+
 /// Quantizes one E4M3 block with a power-of-two scale: the building block of the fp8_ds_mla
 /// row (n = 64) and of the indexer FP8 key (n = 128), on the host and in kernels.
 /// - in: `n` BF16 values; out_e4m3: `n` bytes, code i = E4M3(in[i] x 2^-e), RNE, saturating.
 /// - e = scale_exponent_for_amax(amax, 448, amax_floor), in [-127, 127].
 /// - Returns the scale as an E8M0 byte e + 127, or 0xFF when the block holds a NaN and `nan` is
 ///   `propagate` (then every code is 0x7F). `e8m0_to_float(byte)` is the fp32 scale 2^e.
+/// n = 64 and n = 128 take vectorizable fixed-size paths (detail::quantize_fp8_block_fixed);
+/// every n gives the codes of `float_to_e4m3(bf16_to_float(in[i]) * 2^-e)`.
 DSV4_HOST_DEVICE constexpr std::uint8_t quantize_fp8_block(const bf16* in, int n, std::uint8_t* out_e4m3,
                                                            float amax_floor = 1e-4f,
                                                            nan_policy nan = nan_policy::propagate) noexcept {
+  if (n == 64) return detail::quantize_fp8_block_fixed<64>(in, out_e4m3, amax_floor, nan);
+  if (n == 128) return detail::quantize_fp8_block_fixed<128>(in, out_e4m3, amax_floor, nan);
   const bf16_amax m = amax_bf16(in, n);
   if (m.has_nan && nan == nan_policy::propagate) {
     for (int i = 0; i < n; ++i) out_e4m3[i] = kE4m3NanCode;
@@ -113,7 +202,9 @@ DSV4_HOST_DEVICE constexpr std::uint8_t quantize_fp8_block(const bf16* in, int n
   }
   const int e = scale_exponent_for_amax(m.amax, kE4m3Max, amax_floor);
   const float inv_scale = exp2i(-e);  // exact: x x 2^-e loses nothing unless it underflows
-  for (int i = 0; i < n; ++i) out_e4m3[i] = float_to_e4m3(bf16_to_float(in[i]) * inv_scale);
+  for (int i = 0; i < n; ++i) {
+    out_e4m3[i] = static_cast<std::uint8_t>(detail::e4m3_code_branchless(bf16_to_float(in[i]) * inv_scale));
+  }
   return static_cast<std::uint8_t>(e + 127);
 }
 
@@ -124,6 +215,18 @@ DSV4_HOST_DEVICE constexpr int mxfp4_scale_exponent(float amax, float amax_floor
   const int e = floor_log2(m) - 2;  // 2 = emax of E2M1 (6 = 1.5 x 2^2)
   return e < -127 ? -127 : (e > 127 ? 127 : e);
 }
+
+namespace detail {
+/// Packed E2M1 codes of in[i] x inv_scale (n values, n / 2 bytes, value 2i in the low nibble).
+template <int N>
+DSV4_HOST_DEVICE constexpr void e2m1_block_packed(const bf16* in, float inv_scale, std::uint8_t* out) noexcept {
+  std::uint8_t codes[N] = {};
+  for (int i = 0; i < N; ++i) {
+    codes[i] = static_cast<std::uint8_t>(e2m1_code_branchless(bf16_to_float(in[i]) * inv_scale));
+  }
+  for (int i = 0; i < N / 2; ++i) out[i] = static_cast<std::uint8_t>(codes[2 * i] | (codes[2 * i + 1] << 4));
+}
+}  // namespace detail
 
 /// Quantizes one MXFP4 block: the building block of the MXFP4 indexer key (n = 32).
 /// - in: `n` BF16 values, n even; out_packed: n / 2 bytes, value 2i in the low nibble of byte
@@ -141,10 +244,14 @@ DSV4_HOST_DEVICE constexpr std::uint8_t quantize_mxfp4_block(const bf16* in, int
   }
   const int e = mxfp4_scale_exponent(m.amax, amax_floor, rule);
   const float inv_scale = exp2i(-e);
-  for (int i = 0; i < n / 2; ++i) {
-    const std::uint8_t lo = float_to_e2m1(bf16_to_float(in[2 * i]) * inv_scale);
-    const std::uint8_t hi = float_to_e2m1(bf16_to_float(in[2 * i + 1]) * inv_scale);
-    out_packed[i] = static_cast<std::uint8_t>(lo | (hi << 4));
+  if (n == 32) {
+    detail::e2m1_block_packed<32>(in, inv_scale, out_packed);
+  } else {
+    for (int i = 0; i < n / 2; ++i) {
+      const std::uint32_t lo = detail::e2m1_code_branchless(bf16_to_float(in[2 * i]) * inv_scale);
+      const std::uint32_t hi = detail::e2m1_code_branchless(bf16_to_float(in[2 * i + 1]) * inv_scale);
+      out_packed[i] = static_cast<std::uint8_t>(lo | (hi << 4));
+    }
   }
   return static_cast<std::uint8_t>(e + 127);
 }
@@ -156,14 +263,40 @@ DSV4_HOST_DEVICE constexpr void require_row(std::int64_t row, std::int64_t rows_
           {"rows_per_page", rows_per_page});
 }
 
-/// Output conversion of the dequantizers: float as is, BF16 rounded to nearest even.
+/// Output conversion of the dequantizers: float as is, BF16 rounded to nearest even
+/// (`float_to_bf16`, in its straight-line form).
 template <class Out>
 DSV4_HOST_DEVICE constexpr Out from_float(float v) noexcept {
   if constexpr (std::is_same_v<Out, bf16>) {
-    return float_to_bf16(v);
+    return bf16{float_to_bf16_bits_branchless(v)};
   } else {
     return v;
   }
+}
+
+/// out[i] = e4m3_to_float(codes[i]) x scale for N codes (vectorizable: no table, no branch).
+template <int N, class Out>
+DSV4_HOST_DEVICE constexpr void dequantize_e4m3_block(const std::uint8_t* codes, float scale, Out* out) noexcept {
+  Out tmp[N] = {};
+  for (int i = 0; i < N; ++i) tmp[i] = from_float<Out>(e4m3_to_float_branchless(codes[i]) * scale);
+  for (int i = 0; i < N; ++i) out[i] = tmp[i];
+}
+
+/// out[2i], out[2i+1] = e2m1_to_float(low, high nibble of packed[i]) x scale, N values.
+template <int N, class Out>
+DSV4_HOST_DEVICE constexpr void dequantize_e2m1_block(const std::uint8_t* packed, float scale, Out* out) noexcept {
+  Out tmp[N] = {};
+  float lo[N / 2] = {};
+  float hi[N / 2] = {};
+  for (int i = 0; i < N / 2; ++i) {
+    lo[i] = e2m1_to_float_branchless(packed[i]) * scale;  // uses the low nibble
+    hi[i] = e2m1_to_float_branchless(static_cast<std::uint32_t>(packed[i]) >> 4) * scale;
+  }
+  for (int i = 0; i < N / 2; ++i) {
+    tmp[2 * i] = from_float<Out>(lo[i]);
+    tmp[2 * i + 1] = from_float<Out>(hi[i]);
+  }
+  for (int i = 0; i < N; ++i) out[i] = tmp[i];
 }
 
 template <class Out>
@@ -172,16 +305,17 @@ DSV4_HOST_DEVICE constexpr void dequantize_fp8_ds_mla_row_impl(const fp8_ds_mla_
   require_row(row, layout.rows_per_page);
   const std::uint8_t* data = page + layout.data_offset(row);
   const std::uint8_t* scales = page + layout.scale_offset(row);
+  // Locals, not layout fields: stores through `out` may alias the layout as far as the compiler knows.
   const std::int64_t nope = layout.format.nope_values();
   const std::int64_t blocks = layout.format.num_scales();
+  const std::int64_t rope_dim = layout.format.rope_dim;
+  const std::int64_t nope_bytes = layout.format.nope_bytes();
   for (std::int64_t b = 0; b < blocks; ++b) {
-    const float scale = e8m0_to_float(scales[b]);
-    for (std::int64_t i = b * kFp8QuantBlock; i < (b + 1) * kFp8QuantBlock; ++i) {
-      out[i] = from_float<Out>(e4m3_to_float(data[i]) * scale);
-    }
+    dequantize_e4m3_block<static_cast<int>(kFp8QuantBlock)>(data + b * kFp8QuantBlock, e8m0_to_float(scales[b]),
+                                                            out + b * kFp8QuantBlock);
   }
-  const std::uint8_t* rope = data + layout.format.nope_bytes();
-  for (std::int64_t j = 0; j < layout.format.rope_dim; ++j) {
+  const std::uint8_t* rope = data + nope_bytes;
+  for (std::int64_t j = 0; j < rope_dim; ++j) {
     const bf16 v{static_cast<std::uint16_t>(rope[2 * j] | (rope[2 * j + 1] << 8))};  // little-endian
     if constexpr (std::is_same_v<Out, bf16>) {
       out[nope + j] = v;
@@ -204,17 +338,13 @@ DSV4_HOST_DEVICE constexpr void dequantize_indexer_row_impl(const indexer_page_l
       const float scale =
           bits_float(static_cast<std::uint32_t>(s[0]) | (static_cast<std::uint32_t>(s[1]) << 8) |
                      (static_cast<std::uint32_t>(s[2]) << 16) | (static_cast<std::uint32_t>(s[3]) << 24));
-      for (std::int64_t i = b * kFp8IndexerBlock; i < (b + 1) * kFp8IndexerBlock; ++i) {
-        out[i] = from_float<Out>(e4m3_to_float(values[i]) * scale);
-      }
+      dequantize_e4m3_block<static_cast<int>(kFp8IndexerBlock)>(values + b * kFp8IndexerBlock, scale,
+                                                                out + b * kFp8IndexerBlock);
     }
   } else {
     for (std::int64_t b = 0; b < d / kMxfp4Block; ++b) {
-      const float scale = e8m0_to_float(scales[b]);
-      for (std::int64_t i = b * kMxfp4Block / 2; i < (b + 1) * kMxfp4Block / 2; ++i) {
-        out[2 * i] = from_float<Out>(e2m1_to_float(static_cast<std::uint8_t>(values[i] & 0xFU)) * scale);
-        out[2 * i + 1] = from_float<Out>(e2m1_to_float(static_cast<std::uint8_t>(values[i] >> 4)) * scale);
-      }
+      dequantize_e2m1_block<static_cast<int>(kMxfp4Block)>(values + b * kMxfp4Block / 2, e8m0_to_float(scales[b]),
+                                                           out + b * kMxfp4Block);
     }
   }
 }
@@ -235,15 +365,21 @@ DSV4_HOST_DEVICE constexpr void quantize_fp8_ds_mla_row(const fp8_ds_mla_page_la
   detail::require_row(row, layout.rows_per_page);
   std::uint8_t* data = page + layout.data_offset(row);
   std::uint8_t* scales = page + layout.scale_offset(row);
+  // Locals, not layout fields: byte stores may alias the layout as far as the compiler knows.
   const std::int64_t blocks = layout.format.num_scales();
+  const std::int64_t scale_bytes = layout.format.scale_bytes();
+  const std::int64_t rope_dim = layout.format.rope_dim;
+  const std::int64_t nope_bytes = layout.format.nope_bytes();
+  const std::int64_t nope = layout.format.nope_values();
+  const quant_policy pol = policy;
   for (std::int64_t b = 0; b < blocks; ++b) {
-    scales[b] = quantize_fp8_block(in + b * kFp8QuantBlock, static_cast<int>(kFp8QuantBlock), data + b * kFp8QuantBlock,
-                                   policy.fp8_ds_mla_amax_floor, policy.nan);
+    scales[b] = detail::quantize_fp8_block_fixed<static_cast<int>(kFp8QuantBlock)>(
+        in + b * kFp8QuantBlock, data + b * kFp8QuantBlock, pol.fp8_ds_mla_amax_floor, pol.nan);
   }
-  for (std::int64_t b = blocks; b < layout.format.scale_bytes(); ++b) scales[b] = 0;  // pad
-  std::uint8_t* rope = data + layout.format.nope_bytes();
-  const bf16* rope_in = in + layout.format.nope_values();
-  for (std::int64_t j = 0; j < layout.format.rope_dim; ++j) {  // BF16 little-endian, as on the GPU
+  for (std::int64_t b = blocks; b < scale_bytes; ++b) scales[b] = 0;  // pad
+  std::uint8_t* rope = data + nope_bytes;
+  const bf16* rope_in = in + nope;
+  for (std::int64_t j = 0; j < rope_dim; ++j) {  // BF16 little-endian, as on the GPU
     rope[2 * j] = static_cast<std::uint8_t>(rope_in[j].bits & 0xFFU);
     rope[2 * j + 1] = static_cast<std::uint8_t>(rope_in[j].bits >> 8);
   }
@@ -278,10 +414,11 @@ DSV4_HOST_DEVICE constexpr void quantize_indexer_fp8_row(const indexer_page_layo
   require(layout.format.format == indexer_format::fp8, "quantize_indexer_fp8_row needs an FP8 indexer layout");
   std::uint8_t* values = page + layout.data_offset(row);
   std::uint8_t* scales = page + layout.scale_offset(row);
-  for (std::int64_t b = 0; b < layout.format.index_head_dim / kFp8IndexerBlock; ++b) {
-    const std::uint8_t byte =
-        quantize_fp8_block(in + b * kFp8IndexerBlock, static_cast<int>(kFp8IndexerBlock), values + b * kFp8IndexerBlock,
-                           policy.indexer_fp8_amax_floor, policy.nan);
+  const std::int64_t blocks = layout.format.index_head_dim / kFp8IndexerBlock;
+  const quant_policy pol = policy;
+  for (std::int64_t b = 0; b < blocks; ++b) {
+    const std::uint8_t byte = detail::quantize_fp8_block_fixed<static_cast<int>(kFp8IndexerBlock)>(
+        in + b * kFp8IndexerBlock, values + b * kFp8IndexerBlock, pol.indexer_fp8_amax_floor, pol.nan);
     const std::uint32_t bits = detail::float_bits(e8m0_to_float(byte));  // 2^e, or NaN
     for (int k = 0; k < 4; ++k) scales[b * kFp8ScaleBytes + k] = static_cast<std::uint8_t>(bits >> (8 * k));
   }
@@ -299,9 +436,11 @@ DSV4_HOST_DEVICE constexpr void quantize_indexer_mxfp4_row(const indexer_page_la
   require(layout.format.format == indexer_format::mxfp4, "quantize_indexer_mxfp4_row needs an MXFP4 indexer layout");
   std::uint8_t* values = page + layout.data_offset(row);
   std::uint8_t* scales = page + layout.scale_offset(row);
-  for (std::int64_t b = 0; b < layout.format.index_head_dim / kMxfp4Block; ++b) {
+  const std::int64_t blocks = layout.format.index_head_dim / kMxfp4Block;
+  const quant_policy pol = policy;
+  for (std::int64_t b = 0; b < blocks; ++b) {
     scales[b] = quantize_mxfp4_block(in + b * kMxfp4Block, static_cast<int>(kMxfp4Block), values + b * kMxfp4Block / 2,
-                                     policy.mxfp4_amax_floor, policy.mxfp4_scale, policy.nan);
+                                     pol.mxfp4_amax_floor, pol.mxfp4_scale, pol.nan);
   }
 }
 

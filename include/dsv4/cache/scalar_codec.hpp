@@ -265,4 +265,93 @@ DSV4_HOST_DEVICE constexpr int scale_exponent_for_amax(float amax, float format_
   return e < -127 ? -127 : (e > 127 ? 127 : e);
 }
 
+// ---------------------------------------------------------------- branch-free element kernels
+//
+// The block loops of the row codecs (row_codec.hpp) run these instead of the reference
+// functions above and give the same result for every input (tests/row_codec_test.cpp,
+// VectorBlocks: every BF16 input at every scale exponent, every code at every E8M0 scale), but
+// are straight-line code with no selects that a compiler turns into branches, so that GCC 12
+// and clang 14 vectorize loops over them at the baseline x86-64 target (SSE2): one float
+// addition in round-to-nearest-even, integer min / max / add / shift / and, and int -> float
+// conversion.
+
+namespace detail {
+
+/// E4M3 (fn) code of x, saturating: the same result as `float_to_e4m3(x)` (satfinite) for
+/// every float x, NaN and infinities included.
+///
+/// c = min(|x|, 448) (NaN -> 448) is rounded to the E4M3 grid by adding C = 2^(E + 20), where
+/// E = max(exponent(c), -6): the ulp of C is 2^(E - 3), the E4M3 ulp of c's binade (2^-9, the
+/// subnormal ulp, for c < 2^-6), so the float addition rounds c to nearest even on the E4M3 grid
+/// and k = bits(c + C) - bits(C) is c / ulp, in [8, 16] for a normal c and [0, 8] below 2^-6.
+/// The code is k + 8 (E + 6): a carry of k into 16 moves into the next exponent by itself.
+/// Values in (448, 464] round to 448 as the reference does; larger ones and inf are clamped to
+/// 448 before rounding. Exact with flush-to-zero / denormals-are-zero (subnormal c gives 0).
+DSV4_HOST_DEVICE constexpr std::uint32_t e4m3_code_branchless(float x) noexcept {
+  const std::uint32_t u = float_bits(x);
+  // Clamps as integer min / max of the sign-less bits (ordered as the values, NaN above inf):
+  // float ternaries would be turned into branches by GCC's jump threading.
+  const auto a = static_cast<std::int32_t>(u & kF32AbsMask);
+  const std::int32_t c = a < 0x43E00000 ? a : 0x43E00000;                            // min(|x|, 448); NaN -> 448
+  const std::int32_t q = c > 0x3C800000 ? c : 0x3C800000;                            // max(c, 2^-6)
+  const std::uint32_t cb = (static_cast<std::uint32_t>(q) & kF32Inf) + (20U << 23);  // 2^(E + 20), E in [-6, 8]
+  const std::uint32_t sum = float_bits(bits_float(static_cast<std::uint32_t>(c)) + bits_float(cb));
+  std::uint32_t code = sum - cb + (cb >> 20) - 0x468U;  // 0x468 = (127 + 20 - 6) x 8
+  code |= (u >> 24) & 0x80U;
+  const std::uint32_t nan_mask =
+      0U - static_cast<std::uint32_t>(static_cast<std::int32_t>(u & kF32AbsMask) > 0x7F800000);
+  return (code & ~nan_mask) | (kE4m3NanCode & nan_mask);
+}
+
+/// E2M1 code of x (low nibble): the same result as `float_to_e2m1(x)` for every float x.
+/// As `e4m3_code_branchless` with C = 2^(E + 22), E = max(exponent(min(|x|, 6)), 0), whose ulp
+/// 2^(E - 1) is the E2M1 ulp of the binade (0.5 below 1); code = k + 2E.
+DSV4_HOST_DEVICE constexpr std::uint32_t e2m1_code_branchless(float x) noexcept {
+  const std::uint32_t u = float_bits(x);
+  const auto a = static_cast<std::int32_t>(u & kF32AbsMask);
+  const std::int32_t c = a < 0x40C00000 ? a : 0x40C00000;                            // min(|x|, 6); NaN -> 6
+  const std::int32_t q = c > 0x3F800000 ? c : 0x3F800000;                            // max(c, 1)
+  const std::uint32_t cb = (static_cast<std::uint32_t>(q) & kF32Inf) + (22U << 23);  // 2^(E + 22), E in [0, 2]
+  const std::uint32_t sum = float_bits(bits_float(static_cast<std::uint32_t>(c)) + bits_float(cb));
+  std::uint32_t code = sum - cb + (cb >> 22) - 298U;  // 298 = 2 x (127 + 22)
+  code |= (u >> 28) & 0x8U;
+  const std::uint32_t nan_mask =
+      0U - static_cast<std::uint32_t>(static_cast<std::int32_t>(u & kF32AbsMask) > 0x7F800000);
+  return (code & ~nan_mask) | (0x7U & nan_mask);
+}
+
+/// `e4m3_to_float(code)` for every code, straight-line: normal codes rebias to float bits,
+/// subnormal ones are m x 2^-9 by an int -> float conversion, 0x7F / 0xFF the quiet NaN.
+DSV4_HOST_DEVICE constexpr float e4m3_to_float_branchless(std::uint32_t code) noexcept {
+  const std::uint32_t m = code & 0x7FU;
+  const std::uint32_t normal = (m << 20) + (120U << 23);
+  const std::uint32_t sub = float_bits(static_cast<float>(static_cast<std::int32_t>(m & 0x7U)) * 0x1p-9f);
+  const std::uint32_t is_sub = 0U - static_cast<std::uint32_t>(static_cast<std::int32_t>(m) < 8);
+  const std::uint32_t is_nan = 0U - static_cast<std::uint32_t>(static_cast<std::int32_t>(m) == 0x7F);
+  std::uint32_t bits = (sub & is_sub) | (normal & ~is_sub);
+  bits = (kF32QuietNan & is_nan) | (bits & ~is_nan);
+  return bits_float(bits | ((code & 0x80U) << 24));
+}
+
+/// `e2m1_to_float(code)` for every low nibble, straight-line.
+DSV4_HOST_DEVICE constexpr float e2m1_to_float_branchless(std::uint32_t code) noexcept {
+  const std::uint32_t c = code & 0xFU;
+  const std::uint32_t exp = (c >> 1) & 0x3U;
+  const std::uint32_t man = c & 0x1U;
+  const std::uint32_t normal = ((exp + 126U) << 23) | (man << 22);
+  const std::uint32_t sub = man * (126U << 23);  // 0.5 or 0
+  const std::uint32_t is_sub = 0U - static_cast<std::uint32_t>(static_cast<std::int32_t>(exp) == 0);
+  return bits_float(((sub & is_sub) | (normal & ~is_sub)) | ((c & 0x8U) << 28));
+}
+
+/// `float_to_bf16(x).bits` for every x, straight-line (NaN -> 0x7FFF by a mask).
+DSV4_HOST_DEVICE constexpr std::uint16_t float_to_bf16_bits_branchless(float x) noexcept {
+  const std::uint32_t u = float_bits(x);
+  const std::uint32_t r = (u + 0x7FFFU + ((u >> 16) & 1U)) >> 16;
+  const std::uint32_t is_nan = 0U - static_cast<std::uint32_t>(static_cast<std::int32_t>(u & kF32AbsMask) > 0x7F800000);
+  return static_cast<std::uint16_t>((r & ~is_nan) | (0x7FFFU & is_nan));
+}
+
+}  // namespace detail
+
 }  // namespace dsv4::cache
