@@ -80,7 +80,7 @@ inline int ratio_of_layer_type(const nlohmann::json& types, const nlohmann::json
   const nlohmann::json& t = types[i];
   const std::string key = "layer_types[" + std::to_string(i) + "]";
   if (!t.is_string()) config_fail("key '" + key + "' must be a string, got " + t.dump());
-  const std::string& name = t.get_ref<const std::string&>();
+  const auto& name = t.get_ref<const std::string&>();
   if (name == "sliding_attention") return 0;
   if (name != "compressed_sparse_attention" && name != "heavily_compressed_attention")
     config_fail("key '" + key + "' must be sliding_attention, compressed_sparse_attention or " +

@@ -4,6 +4,7 @@
 // where you print with fmt (>= 9). Not for `.cu` files (fmt has had trouble under nvcc in C++20).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -16,8 +17,8 @@ namespace dsv4::cache {
 
 /// Bytes in binary units with two decimals: 37440 -> "36.56 KiB", 6755043136 -> "6.29 GiB".
 inline std::string human_bytes(std::uint64_t bytes) {
-  constexpr std::string_view units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-  double v = static_cast<double>(bytes);
+  constexpr std::array<std::string_view, 7> units = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  auto v = static_cast<double>(bytes);
   std::size_t u = 0;
   while (v >= 1024.0 && u + 1 < std::size(units)) {
     v /= 1024.0;

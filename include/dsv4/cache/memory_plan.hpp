@@ -122,15 +122,15 @@ constexpr bool size_plan(const group_spec_list& specs, const plan_options& o, me
       }
       gp.window_tokens = static_cast<std::int64_t>(w);
       const std::uint64_t span = g.add(w, s) - 2;  // w >= 1, s >= 1
-      const std::uint64_t ring = span / rows + (span % rows != 0) + 1;
-      const std::uint64_t full = ctx / rows + (ctx % rows != 0);
+      const std::uint64_t ring = span / rows + (span % rows != 0 ? 1 : 0) + 1;
+      const std::uint64_t full = ctx / rows + (ctx % rows != 0 ? 1 : 0);
       ppr = ring < full ? ring : full;
       const std::uint64_t chunk = u(o.prefill_chunk_tokens);
-      shared = chunk / rows + (chunk % rows != 0);
+      shared = chunk / rows + (chunk % rows != 0 ? 1 : 0);
       ideal_rows = ctx < w ? ctx : w;
     } else {
       const std::uint64_t page_tokens = u(spec.page_size_tokens());
-      ppr = ctx / page_tokens + (ctx % page_tokens != 0);
+      ppr = ctx / page_tokens + (ctx % page_tokens != 0 ? 1 : 0);
       ideal_rows = ctx / u(spec.entry_stride_tokens);
     }
     const std::uint64_t layers = u(spec.num_layers);
@@ -186,8 +186,8 @@ constexpr memory_plan build_memory_plan(const model_config& c, const plan_option
 /// How many requests fit in a byte budget (see `max_requests_for_budget`).
 struct request_capacity {
   std::int64_t max_requests = 0;        ///< Largest N whose plan fits; 0 if even N = 1 does not.
-  std::uint64_t fixed_bytes = 0;        ///< Bytes with N = 0: prefill chunks and null pages.
-  std::uint64_t bytes_per_request = 0;  ///< Bytes each further request adds.
+  std::uint64_t fixed_bytes = 0;        ///< Bytes with N = 0: prefill chunks and null pages (UINT64_MAX if > 64 bits).
+  std::uint64_t bytes_per_request = 0;  ///< Bytes each further request adds (UINT64_MAX if > 64 bits).
   std::uint64_t total_bytes = 0;        ///< Plan bytes at max_requests (fixed_bytes if 0 and it fits).
   std::uint64_t bytes_left = 0;         ///< budget - total_bytes, or 0 if nothing fits.
 };
@@ -205,14 +205,15 @@ constexpr request_capacity max_requests_for_budget(const model_config& c, plan_o
   o.requests = 1;
   const bool ok1 = detail::size_plan(specs, o, p1);
   request_capacity r;
-  r.fixed_bytes = p0.total_bytes;
-  r.bytes_per_request = p1.total_bytes - p0.total_bytes;
+  // A plan that overflows 64 bits holds wrapped sums: report those quantities saturated, never wrapped.
+  r.fixed_bytes = ok0 ? p0.total_bytes : std::numeric_limits<std::uint64_t>::max();
+  r.bytes_per_request = ok0 && ok1 ? p1.total_bytes - p0.total_bytes : std::numeric_limits<std::uint64_t>::max();
   if (!ok0 || !ok1 || p1.total_bytes > budget_bytes) {
     r.total_bytes = ok0 ? p0.total_bytes : 0;
     return r;  // not even one request fits
   }
   const std::uint64_t n = (budget_bytes - r.fixed_bytes) / r.bytes_per_request;
-  const std::uint64_t cap = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+  const auto cap = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
   r.max_requests = static_cast<std::int64_t>(n < cap ? n : cap);
   r.total_bytes = r.fixed_bytes + static_cast<std::uint64_t>(r.max_requests) * r.bytes_per_request;  // <= budget
   r.bytes_left = budget_bytes - r.total_bytes;
@@ -227,7 +228,7 @@ struct context_capacity {
   bool limited_by_model = false;        ///< true if the model's max_position_embeddings fits whole.
 };
 
-/// The largest context L <= max_position_embeddings (o.context_tokens is ignored) such that
+/// The largest context L in [tokens_per_step, max_position_embeddings] (o.context_tokens is ignored) such that
 /// `o.requests` requests fit in `budget_bytes`; a binary search over L (the plan grows
 /// monotonically with L). Throws std::invalid_argument for out-of-range options.
 constexpr context_capacity max_context_for_budget(const model_config& c, plan_options o, std::uint64_t budget_bytes) {
@@ -243,8 +244,13 @@ constexpr context_capacity max_context_for_budget(const model_config& c, plan_op
   context_capacity r;
   std::int64_t lo = 0;  // largest L known to fit (0 = none)
   std::int64_t hi = c.max_position_embeddings;
+  // A context shorter than tokens_per_step is no valid plan (resolve() rejects it): search [s, max] only.
+  if (fits(base.tokens_per_step))
+    lo = base.tokens_per_step;
+  else
+    hi = 0;
   while (lo < hi) {
-    const std::int64_t mid = lo + (hi - lo + 1) / 2;
+    const std::int64_t mid = lo + (hi - lo) / 2 + (hi - lo) % 2;  // ceil; hi - lo + 1 overflows for hi = INT64_MAX
     if (fits(mid))
       lo = mid;
     else

@@ -1,0 +1,92 @@
+// Fuzz target: the planner CLI's argument handling (examples/planner_cli.hpp).
+//
+// Input: the arguments, separated by '\n'. `run_planner` must return 0 or 2; with 2 it writes
+// exactly one line to `err` and nothing to `out`. A `--config` value is replaced by one of a
+// fixed set of paths (the real configs, a directory without config.json, a missing file):
+// fuzzing file names would only read arbitrary files of the machine (/dev/zero never ends).
+//
+// An input whose first byte is 0xFF instead drives `compute` + `to_json` + `to_text` with
+// fuzzed planner_args directly, where (unlike in run_planner, which turns every
+// std::exception into exit code 2) an exception other than std::invalid_argument escapes
+// and crashes the target.
+#include <cstddef>
+#include <cstdint>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fuzz_common.hpp"
+#include "planner_cli.hpp"
+
+namespace {
+
+std::string config_path(std::string_view value) {
+  static const char* const paths[] = {DSV4_FUZZ_DATA_DIR "/deepseek-v4-flash.config.json",
+                                      DSV4_FUZZ_DATA_DIR "/deepseek-v4-pro.config.json", DSV4_FUZZ_DATA_DIR,
+                                      DSV4_FUZZ_DATA_DIR "/no-such-config.json"};
+  std::size_t h = 0;
+  for (const char ch : value) h += static_cast<unsigned char>(ch);
+  return paths[h % std::size(paths)];
+}
+
+int run_args(std::string_view text) {
+  std::vector<std::string> args;
+  std::size_t start = 0;
+  while (start <= text.size() && args.size() < 32) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    args.emplace_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (i > 0 && args[i - 1] == "--config" && !args[i].starts_with("-")) args[i] = config_path(args[i]);
+    if (args[i].starts_with("--config=")) args[i] = "--config=" + config_path(args[i].substr(9));
+  }
+  std::ostringstream out;
+  std::ostringstream err;
+  const int rc = dsv4::cache::cli::run_planner(args, out, err);
+  DSV4_FUZZ_CHECK(rc == 0 || rc == 2);
+  if (rc == 2) {
+    const std::string e = err.str();
+    DSV4_FUZZ_CHECK(out.str().empty());
+    DSV4_FUZZ_CHECK(!e.empty() && e.find('\n') == e.size() - 1);  // one line
+  } else {
+    DSV4_FUZZ_CHECK(!out.str().empty());
+  }
+  return 0;
+}
+
+int run_struct(FuzzedDataProvider& fdp) {
+  using dsv4::fuzz::pick;
+  dsv4::cache::cli::planner_args a;
+  a.preset = fdp.PickValueInArray<const char*>({"flash", "pro", "", "Flash"});
+  if (fdp.ConsumeBool()) a.config_path = config_path(fdp.ConsumeRandomLengthString(8));
+  a.context = pick<std::int64_t>(fdp, {-1, 0, 1, 1000, 1'048'576, std::int64_t{1} << 40, INT64_MAX});
+  a.requests = pick<std::int64_t>(fdp, {-1, 0, 1, 8, std::int64_t{1} << 30, INT64_MAX});
+  if (fdp.ConsumeBool())
+    a.memory_gib = fdp.ConsumeBool() ? fdp.PickValueInArray<double>({-1.0, 0.0, 1e-300, 0.5, 80.0, 141.0, 1.7e10,
+                                                                     1.8e10, 1e300, __builtin_inf(), __builtin_nan("")})
+                                     : fdp.ConsumeFloatingPoint<double>();
+  a.indexer = fdp.PickValueInArray<const char*>({"fp8", "mxfp4", "fp4"});
+  a.tokens_per_step = pick<std::int64_t>(fdp, {-1, 0, 1, 2, 5, INT64_MAX});
+  a.prefill_chunk = pick<std::int64_t>(fdp, {-1, 0, 1, 8192, INT64_MAX});
+  a.no_mtp = fdp.ConsumeBool();
+  a.json = fdp.ConsumeBool();
+  const auto r = dsv4::fuzz::expect_clean([&] { return dsv4::cache::cli::compute(a); });
+  if (!r) return 0;
+  dsv4::fuzz::check_plan(r->plan);
+  const std::string text = a.json ? dsv4::cache::cli::to_json(*r).dump(2) : dsv4::cache::cli::to_text(*r);
+  DSV4_FUZZ_CHECK(!text.empty());
+  return 0;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  if (size > 0 && data[0] == 0xFF) {
+    FuzzedDataProvider fdp(data + 1, size - 1);
+    return run_struct(fdp);
+  }
+  return run_args(std::string_view(reinterpret_cast<const char*>(data), size));
+}

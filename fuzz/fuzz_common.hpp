@@ -1,0 +1,185 @@
+// dsv4-cache fuzzing: shared helpers of the libFuzzer targets.
+//
+// A target reports a broken invariant with DSV4_FUZZ_CHECK (prints and aborts, which libFuzzer
+// records as a crash). Only std::invalid_argument (and its subclasses, config_error) is a clean
+// rejection: `expect_clean` swallows it and lets anything else escape, which libFuzzer also
+// records as a crash. Plan invariants are re-derived here in 128-bit arithmetic, independently
+// of the library's own overflow checks.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <initializer_list>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include <fuzzer/FuzzedDataProvider.h>
+
+#include "dsv4/cache.hpp"
+
+#define DSV4_FUZZ_CHECK(cond)                                                                      \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      std::fprintf(stderr, "dsv4 fuzz: check failed: %s (%s:%d)\n%s\n", #cond, __FILE__, __LINE__, \
+                   dsv4::fuzz::context().c_str());                                                 \
+      std::abort();                                                                                \
+    }                                                                                              \
+  } while (0)
+
+namespace dsv4::fuzz {
+
+/// What the current input is about, printed when a check fails.
+inline std::string& context() {
+  static std::string text;
+  return text;
+}
+
+/// Records the model, options and budget under test for the failure message.
+inline void set_context(const cache::model_config& c, const cache::plan_options& o, std::uint64_t budget) {
+  context() = "model: layers=" + std::to_string(c.num_hidden_layers) + "+" +
+              std::to_string(c.num_nextn_predict_layers) + " head_dim=" + std::to_string(c.head_dim) +
+              " rope=" + std::to_string(c.qk_rope_head_dim) + " index_head_dim=" + std::to_string(c.index_head_dim) +
+              " window=" + std::to_string(c.sliding_window) + " max_pos=" + std::to_string(c.max_position_embeddings) +
+              "\noptions: indexer=" + std::string(to_string(o.indexer)) +
+              " context=" + std::to_string(o.context_tokens) + " requests=" + std::to_string(o.requests) +
+              " tokens_per_step=" + std::to_string(o.tokens_per_step) +
+              " prefill=" + std::to_string(o.prefill_chunk_tokens) + " mtp=" + std::to_string(o.cache_mtp) +
+              " budget=" + std::to_string(budget);
+}
+
+using u128 = unsigned __int128;
+using i128 = __int128;
+
+/// Runs `f()`; returns its value, or nullopt if it threw std::invalid_argument (a clean error).
+/// Any other exception propagates and crashes the target.
+template <class F>
+auto expect_clean(F&& f) -> std::optional<decltype(f())> {
+  try {
+    return f();
+  } catch (const std::invalid_argument&) {
+    return std::nullopt;
+  }
+}
+
+/// Runs `f()` (returning void); true if it completed, false on std::invalid_argument.
+template <class F>
+bool completes(F&& f) {
+  try {
+    f();
+    return true;
+  } catch (const std::invalid_argument&) {
+    return false;
+  }
+}
+
+/// An integer that is usually one of `interesting` (boundaries, real values) and otherwise any.
+template <class T>
+T pick(FuzzedDataProvider& fdp, std::initializer_list<T> interesting) {
+  if (fdp.ConsumeBool()) {
+    const auto i = fdp.ConsumeIntegralInRange<std::size_t>(0, interesting.size() - 1);
+    return *(interesting.begin() + i);
+  }
+  return fdp.ConsumeIntegral<T>();
+}
+
+/// Checks every number of a plan against its definition (memory_plan.hpp), in 128 bits.
+inline void check_plan(const cache::memory_plan& p) {
+  DSV4_FUZZ_CHECK(p.num_groups >= 1 && p.num_groups <= cache::kMaxGroups);
+  const cache::plan_options& o = p.options;
+  DSV4_FUZZ_CHECK(o.context_tokens >= 1 && o.requests >= 0 && o.tokens_per_step >= 1 && o.prefill_chunk_tokens >= 1);
+  u128 total = 0;
+  u128 ideal = 0;
+  for (const cache::group_plan& g : p) {
+    const cache::paged_cache_group_spec& s = g.spec;
+    DSV4_FUZZ_CHECK(s.rows_per_page >= 1 && s.entry_stride_tokens >= 1 && s.num_layers >= 1);
+    DSV4_FUZZ_CHECK(s.num_pools >= 1 && s.num_pools <= 2 && s.page_bytes() >= 1);
+    DSV4_FUZZ_CHECK(g.pages_per_request >= 1 && g.shared_pages >= 0);
+    const u128 pages =
+        static_cast<u128>(o.requests) * static_cast<u128>(g.pages_per_request) + static_cast<u128>(g.shared_pages) + 1;
+    DSV4_FUZZ_CHECK(pages == static_cast<u128>(g.pages_per_layer));
+    const u128 bytes = static_cast<u128>(s.page_bytes()) * static_cast<u128>(s.num_layers) * pages;
+    DSV4_FUZZ_CHECK(bytes == g.bytes);
+    DSV4_FUZZ_CHECK(g.ideal_bytes <= g.bytes);
+    const u128 ctx = static_cast<u128>(o.context_tokens);
+    if (s.has_sliding_window()) {
+      // A sliding group never holds more pages than the whole context needs.
+      const u128 rows = static_cast<u128>(s.rows_per_page);
+      DSV4_FUZZ_CHECK(static_cast<u128>(g.pages_per_request) <= (ctx + rows - 1) / rows);
+    } else {
+      const u128 page_tokens = static_cast<u128>(s.rows_per_page) * static_cast<u128>(s.entry_stride_tokens);
+      DSV4_FUZZ_CHECK(static_cast<u128>(g.pages_per_request) == (ctx + page_tokens - 1) / page_tokens);
+    }
+    total += bytes;
+    ideal += g.ideal_bytes;
+  }
+  DSV4_FUZZ_CHECK(total == p.total_bytes);
+  DSV4_FUZZ_CHECK(ideal == p.ideal_bytes);
+}
+
+/// The plan of `c` with `o`, or nullopt for a clean error; checked when built.
+inline std::optional<cache::memory_plan> checked_plan(const cache::model_config& c, const cache::plan_options& o) {
+  auto p = expect_clean([&] { return cache::build_memory_plan(c, o); });
+  if (p) check_plan(*p);
+  return p;
+}
+
+/// Whether the plan of `c` with `o` fits in `budget` (false if it overflows or is rejected).
+inline bool plan_fits(const cache::model_config& c, const cache::plan_options& o, std::uint64_t budget) {
+  const auto p = checked_plan(c, o);
+  return p && p->total_bytes <= budget;
+}
+
+/// max_requests_for_budget against its definition: N fits, N + 1 does not.
+inline void check_max_requests(const cache::model_config& c, cache::plan_options o, std::uint64_t budget) {
+  set_context(c, o, budget);
+  const auto r = expect_clean([&] { return cache::max_requests_for_budget(c, o, budget); });
+  if (!r) return;
+  DSV4_FUZZ_CHECK(r->max_requests >= 0);
+  DSV4_FUZZ_CHECK(r->total_bytes <= budget || r->max_requests == 0);
+  if (r->max_requests > 0) {
+    o.requests = r->max_requests;
+    const auto p = checked_plan(c, o);
+    DSV4_FUZZ_CHECK(p.has_value());
+    DSV4_FUZZ_CHECK(p->total_bytes == r->total_bytes && p->total_bytes <= budget);
+    DSV4_FUZZ_CHECK(r->bytes_left == budget - p->total_bytes);
+    DSV4_FUZZ_CHECK(static_cast<u128>(r->fixed_bytes) +
+                        static_cast<u128>(r->max_requests) * static_cast<u128>(r->bytes_per_request) ==
+                    p->total_bytes);
+    if (r->max_requests < INT64_MAX) {
+      o.requests = r->max_requests + 1;
+      DSV4_FUZZ_CHECK(!plan_fits(c, o, budget));
+    }
+  } else {
+    o.requests = 1;
+    DSV4_FUZZ_CHECK(!plan_fits(c, o, budget));
+    DSV4_FUZZ_CHECK(r->bytes_left == 0);
+  }
+}
+
+/// max_context_for_budget against its definition: L fits, L + 1 does not (or L is the model max).
+inline void check_max_context(const cache::model_config& c, cache::plan_options o, std::uint64_t budget) {
+  set_context(c, o, budget);
+  const auto r = expect_clean([&] { return cache::max_context_for_budget(c, o, budget); });
+  if (!r) return;
+  DSV4_FUZZ_CHECK(r->max_context_tokens >= 0 && r->max_context_tokens <= c.max_position_embeddings);
+  DSV4_FUZZ_CHECK(r->limited_by_model == (r->max_context_tokens == c.max_position_embeddings));
+  if (r->max_context_tokens > 0) {
+    o.context_tokens = r->max_context_tokens;
+    const auto p = checked_plan(c, o);
+    DSV4_FUZZ_CHECK(p.has_value());
+    DSV4_FUZZ_CHECK(p->total_bytes == r->total_bytes && p->total_bytes <= budget);
+    DSV4_FUZZ_CHECK(r->bytes_left == budget - p->total_bytes);
+    if (r->max_context_tokens < c.max_position_embeddings) {
+      o.context_tokens = r->max_context_tokens + 1;
+      DSV4_FUZZ_CHECK(!plan_fits(c, o, budget));
+    }
+  } else {
+    o.context_tokens = 1;
+    DSV4_FUZZ_CHECK(!plan_fits(c, o, budget));
+    DSV4_FUZZ_CHECK(r->total_bytes == 0 && r->bytes_left == 0);
+  }
+}
+
+}  // namespace dsv4::fuzz

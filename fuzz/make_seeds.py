@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""Writes the text seeds of fuzz/corpus/ (configs, CLI argument lists, group ids).
+
+Run from the repository root: python3 fuzz/make_seeds.py. The binary targets' seeds
+(plan_fuzz, row_bytes_fuzz) are inputs kept from fuzzing runs (libFuzzer -merge=1), and
+crash-* / regression-* files are inputs that once failed (each also has a test in tests/).
+"""
+import copy
+import json
+import pathlib
+
+root = pathlib.Path(__file__).resolve().parent.parent
+corpus = root / "fuzz" / "corpus"
+
+
+def write(target, name, data):
+    d = corpus / target
+    d.mkdir(parents=True, exist_ok=True)
+    (d / name).write_bytes(data if isinstance(data, bytes) else data.encode())
+
+
+# ---- config_json_fuzz: the real configs and one variant per loader rule ----
+flash = json.loads((root / "tests/data/deepseek-v4-flash.config.json").read_text())
+pro = json.loads((root / "tests/data/deepseek-v4-pro.config.json").read_text())
+write("config_json_fuzz", "flash.json", (root / "tests/data/deepseek-v4-flash.config.json").read_text())
+write("config_json_fuzz", "pro.json", (root / "tests/data/deepseek-v4-pro.config.json").read_text())
+
+
+def variant(name, edit, base=flash):
+    c = copy.deepcopy(base)
+    edit(c)
+    write("config_json_fuzz", name + ".json", json.dumps(c, separators=(",", ":")))
+
+
+def keep_only(*keys):
+    def edit(c):
+        for k in list(c):
+            if k not in keys:
+                del c[k]
+    return edit
+
+
+core = ("model_type", "num_hidden_layers", "num_nextn_predict_layers", "head_dim", "qk_rope_head_dim",
+        "index_head_dim", "sliding_window", "max_position_embeddings", "compress_ratios")
+variant("minimal", keep_only(*core))
+variant("v32", lambda c: c.update(model_type="deepseek_v32"))
+variant("ratio8", lambda c: c["compress_ratios"].__setitem__(5, 8))
+variant("short_ratios", lambda c: c.update(compress_ratios=c["compress_ratios"][:10]))
+variant("draft_padding", lambda c: c.update(compress_ratios=c["compress_ratios"] + [0, 0, 0]))
+variant("zero_dim", lambda c: c.update(head_dim=0))
+variant("negative_dim", lambda c: c.update(sliding_window=-128))
+variant("float_dim", lambda c: c.update(head_dim=512.0, index_head_dim=128.5))
+variant("string_dim", lambda c: c.update(num_hidden_layers="43"))
+variant("huge_context", lambda c: c.update(max_position_embeddings=2**63 - 1))
+variant("no_mtp", lambda c: (c.pop("num_nextn_predict_layers", None), c.update(compress_ratios=c["compress_ratios"][:43])))
+
+
+def layer_types(c):
+    kinds = {0: "sliding_attention", 4: "compressed_sparse_attention", 128: "heavily_compressed_attention"}
+    c["layer_types"] = [kinds[r] for r in c["compress_ratios"][: c["num_hidden_layers"]]]
+    c["compress_rates"] = {"compressed_sparse_attention": 4, "heavily_compressed_attention": 128}
+    del c["compress_ratios"]
+    c["partial_rotary_factor"] = c.pop("qk_rope_head_dim") / c["head_dim"]
+
+
+variant("layer_types", layer_types)
+variant("text_config", lambda c: c.update(text_config={k: c.pop(k) for k in core[1:] if k in c}))
+variant("pro_layer_types", layer_types, pro)
+
+# ---- group_id_fuzz: every id of the seed, and near misses ----
+for i, gid in enumerate(["v4.swa_kv", "v4.c4a.compressor_state", "v4.c4a.compressed_kv", "v4.c128a.compressor_state",
+                         "v4.c128a.compressed_kv", "v4.c4a.indexer_compressor_state", "v4.c8a.compressed_kv",
+                         "v4.c04a.compressed_kv", "v4.c+4a.compressor_state", "v4.ca.compressed_kv"]):
+    write("group_id_fuzz", f"id{i}", gid)
+
+# ---- cli_fuzz: argument lists, one argument per line; 0xFF first = fuzzed planner_args ----
+for i, args in enumerate([[], ["--preset", "pro", "--json"], ["--config", "flash", "--memory-gib", "80"],
+                          ["--context", "1000", "--requests", "8", "--indexer", "mxfp4", "--tokens-per-step", "2",
+                           "--prefill-chunk", "4096", "--no-mtp"],
+                          ["--context", "-5"], ["--bogus"], ["--help"], ["--memory-gib", "1e300"],
+                          ["--config=pro", "--context", "1099511627776", "--requests", "1073741824"],
+                          ["--preset", "flash", "--memory-gib", "141", "--json", "--requests", "4"]]):
+    write("cli_fuzz", f"args{i}", "\n".join(args))
+write("cli_fuzz", "struct0", b"\xff" + bytes(range(64)))

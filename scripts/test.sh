@@ -1,0 +1,203 @@
+#!/usr/bin/env bash
+# Builds dsv4-cache and passes every check CI runs (the README's test command; .ci/run calls it):
+#
+#   deps    the Debian packages that are missing (scripts/install-deps.sh)
+#   gcc     g++ Release build (the CUDA kernels too, when nvcc is found), the planner on its
+#           default, and every test (GPU tests skip without a device)
+#   clang   clang++ Release build (CUDA off: the g++ build compiles the kernels) and every test
+#   asan    clang++ with AddressSanitizer + UndefinedBehaviorSanitizer (-fno-sanitize-recover=all)
+#           and libstdc++ assertions; host tests without the labels sweep (2^32-input sweeps,
+#           too slow under sanitizers), gpu and packaging (no sanitizer content)
+#   tidy    clang-tidy (.clang-tidy) over the public headers: zero warnings
+#   format  clang-format (.clang-format) check of every C++/CUDA file in the tree
+#   fuzz    the libFuzzer targets of fuzz/, each for DSV4_FUZZ_SECONDS (default 60)
+#
+# Usage: bash scripts/test.sh            (from anywhere; works in the repository root)
+# Environment:
+#   DSV4_BUILD_DIR      build directory of the g++ stage (default: build, as the README's first
+#                       command); the others use <dir>-clang, <dir>-asan and <dir>-fuzz
+#   DSV4_JOBS           parallel jobs (default: nproc)
+#   DSV4_FUZZ_SECONDS   seconds per fuzz target (default 60)
+#   DSV4_STAGES         the stages to run, in order (default: "deps gcc clang asan tidy format fuzz")
+# Prints each stage's time and ctest's summary lines at the end; any failure exits non-zero.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+root=$PWD
+build=${DSV4_BUILD_DIR:-build}
+jobs=${DSV4_JOBS:-$(nproc)}
+fuzz_seconds=${DSV4_FUZZ_SECONDS:-60}
+stages=${DSV4_STAGES:-deps gcc clang asan tidy format fuzz}
+summary=$(mktemp)
+
+# nvcc is not on PATH in a fresh root shell; CMake's check_language(CUDA) looks there.
+if ! command -v nvcc >/dev/null 2>&1 && [[ -x /usr/local/cuda/bin/nvcc ]]; then
+  export PATH="$PATH:/usr/local/cuda/bin"
+fi
+# Ninja for new build directories (an existing directory keeps its generator).
+if command -v ninja >/dev/null 2>&1; then export CMAKE_GENERATOR=${CMAKE_GENERATOR:-Ninja}; fi
+export CTEST_OUTPUT_ON_FAILURE=1
+export CI=${CI:-false}
+
+# ---- stage bookkeeping: every stage is timed; the EXIT trap prints the table and the verdict ----
+stage_names=()
+stage_secs=()
+current=""
+stage_t0=0
+t_start=$SECONDS
+begin() {
+  current=$1
+  stage_t0=$SECONDS
+  echo
+  echo "==== [$current] $2"
+}
+end() {
+  stage_names+=("$current")
+  stage_secs+=($((SECONDS - stage_t0)))
+  current=""
+}
+pids=()
+finish() {
+  local rc=$?
+  if ((${#pids[@]} > 0)); then kill "${pids[@]}" 2>/dev/null || true; fi  # fuzzers still running after a failure
+  echo
+  echo "==== summary"
+  if [[ -s $summary ]]; then cat "$summary"; fi
+  local i
+  for i in "${!stage_names[@]}"; do printf '  %-7s %5d s\n' "${stage_names[$i]}" "${stage_secs[$i]}"; done
+  if [[ -n $current ]]; then printf '  %-7s %5d s  FAILED\n' "$current" $((SECONDS - stage_t0)); fi
+  printf '  %-7s %5d s\n' total $((SECONDS - t_start))
+  rm -f "$summary"
+  if ((rc == 0)); then echo "scripts/test.sh: all stages passed"; else echo "scripts/test.sh: FAILED (exit $rc)" >&2; fi
+  exit "$rc"
+}
+trap finish EXIT
+
+# ctest_run <label> <build dir> [ctest args...]: runs ctest, keeps its summary lines.
+ctest_run() {
+  local label=$1 dir=$2
+  shift 2
+  local log="$dir/ctest.log"
+  local rc=0
+  ctest --test-dir "$dir" -j "$jobs" --timeout 1500 "$@" 2>&1 | tee "$log" || rc=$?
+  grep -E 'tests passed|tests failed|Total Test time' "$log" | sed "s/^/  ctest $label: /" >>"$summary" || true
+  return "$rc"
+}
+
+# require_compiler <build dir> <CMake compiler id>: the directory must be configured with it.
+require_compiler() {
+  if ! grep -qs "set(CMAKE_CXX_COMPILER_ID \"$2\")" "$1"/CMakeFiles/*/CMakeCXXCompiler.cmake; then
+    echo "scripts/test.sh: $1 is configured with another C++ compiler than $2; remove it or set DSV4_BUILD_DIR" >&2
+    return 1
+  fi
+}
+
+sanitizer_flags="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -D_GLIBCXX_ASSERTIONS"
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_string_checks=1:check_initialization_order=1:detect_stack_use_after_return=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+
+for stage in $stages; do
+  case $stage in
+    deps)
+      begin deps "install missing packages"
+      bash scripts/install-deps.sh
+      end
+      ;;
+    gcc)
+      begin gcc "g++ Release build (CUDA when nvcc is found), the planner, every test [$build]"
+      CXX=g++ CUDAHOSTCXX=g++ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release
+      require_compiler "$build" GNU
+      cmake --build "$build" -j "$jobs"
+      "$build/examples/dsv4-cache-plan" >"$build/plan-default.txt"
+      head -n 3 "$build/plan-default.txt"
+      ctest_run g++ "$build"
+      end
+      ;;
+    clang)
+      begin clang "clang++ Release build (CUDA off), every test [$build-clang]"
+      CXX=clang++ cmake -S . -B "$build-clang" -DCMAKE_BUILD_TYPE=Release -DDSV4_CACHE_ENABLE_CUDA=OFF
+      require_compiler "$build-clang" Clang
+      cmake --build "$build-clang" -j "$jobs"
+      ctest_run clang++ "$build-clang"
+      end
+      ;;
+    asan)
+      begin asan "clang++ ASan+UBSan build, host tests without sweep/gpu/packaging [$build-asan]"
+      CXX=clang++ cmake -S . -B "$build-asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDSV4_CACHE_ENABLE_CUDA=OFF \
+        "-DCMAKE_CXX_FLAGS=$sanitizer_flags" "-DCMAKE_EXE_LINKER_FLAGS=$sanitizer_flags"
+      require_compiler "$build-asan" Clang
+      cmake --build "$build-asan" -j "$jobs"
+      ctest_run asan+ubsan "$build-asan" -LE 'sweep|gpu|packaging'
+      end
+      ;;
+    tidy)
+      begin tidy "clang-tidy over the public headers"
+      mapfile -t headers < <(find include -name '*.hpp' | sort)
+      tidy_log="$(mktemp)"
+      rc=0
+      printf '%s\n' "${headers[@]}" |
+        xargs -P "$jobs" -I{} clang-tidy --quiet {} -- -x c++ -std=c++20 -Wno-pragma-once-outside-header \
+          -I"$root/include" >"$tidy_log" 2>/dev/null || rc=$?
+      findings=$(grep -E '(warning|error):' "$tidy_log" | sort -u || true)
+      rm -f "$tidy_log"
+      if [[ -n $findings || $rc -ne 0 ]]; then
+        echo "$findings"
+        echo "clang-tidy: $(grep -c . <<<"$findings") finding(s) in the public headers (exit $rc)" >&2
+        exit 1
+      fi
+      # clang-tidy 14 cannot parse the CUDA 13 headers (clang 14 supports CUDA <= 11.5); the .cuh
+      # headers are compiled by nvcc with the g++ stage instead.
+      echo "clang-tidy: ${#headers[@]} headers, 0 warnings ($(find include -name '*.cuh' | wc -l) .cuh headers need a CUDA-13-capable clang-tidy)"
+      end
+      ;;
+    format)
+      begin format "clang-format check of the tree"
+      if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+        mapfile -t sources < <(git ls-files -co --exclude-standard -- '*.hpp' '*.cpp' '*.h' '*.cuh' '*.cu' | sort)
+      else
+        mapfile -t sources < <(find . -path './build*' -prune -o -type f \( -name '*.hpp' -o -name '*.cpp' -o -name '*.h' \
+          -o -name '*.cuh' -o -name '*.cu' \) -print | sort)
+      fi
+      clang-format --dry-run --Werror "${sources[@]}"
+      echo "clang-format: ${#sources[@]} files formatted"
+      end
+      ;;
+    fuzz)
+      begin fuzz "libFuzzer targets, ${fuzz_seconds} s each [$build-fuzz]"
+      CXX=clang++ cmake -S . -B "$build-fuzz" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDSV4_CACHE_FUZZ=ON \
+        -DDSV4_CACHE_BUILD_TESTS=OFF -DDSV4_CACHE_BUILD_EXAMPLES=OFF -DDSV4_CACHE_ENABLE_CUDA=OFF -DDSV4_CACHE_INSTALL=OFF
+      require_compiler "$build-fuzz" Clang
+      cmake --build "$build-fuzz" -j "$jobs"
+      mapfile -t targets < <(find "$build-fuzz/fuzz" -maxdepth 1 -type f -executable -name '*fuzz*' -printf '%f\n' | sort)
+      ((${#targets[@]} > 0)) || { echo "no fuzz targets built" >&2; exit 1; }
+      # Run the targets $jobs at a time; each writes its log, new inputs and crashes under the build dir.
+      pids=()
+      names=()
+      for t in "${targets[@]}"; do
+        mkdir -p "$build-fuzz/corpus-run/$t" "$build-fuzz/artifacts"
+        dict=()
+        if [[ -f fuzz/dict/$t.dict ]]; then dict=("-dict=fuzz/dict/$t.dict"); fi
+        "$build-fuzz/fuzz/$t" "${dict[@]}" -max_total_time="$fuzz_seconds" -timeout=10 -rss_limit_mb=2048 \
+          -max_len=4096 -print_final_stats=1 -artifact_prefix="$build-fuzz/artifacts/$t-" \
+          "$build-fuzz/corpus-run/$t" "fuzz/corpus/$t" >"$build-fuzz/$t.log" 2>&1 </dev/null &
+        pids+=($!)
+        names+=("$t")
+        if ((${#pids[@]} >= jobs)); then
+          wait "${pids[0]}" || { rc=$?; echo "fuzz: ${names[0]} failed (exit $rc):"; tail -n 40 "$build-fuzz/${names[0]}.log"; exit 1; }
+          echo "  fuzz ${names[0]}: $(grep -m1 -oE 'stat::number_of_executed_units: [0-9]+' "$build-fuzz/${names[0]}.log" | grep -oE '[0-9]+$') runs, no crash" | tee -a "$summary"
+          pids=("${pids[@]:1}")
+          names=("${names[@]:1}")
+        fi
+      done
+      for i in "${!pids[@]}"; do
+        wait "${pids[$i]}" || { rc=$?; echo "fuzz: ${names[$i]} failed (exit $rc):"; tail -n 40 "$build-fuzz/${names[$i]}.log"; exit 1; }
+        echo "  fuzz ${names[$i]}: $(grep -m1 -oE 'stat::number_of_executed_units: [0-9]+' "$build-fuzz/${names[$i]}.log" | grep -oE '[0-9]+$') runs, no crash" | tee -a "$summary"
+      done
+      end
+      ;;
+    *)
+      echo "scripts/test.sh: unknown stage '$stage'" >&2
+      exit 2
+      ;;
+  esac
+done

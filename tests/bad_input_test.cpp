@@ -1,0 +1,743 @@
+// Bad input at every boundary of the library: one test per row of docs/bad-input.md, named
+// after the row. Each checks the exception type, and that the message names the rule and the
+// offending value. The overflow rows compare with an independent 128-bit oracle built from the
+// facts sheet (page bytes of section 3, the plan formula of memory_plan.hpp), so a clear error
+// is proven necessary and a saturated or exact answer is proven right, never wrapped.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <initializer_list>
+#include <limits>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "dsv4/cache.hpp"
+#include "dsv4/cache/arena_layout.hpp"
+#include "dsv4/cache/config_json.hpp"
+
+// The planner rows need CLI11 (header-only), as the planner does.
+#if __has_include(<CLI/CLI.hpp>)
+#include "../examples/planner_cli.hpp"
+#define DSV4_HAS_PLANNER 1
+#endif
+
+namespace {
+using namespace dsv4::cache;
+using json = nlohmann::json;
+__extension__ typedef unsigned __int128 u128;  // NOLINT(modernize-use-using): __extension__ keeps -Wpedantic quiet
+
+constexpr std::uint64_t kU64Max = std::numeric_limits<std::uint64_t>::max();
+constexpr std::int64_t kI64Max = std::numeric_limits<std::int64_t>::max();
+const std::filesystem::path kData = DSV4_TEST_DATA_DIR;
+
+/// The message of the std::invalid_argument (or subclass E) that `f` throws; fails the test
+/// if it throws nothing.
+template <class E = std::invalid_argument, class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected an exception, nothing was thrown";
+  return {};
+}
+
+/// Expects `f` to throw E whose message contains every one of `parts` (the rule and the values).
+template <class E = std::invalid_argument, class F>
+void expect_error(F&& f, std::initializer_list<const char*> parts) {
+  const std::string msg = error_of<E>(f);
+  for (const char* p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "message: " << msg << "\nmissing: " << p;
+}
+
+json flash_json() {
+  std::ifstream in(kData / "deepseek-v4-flash.config.json");
+  return json::parse(in);
+}
+
+/// The loader's error for `j`: always a config_error.
+void expect_config_error(const json& j, std::initializer_list<const char*> parts) {
+  expect_error<config_error>([&] { (void)parse_model_config(j.dump()); }, parts);
+}
+
+// ---- The independent oracle: DeepSeek-V4-Flash plan bytes from the facts sheet ----
+
+struct oracle_group {
+  std::uint64_t page_bytes;  // one layer, all pools (facts section 3, FP8 indexer)
+  std::uint64_t layers;
+  std::uint64_t rows;    // rows per page
+  std::uint64_t window;  // 0 = full history (256-token pages)
+  bool csa_window;       // window max(8, 4 + s)
+};
+
+// Flash: 44 layers keep SWA; 21 CSA (layers 2..42 even), 20 HCA (3..41 odd).
+constexpr oracle_group kFlashGroups[] = {
+    {37'440, 44, 64, 128, false},         // v4.swa_kv
+    {32'768, 21, 4, 8, true},             // v4.c4a.compressor_state
+    {37'440 + 8'448, 21, 256, 0, false},  // v4.c4a.compressed_kv (KV + FP8 indexer keys)
+    {32'768, 20, 8, 128, false},          // v4.c128a.compressor_state
+    {1'728, 20, 256, 0, false},           // v4.c128a.compressed_kv
+    {8'192, 21, 4, 8, true},              // v4.c4a.indexer_compressor_state
+};
+
+u128 ceil_div128(u128 a, u128 b) { return (a + b - 1) / b; }
+
+/// Plan bytes of Flash for context L, N requests, s tokens per step, prefill chunk B.
+u128 flash_oracle(u128 L, u128 N, u128 s = 1, u128 B = 8192) {
+  u128 total = 0;
+  for (const oracle_group& g : kFlashGroups) {
+    u128 ppr = 0;
+    u128 shared = 0;
+    if (g.window == 0) {
+      ppr = ceil_div128(L, 256);
+    } else {
+      const u128 w = g.csa_window ? (4 + s > 8 ? 4 + s : 8) : g.window;
+      const u128 ring = ceil_div128(w + s - 2, g.rows) + 1;
+      const u128 full = ceil_div128(L, g.rows);
+      ppr = ring < full ? ring : full;
+      shared = ceil_div128(B, g.rows);
+    }
+    total += static_cast<u128>(g.page_bytes) * g.layers * (N * ppr + shared + 1);
+  }
+  return total;
+}
+
+model_config flash_with_max_context(std::int64_t max_pos) {
+  model_config c = deepseek_v4_flash;
+  c.max_position_embeddings = max_pos;
+  return c;
+}
+
+/// Plan options for a 4,096-token context (small arenas).
+plan_options short_context() {
+  plan_options o;
+  o.context_tokens = 4096;
+  return o;
+}
+
+#ifdef DSV4_HAS_PLANNER
+/// run_planner on `args`: exit code, stdout, stderr.
+struct cli_result {
+  int rc;
+  std::string out;
+  std::string err;
+};
+cli_result run_cli(const std::vector<std::string>& args) {
+  std::ostringstream out;
+  std::ostringstream err;
+  const int rc = cli::run_planner(args, out, err);
+  return {rc, out.str(), err.str()};
+}
+#endif  // DSV4_HAS_PLANNER
+
+// ================================ config.json keys ================================
+
+TEST(BadInput, ConfigMissingKey) {
+  json j = flash_json();
+  j.erase("head_dim");
+  expect_config_error(j, {"missing key 'head_dim'"});
+}
+
+TEST(BadInput, ConfigMissingModelType) {
+  json j = flash_json();
+  j.erase("model_type");
+  expect_config_error(j, {"missing key 'model_type'"});
+}
+
+TEST(BadInput, ConfigIllTypedKey) {
+  json j = flash_json();
+  j["num_hidden_layers"] = "43";
+  expect_config_error(j, {"key 'num_hidden_layers' must be an integer", "\"43\""});
+}
+
+TEST(BadInput, ConfigNonIntegralNumber) {
+  json j = flash_json();
+  j["index_head_dim"] = 128.5;
+  expect_config_error(j, {"key 'index_head_dim' must be an integer", "128.5"});
+}
+
+TEST(BadInput, ConfigNonV4ModelType) {
+  json j = flash_json();
+  j["model_type"] = "deepseek_v32";
+  expect_config_error(j, {"key 'model_type' must be \"deepseek_v4\"", "\"deepseek_v32\""});
+}
+
+TEST(BadInput, ConfigZeroDim) {
+  json j = flash_json();
+  j["head_dim"] = 0;
+  expect_config_error(j, {"key 'head_dim' must be in [1, 2147483647]", "got 0"});
+}
+
+TEST(BadInput, ConfigNegativeDim) {
+  json j = flash_json();
+  j["sliding_window"] = -128;
+  expect_config_error(j, {"key 'sliding_window' must be in [1, 2147483647]", "got -128"});
+}
+
+TEST(BadInput, ConfigDimAboveInt) {
+  json j = flash_json();
+  j["head_dim"] = std::int64_t{1} << 40;
+  expect_config_error(j, {"key 'head_dim' must be in [1, 2147483647]", "got 1099511627776"});
+}
+
+TEST(BadInput, ConfigIntegerAbove64Bits) {
+  json j = flash_json();
+  j["max_position_embeddings"] = kU64Max;
+  expect_config_error(
+      j, {"key 'max_position_embeddings' must be in [1, 9223372036854775807]", "got 18446744073709551615"});
+}
+
+TEST(BadInput, ConfigTooManyLayers) {
+  json j = flash_json();
+  j["num_hidden_layers"] = 300;
+  expect_config_error(j, {"key 'num_hidden_layers' must be in [1, 256]", "got 300"});
+}
+
+TEST(BadInput, ConfigShortRatioList) {
+  json j = flash_json();
+  j["compress_ratios"] = json::array({0, 0, 4, 128, 4, 128, 4, 128, 4, 128});
+  expect_config_error(
+      j, {"key 'compress_ratios' has 10 entries", "fewer than num_hidden_layers + num_nextn_predict_layers = 44"});
+}
+
+TEST(BadInput, ConfigRatioListNotArray) {
+  json j = flash_json();
+  j["compress_ratios"] = 4;
+  expect_config_error(j, {"key 'compress_ratios' must be an array", "got 4"});
+}
+
+TEST(BadInput, ConfigRatio8) {
+  json j = flash_json();
+  j["compress_ratios"][5] = 8;
+  expect_config_error(j, {"compress ratio must be 0 or 1 (SWA), 4 (CSA) or 128 (HCA)", "layer=5", "compress_ratio=8"});
+}
+
+TEST(BadInput, ConfigRatio8File) {  // the checked-in bad config, through the file loader
+  expect_error<config_error>(
+      [] { (void)load_model_config(kData / "bad" / "ratio8.config.json"); },
+      {"ratio8.config.json", "compress ratio must be 0 or 1 (SWA), 4 (CSA) or 128 (HCA)", "compress_ratio=8"});
+}
+
+TEST(BadInput, ConfigRopeNotBelowHeadDim) {
+  json j = flash_json();
+  j["qk_rope_head_dim"] = 512;
+  expect_config_error(j, {"head_dim must be larger than qk_rope_head_dim", "head_dim=512", "qk_rope_head_dim=512"});
+}
+
+TEST(BadInput, ConfigPartialRotaryFactorNotWhole) {
+  json j = flash_json();
+  j.erase("qk_rope_head_dim");
+  j["partial_rotary_factor"] = 0.3;
+  expect_config_error(j, {"key 'partial_rotary_factor' must give a whole RoPE dim in [1, head_dim)", "0.3"});
+}
+
+TEST(BadInput, ConfigUnknownLayerType) {
+  json j = flash_json();
+  j.erase("compress_ratios");
+  j["layer_types"] = json::array();
+  for (int i = 0; i < 43; ++i) j["layer_types"].push_back(i == 7 ? "linear_attention" : "sliding_attention");
+  expect_config_error(
+      j, {"key 'layer_types[7]' must be sliding_attention, compressed_sparse_attention or", "\"linear_attention\""});
+}
+
+TEST(BadInput, ConfigShortLayerTypes) {
+  json j = flash_json();
+  j.erase("compress_ratios");
+  j["layer_types"] = json::array({"sliding_attention", "sliding_attention"});
+  expect_config_error(j, {"key 'layer_types' has 2 entries, fewer than num_hidden_layers = 43"});
+}
+
+TEST(BadInput, ConfigMissingCompressRate) {
+  json j = flash_json();
+  j.erase("compress_ratios");
+  j["layer_types"] = json::array();
+  for (int i = 0; i < 43; ++i) j["layer_types"].push_back(i == 2 ? "compressed_sparse_attention" : "sliding_attention");
+  j["compress_rates"] = json::object({{"heavily_compressed_attention", 128}});
+  expect_config_error(j, {"missing key 'compress_rates.compressed_sparse_attention'"});
+}
+
+TEST(BadInput, ConfigMalformedJson) {
+  expect_error<config_error>([] { (void)parse_model_config("{\"model_type\": \"deepseek_v4\","); },
+                             {"malformed JSON", "parse error"});
+}
+
+TEST(BadInput, ConfigTopLevelNotObject) {
+  expect_error<config_error>([] { (void)parse_model_config("[1, 2, 3]"); }, {"top level must be a JSON object"});
+}
+
+TEST(BadInput, ConfigUnreadableFile) {
+  expect_error<config_error>([] { (void)load_model_config(kData / "no-such-dir" / "config.json"); },
+                             {"no-such-dir", "cannot read the file"});
+}
+
+TEST(BadInput, ConfigDirectoryWithoutConfig) {
+  expect_error<config_error>([] { (void)load_model_config(kData); }, {"config.json", "cannot read the file"});
+}
+
+// ================================ dims ================================
+
+TEST(BadInput, DimsModelZeroLayers) {
+  model_config c = deepseek_v4_flash;
+  c.num_hidden_layers = 0;
+  expect_error([&] { validate(c); }, {"num_hidden_layers must be > 0", "num_hidden_layers=0"});
+}
+
+TEST(BadInput, DimsModelNonPositiveWindow) {
+  model_config c = deepseek_v4_flash;
+  c.sliding_window = -1;
+  expect_error([&] { (void)build_memory_plan(c); }, {"sliding_window must be > 0", "sliding_window=-1"});
+}
+
+TEST(BadInput, DimsHeadDimNotAboveRope) {
+  expect_error([] { (void)swa_row_bytes(64, 64); },
+               {"head_dim must be larger than rope_dim", "head_dim=64", "rope_dim=64"});
+}
+
+TEST(BadInput, DimsNegativeRope) {
+  expect_error([] { (void)swa_row_bytes(512, -1); }, {"rope_dim must be >= 0", "rope_dim=-1"});
+}
+
+TEST(BadInput, DimsNopeNotMultipleOf64) {
+  expect_error([] { (void)swa_scale_dim(500, 64); }, {"NoPE dim must be divisible by 64", "nope_dim=436"});
+}
+
+TEST(BadInput, DimsIndexerFp8NotMultipleOf128) {
+  expect_error([] { (void)indexer_fp8_row_bytes(96); },
+               {"FP8 index head dim must be divisible by 128", "index_head_dim=96"});
+}
+
+TEST(BadInput, DimsIndexerMxfp4Odd) {
+  expect_error([] { (void)indexer_mxfp4_value_bytes(33); }, {"MXFP4 index head dim must be even", "index_head_dim=33"});
+}
+
+TEST(BadInput, DimsIndexerMxfp4NotMultipleOf32) {
+  expect_error([] { (void)indexer_mxfp4_row_bytes(48); },
+               {"MXFP4 index head dim must be divisible by 32", "index_head_dim=48"});
+}
+
+TEST(BadInput, DimsIndexerZero) {
+  expect_error([] { (void)indexer_fp8_row_bytes(0); }, {"index_head_dim must be > 0", "index_head_dim=0"});
+}
+
+TEST(BadInput, DimsConfigIndexerDimThePlanRejects) {
+  // The loader accepts any positive index_head_dim; the plan names the format's rule.
+  json j = flash_json();
+  j["index_head_dim"] = 96;
+  const model_config c = parse_model_config(j.dump());
+  expect_error([&] { (void)build_memory_plan(c); },
+               {"FP8 index head dim must be divisible by 128", "index_head_dim=96"});
+  plan_options o;
+  o.indexer = indexer_format::mxfp4;
+  EXPECT_NO_THROW((void)build_memory_plan(c, o));  // 96 = 3 x 32: a valid MXFP4 key
+}
+
+TEST(BadInput, DimsRowsPerPageZero) {
+  expect_error([] { (void)make_fp8_ds_mla_page_layout(make_fp8_ds_mla_format(512, 64), 0); },
+               {"rows_per_page must be > 0", "rows_per_page=0"});
+  expect_error([] { (void)make_indexer_page_layout(make_indexer_row_format(indexer_format::fp8, 128), -1); },
+               {"rows_per_page must be > 0", "rows_per_page=-1"});
+}
+
+TEST(BadInput, DimsBlockSizeNotMultipleOfRatio) {
+  const layer_schedule s = build_layer_schedule(deepseek_v4_flash);
+  expect_error([&] { (void)build_schema(deepseek_v4_flash, s[3], indexer_format::fp8, 100); },
+               {"block_size_tokens must be a multiple of the layer's compress ratio", "block_size_tokens=100",
+                "compress_ratio=128", "layer=3"});
+  expect_error([&] { (void)build_schema(deepseek_v4_flash, s[0], indexer_format::fp8, 0); },
+               {"block_size_tokens must be > 0", "block_size_tokens=0"});
+}
+
+TEST(BadInput, DimsGroupSpecsNeed256TokenBlock) {
+  const model_cache_schema m = build_model_schema(deepseek_v4_flash, indexer_format::fp8, 128);
+  expect_error([&] { (void)build_cache_specs(m); },
+               {"group specs need schemas built with the 256-token logical block", "block_size_tokens=128"});
+}
+
+// ================================ ratios ================================
+
+TEST(BadInput, RatiosUnsupportedValue) {
+  expect_error([] { (void)attention_from_ratio(3, 8); },
+               {"compress ratio must be 0 or 1 (SWA), 4 (CSA) or 128 (HCA)", "layer=3", "compress_ratio=8"});
+}
+
+TEST(BadInput, RatiosNegative) {
+  model_config c = deepseek_v4_pro;
+  c.compress_ratios[60] = -4;
+  expect_error([&] { (void)build_layer_schedule(c); }, {"layer=60", "compress_ratio=-4"});
+}
+
+TEST(BadInput, RatiosCompressorStateRatio) {
+  expect_error([] { (void)compressor_state_rows_per_page(8); },
+               {"unsupported DeepSeek V4 compress_ratio (only 4 and 128 have compressor state)", "compress_ratio=8"});
+  expect_error([] { (void)compressor_state_row_bytes(1, 512); }, {"compressor ratio must be > 1", "ratio=1"});
+}
+
+// ================================ list lengths ================================
+
+TEST(BadInput, ListsTooManyLayers) {
+  model_config c = deepseek_v4_flash;
+  c.num_hidden_layers = 256;  // + 1 MTP layer = 257 > kMaxLayers
+  expect_error([&] { (void)build_layer_schedule(c); }, {"num_hidden_layers + num_nextn_predict_layers must be <= 256",
+                                                        "num_hidden_layers=256", "num_nextn_predict_layers=1"});
+}
+
+TEST(BadInput, ListsNegativeMtpLayers) {
+  model_config c = deepseek_v4_flash;
+  c.num_nextn_predict_layers = -1;
+  expect_error([&] { validate(c); }, {"num_nextn_predict_layers must be >= 0", "num_nextn_predict_layers=-1"});
+}
+
+// ================================ plan options ================================
+
+TEST(BadInput, OptionsRequestsBelowOne) {
+  plan_options o;
+  o.requests = 0;
+  expect_error([&] { (void)build_memory_plan(deepseek_v4_flash, o); }, {"requests must be >= 1", "requests=0"});
+}
+
+TEST(BadInput, OptionsNegativeContext) {
+  plan_options o;
+  o.context_tokens = -5;
+  expect_error([&] { (void)build_memory_plan(deepseek_v4_flash, o); },
+               {"context_tokens must be >= 1", "context_tokens=-5"});
+}
+
+TEST(BadInput, OptionsContextAboveModel) {
+  plan_options o;
+  o.context_tokens = std::int64_t{1} << 40;
+  expect_error([&] { (void)build_memory_plan(deepseek_v4_flash, o); },
+               {"context_tokens must be <= max_position_embeddings", "context_tokens=1099511627776",
+                "max_position_embeddings=1048576"});
+}
+
+TEST(BadInput, OptionsTokensPerStep) {
+  plan_options o;
+  o.tokens_per_step = 0;
+  expect_error([&] { (void)build_memory_plan(deepseek_v4_flash, o); },
+               {"tokens_per_step must be >= 1", "tokens_per_step=0"});
+  o.tokens_per_step = 9;
+  o.context_tokens = 8;
+  expect_error([&] { (void)build_memory_plan(deepseek_v4_flash, o); },
+               {"tokens_per_step must be <= context_tokens", "tokens_per_step=9", "context_tokens=8"});
+}
+
+TEST(BadInput, OptionsPrefillChunk) {
+  plan_options o;
+  o.prefill_chunk_tokens = 0;
+  expect_error([&] { (void)build_memory_plan(deepseek_v4_flash, o); },
+               {"prefill_chunk_tokens must be >= 1", "prefill_chunk_tokens=0"});
+}
+
+TEST(BadInput, OptionsBlockBudget) {
+  const model_cache_schema m = build_model_schema(deepseek_v4_flash);
+  expect_error([&] { (void)compute_block_budget(m, 0, 1); },
+               {"max_context_tokens must be >= 1", "max_context_tokens=0"});
+  expect_error([&] { (void)compute_block_budget(m, 1000, 0); },
+               {"max_concurrent_requests must be >= 1", "max_concurrent_requests=0"});
+  expect_error([&] { (void)compute_block_budget(m, 1000, 1, -1); },
+               {"headroom_percent must be >= 0", "headroom_percent=-1"});
+}
+
+// ================================ sizes that overflow 64 bits ================================
+
+TEST(BadInput, OverflowPlanContext2e40Requests2e30) {
+  const model_config c = flash_with_max_context(std::int64_t{1} << 40);
+  plan_options o;
+  o.context_tokens = std::int64_t{1} << 40;
+  o.requests = std::int64_t{1} << 30;
+  ASSERT_GT(flash_oracle(u128{1} << 40, u128{1} << 30), u128{kU64Max});  // the true size needs > 64 bits
+  expect_error([&] { (void)build_memory_plan(c, o); },
+               {"memory plan overflows 64 bits", "requests=1073741824", "context_tokens=1099511627776"});
+}
+
+TEST(BadInput, OverflowPlanContext2e40OneRequestIsExact) {
+  const model_config c = flash_with_max_context(std::int64_t{1} << 40);
+  plan_options o;
+  o.context_tokens = std::int64_t{1} << 40;
+  const memory_plan p = build_memory_plan(c, o);
+  EXPECT_EQ(u128{p.total_bytes}, flash_oracle(u128{1} << 40, 1));
+}
+
+TEST(BadInput, OverflowBudgetAllOnesMaxRequests) {
+  // Default Flash, L = 2^20: the largest N whose plan fits in 2^64 - 1 bytes, exactly.
+  const u128 L = 1'048'576;
+  const u128 fixed = flash_oracle(L, 0);
+  const u128 per_request = flash_oracle(L, 1) - fixed;
+  const u128 n = (u128{kU64Max} - fixed) / per_request;
+  const request_capacity r = max_requests_for_budget(deepseek_v4_flash, {}, kU64Max);
+  EXPECT_EQ(u128{static_cast<std::uint64_t>(r.max_requests)}, n);
+  EXPECT_EQ(u128{r.fixed_bytes}, fixed);
+  EXPECT_EQ(u128{r.bytes_per_request}, per_request);
+  EXPECT_EQ(u128{r.total_bytes}, flash_oracle(L, n));
+  EXPECT_EQ(u128{r.bytes_left}, u128{kU64Max} - flash_oracle(L, n));
+  EXPECT_GT(flash_oracle(L, n + 1), u128{kU64Max});  // one more does not fit
+}
+
+TEST(BadInput, OverflowBudgetAllOnesMaxRequestsAtContext2e40) {
+  const model_config c = flash_with_max_context(std::int64_t{1} << 40);
+  plan_options o;
+  o.context_tokens = std::int64_t{1} << 40;
+  const u128 L = u128{1} << 40;
+  const u128 n = (u128{kU64Max} - flash_oracle(L, 0)) / (flash_oracle(L, 1) - flash_oracle(L, 0));
+  const request_capacity r = max_requests_for_budget(c, o, kU64Max);
+  EXPECT_EQ(u128{static_cast<std::uint64_t>(r.max_requests)}, n);
+  EXPECT_LE(flash_oracle(L, n), u128{kU64Max});
+  EXPECT_GT(flash_oracle(L, n + 1), u128{kU64Max});
+  EXPECT_EQ(u128{r.total_bytes}, flash_oracle(L, n));
+}
+
+TEST(BadInput, OverflowBudgetAllOnesMaxContext) {
+  // N = 2^30 requests, a model allowing 2^40 tokens: the longest context that fits in 2^64 - 1.
+  const model_config c = flash_with_max_context(std::int64_t{1} << 40);
+  plan_options o;
+  o.requests = std::int64_t{1} << 30;
+  const context_capacity r = max_context_for_budget(c, o, kU64Max);
+  const u128 L = static_cast<std::uint64_t>(r.max_context_tokens);
+  ASSERT_GT(L, 0U);
+  EXPECT_FALSE(r.limited_by_model);
+  EXPECT_LE(flash_oracle(L, u128{1} << 30), u128{kU64Max});
+  EXPECT_GT(flash_oracle(L + 1, u128{1} << 30), u128{kU64Max});
+  EXPECT_EQ(u128{r.total_bytes}, flash_oracle(L, u128{1} << 30));
+  EXPECT_EQ(u128{r.bytes_left}, u128{kU64Max} - flash_oracle(L, u128{1} << 30));
+}
+
+TEST(BadInput, OverflowMaxRequestsSaturatesWhenOneRequestOverflows) {
+  // Regression (fuzz): a plan that overflows 64 bits at N = 1 reported bytes_per_request as a
+  // wrapped difference. Now: max_requests 0, fixed bytes exact, bytes_per_request saturated.
+  const model_config c = flash_with_max_context(std::int64_t{1} << 62);
+  plan_options o;
+  o.context_tokens = std::int64_t{1} << 62;
+  ASSERT_GT(flash_oracle(u128{1} << 62, 1), u128{kU64Max});
+  const request_capacity r = max_requests_for_budget(c, o, kU64Max);
+  EXPECT_EQ(r.max_requests, 0);
+  EXPECT_EQ(u128{r.fixed_bytes}, flash_oracle(u128{1} << 62, 0));
+  EXPECT_EQ(r.bytes_per_request, kU64Max);
+  EXPECT_EQ(r.bytes_left, 0U);
+}
+
+TEST(BadInput, OverflowMaxContextWithInt64MaxPositions) {
+  // Regression (fuzz): max_position_embeddings = INT64_MAX made the binary search compute
+  // hi - lo + 1 = 2^63 (signed overflow). Now the answer is exact.
+  const model_config c = flash_with_max_context(kI64Max);
+  const std::uint64_t budget = std::uint64_t{80} << 30;
+  const context_capacity r = max_context_for_budget(c, {}, budget);
+  const u128 L = static_cast<std::uint64_t>(r.max_context_tokens);
+  ASSERT_GT(L, 0U);
+  EXPECT_LE(flash_oracle(L, 1), u128{budget});
+  EXPECT_GT(flash_oracle(L + 1, 1), u128{budget});
+}
+
+TEST(BadInput, OverflowMaxContextBelowTokensPerStep) {
+  // Regression (fuzz): with s tokens per step, a context L < s is no valid plan, yet the search
+  // could return one. Now: if L = s does not fit, the answer is 0.
+  plan_options o;
+  o.tokens_per_step = 1'048'576;
+  o.context_tokens = 1'048'576;
+  const std::uint64_t at_s = build_memory_plan(deepseek_v4_flash, o).total_bytes;
+  const context_capacity none = max_context_for_budget(deepseek_v4_flash, o, at_s - 1);
+  EXPECT_EQ(none.max_context_tokens, 0);
+  EXPECT_EQ(none.total_bytes, 0U);
+  const context_capacity just = max_context_for_budget(deepseek_v4_flash, o, at_s);
+  EXPECT_EQ(just.max_context_tokens, 1'048'576);
+  EXPECT_EQ(just.total_bytes, at_s);
+}
+
+TEST(BadInput, OverflowBlockBudget) {
+  const model_cache_schema m = build_model_schema(deepseek_v4_flash);
+  expect_error([&] { (void)compute_block_budget(m, kI64Max, kI64Max); }, {"size overflows 64 bits"});
+}
+
+TEST(BadInput, OverflowFp8DsMlaPageBytes) {
+  // Regression (fuzz): rows_per_page x row_bytes was an unchecked (undefined) signed product.
+  expect_error(
+      [] { (void)make_fp8_ds_mla_page_layout(make_fp8_ds_mla_format(512, 64), std::int64_t{1} << 60); },
+      {"fp8_ds_mla page bytes (rows_per_page x row_bytes) overflow 64 bits", "a=1152921504606846976", "b=584"});
+}
+
+TEST(BadInput, OverflowIndexerPageBytes) {
+  expect_error(
+      [] {
+        (void)make_indexer_page_layout(make_indexer_row_format(indexer_format::mxfp4, 128), std::int64_t{1} << 60);
+      },
+      {"indexer page bytes (rows_per_page x row_bytes) overflow 64 bits", "a=1152921504606846976", "b=68"});
+}
+
+TEST(BadInput, OverflowIndexerFp8RowBytes) {
+  // Regression (fuzz): d + d/32 overflowed in a "validated" format's row_bytes().
+  const std::int64_t d = kI64Max / 128 * 128;
+  expect_error([&] { (void)indexer_fp8_row_bytes(d); }, {"size overflows 64 bits"});
+  expect_error([&] { (void)make_indexer_row_format(indexer_format::fp8, d); }, {"size overflows 64 bits"});
+}
+
+// ================================ row sizes (inverse functions) ================================
+
+TEST(BadInput, RowBytesMxfp4NotAligned) {
+  expect_error([] { (void)indexer_mxfp4_layout_from_row_bytes(67); },
+               {"MXFP4 indexer row bytes must be value+scale aligned (a multiple of 17)", "row_bytes=67"});
+}
+
+TEST(BadInput, RowBytesMxfp4NotPositive) {
+  expect_error([] { (void)indexer_mxfp4_layout_from_row_bytes(0); },
+               {"MXFP4 indexer row bytes must be > 0", "row_bytes=0"});
+}
+
+TEST(BadInput, RowBytesMxfp4Overflow) {
+  // Regression (fuzz): 17 x 541988411009308311 gave index_head_dim = blocks x 32 > INT64_MAX.
+  const std::int64_t row = 17 * std::int64_t{541'988'411'009'308'311};
+  expect_error(
+      [&] { (void)indexer_mxfp4_layout_from_row_bytes(row); },
+      {"MXFP4 indexer row bytes give an index_head_dim that overflows 64 bits", "row_bytes=9213802987158241287"});
+}
+
+TEST(BadInput, RowBytesFp8NotAligned) {
+  expect_error([] { (void)indexer_fp8_layout_from_row_bytes(131); },
+               {"FP8 indexer row bytes must be value+scale aligned (a multiple of 132)", "row_bytes=131"});
+}
+
+TEST(BadInput, RowBytesFp8NotPositive) {
+  expect_error([] { (void)indexer_fp8_layout_from_row_bytes(-132); },
+               {"FP8 indexer row bytes must be > 0", "row_bytes=-132"});
+}
+
+// ================================ group ids ================================
+
+TEST(BadInput, GroupIdUnsupportedRatio) {
+  expect_error([] { (void)parse_group_id("v4.c8a.compressed_kv"); },
+               {"DeepSeek V4 group id ratio must be 4 or 128", "ratio=8"});
+}
+
+TEST(BadInput, GroupIdRatioNotPlainDecimal) {
+  expect_error([] { (void)parse_group_id("v4.c04a.compressed_kv"); },
+               {"ratio must be 4 or 128 in plain decimal", "id=\"v4.c04a.compressed_kv\""});
+  expect_error([] { (void)parse_group_id("v4.c+4a.compressor_state"); },
+               {"ratio must be 4 or 128 in plain decimal", "id=\"v4.c+4a.compressor_state\""});
+}
+
+TEST(BadInput, GroupIdBadPrefix) {
+  expect_error([] { (void)parse_group_id("v5.swa_kv"); },
+               {"must start with v4.swa_kv or v4.c<ratio>a.", "id=\"v5.swa_kv\""});
+  expect_error([] { (void)parse_group_id(""); }, {"must start with v4.swa_kv or v4.c<ratio>a.", "id=\"\""});
+}
+
+TEST(BadInput, GroupIdBadSuffix) {
+  expect_error([] { (void)parse_group_id("v4.c4a.bogus"); },
+               {"must end with a.compressor_state or a.compressed_kv", "id=\"v4.c4a.bogus\""});
+}
+
+TEST(BadInput, GroupIdTooLong) {
+  const std::string id = "v4.c" + std::string(100, '4') + "a.compressed_kv";
+  expect_error([&] { (void)parse_group_id(id); }, {"longer than 64 characters", "id=\"v4.c4444", "\"...)"});
+}
+
+TEST(BadInput, GroupIdControlBytes) {
+  // The id is quoted with \xNN escapes: the message stays one line.
+  const std::string msg = error_of([] { (void)parse_group_id(std::string_view("v4.c4a\n\"x", 9)); });
+  EXPECT_NE(msg.find(R"(id="v4.c4a\x0a\x22x")"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+}
+
+TEST(BadInput, GroupIdNotInModel) {
+  model_config c = deepseek_v4_flash;
+  for (int i = 0; i < c.num_layers(); ++i) c.compress_ratios[static_cast<std::size_t>(i)] = 0;  // SWA only
+  const group_spec_list g = build_cache_specs(c);
+  expect_error([&] { (void)g.at(parse_group_id("v4.c4a.compressed_kv")); },
+               {"the model has no such cache group", "ratio=4"});
+}
+
+// ================================ budgets ================================
+
+TEST(BadInput, BudgetZero) {
+  const request_capacity r = max_requests_for_budget(deepseek_v4_flash, {}, 0);
+  EXPECT_EQ(r.max_requests, 0);
+  EXPECT_EQ(r.bytes_left, 0U);
+  const context_capacity l = max_context_for_budget(deepseek_v4_flash, {}, 0);
+  EXPECT_EQ(l.max_context_tokens, 0);
+  EXPECT_EQ(l.bytes_left, 0U);
+}
+
+#ifdef DSV4_HAS_PLANNER
+TEST(BadInput, BudgetCliMemoryGib) {
+  for (const char* gib : {"0", "-1", "1e300", "17179869184", "nan", "inf"}) {
+    const cli_result r = run_cli({"--memory-gib", gib});
+    EXPECT_EQ(r.rc, 2) << gib;
+    EXPECT_EQ(r.out, "") << gib;
+    EXPECT_NE(r.err.find("--memory-gib must be > 0 and below 2^34 GiB (2^64 bytes)"), std::string::npos)
+        << gib << ": " << r.err;
+  }
+}
+
+TEST(BadInput, BudgetCliJustBelow2e64Bytes) {
+  const cli_result r = run_cli({"--memory-gib", "17179869183", "--json"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["plan"]["budget_bytes"].get<std::uint64_t>(), std::uint64_t{17'179'869'183} << 30);
+}
+
+#endif  // DSV4_HAS_PLANNER
+
+// ================================ the CLI's arguments ================================
+
+#ifdef DSV4_HAS_PLANNER
+TEST(BadInput, CliBadArguments) {
+  const std::vector<std::vector<std::string>> cases = {{"--bogus"},
+                                                       {"--preset", "v3"},
+                                                       {"--indexer", "fp4"},
+                                                       {"--context", "-5"},
+                                                       {"--requests", "0"},
+                                                       {"--requests", "x"},
+                                                       {"--context", "1099511627776", "--requests", "1073741824"},
+                                                       {"--config", (kData / "bad" / "ratio8.config.json").string()},
+                                                       {"--config", (kData / "missing.json").string()}};
+  for (const auto& args : cases) {
+    const cli_result r = run_cli(args);
+    EXPECT_EQ(r.rc, 2) << args[0];
+    EXPECT_EQ(r.out, "") << args[0];
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;
+  }
+}
+
+#endif  // DSV4_HAS_PLANNER
+
+// ================================ arena and slots ================================
+
+TEST(BadInput, ArenaAlignment) {
+  const memory_plan p = build_memory_plan(deepseek_v4_flash, short_context());
+  expect_error([&] { (void)build_arena_layout(deepseek_v4_flash, p, 100); },
+               {"arena alignment must be a power of two and >= 16 bytes", "alignment=100"});
+}
+
+TEST(BadInput, ArenaPlanOfAnotherModel) {
+  const memory_plan p = build_memory_plan(deepseek_v4_flash, short_context());
+  model_config other = deepseek_v4_flash;
+  other.head_dim = 576;  // (576 - 64) % 64 == 0: a valid model, other rows
+  expect_error([&] { (void)build_arena_layout(other, p); },
+               {"plan's fp8_ds_mla pool does not match the model's head_dim / qk_rope_head_dim"});
+}
+
+TEST(BadInput, ArenaRegionIndex) {
+  const arena_layout a = build_arena_layout(deepseek_v4_flash, short_context());
+  expect_error([&] { (void)a.region(a.num_regions); }, {"arena region index out of range", "num_regions="});
+  expect_error([&] { (void)a.region(-1); }, {"arena region index out of range", "region=-1"});
+  expect_error([&] { (void)a.find(parse_group_id("v4.c4a.compressed_kv"), 3); },
+               {"the cache group does not cover this layer", "layer=3"});
+}
+
+TEST(BadInput, SlotsNullPageAndRange) {
+  // What the kernels may write: slots [rows_per_page, num_slots) of a region; page 0 is the null
+  // page. (The kernels skip slot -1 and count any other slot outside that range: GPU tests.)
+  const arena_layout a = build_arena_layout(deepseek_v4_flash, short_context());
+  for (int i = 0; i < a.num_regions; ++i) {
+    const pool_region r = a.region(i);
+    EXPECT_EQ(r.first_usable_slot(), r.rows_per_page);
+    EXPECT_EQ(r.num_slots(), r.num_pages * r.rows_per_page);
+    EXPECT_GE(r.num_pages, 2);  // the null page and at least one usable page
+  }
+}
+
+}  // namespace
