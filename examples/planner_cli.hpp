@@ -1,7 +1,8 @@
 // dsv4-cache-plan: prints the KV-cache layout and memory plan of a DeepSeek V4 model.
 //
 // The CLI lives in this header (not in main) so that tests and the fuzzer drive the same code
-// with an argument list and two streams. Exit codes: 0 success (or --help), 2 bad input.
+// with an argument list and two streams. Exit codes: 0 success (or --help), 2 bad input,
+// 1 an internal error (a bug: please report it).
 // Nothing is written to `out` unless the whole plan was built: a bad input leaves one line
 // on `err` and nothing on `out` that parses as a plan.
 #pragma once
@@ -259,9 +260,12 @@ inline int run_planner(const std::vector<std::string>& args, std::ostream& out, 
     const std::string text = a.json ? to_json(r).dump(2) + "\n" : to_text(r);
     out << text;
     return 0;
-  } catch (const std::exception& e) {
+  } catch (const std::invalid_argument& e) {  // bad input: the library's errors, config_error included
     err << "dsv4-cache-plan: error: " << e.what() << "\n";
     return 2;
+  } catch (const std::exception& e) {  // anything else is a bug, not the user's input
+    err << "dsv4-cache-plan: internal error: " << e.what() << "\n";
+    return 1;
   }
 }
 

@@ -133,9 +133,9 @@ DSV4_HOST_DEVICE constexpr std::uint32_t indexer_fp8_scale_bits(std::uint8_t byt
 /// four words, value 2i in the low half of word i.
 DSV4_HOST_DEVICE constexpr bf16x8 pack_bf16x8(const float (&v)[8]) {
   bf16x8 r{};
-  for (int i = 0; i < 4; ++i)
-    r.w[i] = static_cast<std::uint32_t>(float_to_bf16(v[2 * i]).bits) |
-             (static_cast<std::uint32_t>(float_to_bf16(v[2 * i + 1]).bits) << 16);
+  for (int i = 0, j = 0; i < 4; ++i, j += 2)
+    r.w[i] = static_cast<std::uint32_t>(float_to_bf16(v[j]).bits) |
+             (static_cast<std::uint32_t>(float_to_bf16(v[j + 1]).bits) << 16);
   return r;
 }
 

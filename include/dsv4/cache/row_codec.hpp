@@ -247,9 +247,9 @@ DSV4_HOST_DEVICE constexpr std::uint8_t quantize_mxfp4_block(const bf16* in, int
   if (n == 32) {
     detail::e2m1_block_packed<32>(in, inv_scale, out_packed);
   } else {
-    for (int i = 0; i < n / 2; ++i) {
-      const std::uint32_t lo = detail::e2m1_code_branchless(bf16_to_float(in[2 * i]) * inv_scale);
-      const std::uint32_t hi = detail::e2m1_code_branchless(bf16_to_float(in[2 * i + 1]) * inv_scale);
+    for (int i = 0, j = 0; i < n / 2; ++i, j += 2) {
+      const std::uint32_t lo = detail::e2m1_code_branchless(bf16_to_float(in[j]) * inv_scale);
+      const std::uint32_t hi = detail::e2m1_code_branchless(bf16_to_float(in[j + 1]) * inv_scale);
       out_packed[i] = static_cast<std::uint8_t>(lo | (hi << 4));
     }
   }

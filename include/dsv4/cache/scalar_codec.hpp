@@ -141,8 +141,8 @@ DSV4_HOST_DEVICE constexpr float e4m3_to_float(std::uint8_t code) noexcept {
     bits = ((exp + 120U) << 23) | (man << 20);
   } else if (man != 0) {
     // man x 2^-9: normalise the 3-bit subnormal mantissa into a float32 normal.
-    const int width = detail::bit_width(man);                              // 1..3: man in [2^(w-1), 2^w)
-    const std::uint32_t e = static_cast<std::uint32_t>(127 - 10 + width);  // 2^(w-1-9)
+    const int width = detail::bit_width(man);                     // 1..3: man in [2^(w-1), 2^w)
+    const auto e = static_cast<std::uint32_t>(127 - 10 + width);  // 2^(w-1-9)
     bits = (e << 23) | ((man << (24 - width)) & 0x7FFFFFU);
   }
   return detail::bits_float(bits | sign);
