@@ -363,6 +363,27 @@ inline unsigned grid_for(std::int64_t num_tokens, int lanes_per_row) {
 
 }  // namespace detail
 
+namespace detail {
+/// The host checks insert_rows and gather_rows share: a valid view, num_tokens >= 0, device
+/// slots (8 B aligned), a BF16/float row stride (values) >= the row's values and a multiple of
+/// 8, and a token extent that fits 64 bits. Returns false when num_tokens == 0 (nothing to
+/// launch). Throws std::invalid_argument naming the value.
+template <pool_format F>
+bool validate_launch(const pool_view<F>& pool, const std::int64_t* slots, std::int64_t num_tokens,
+                     std::int64_t row_stride) {
+  validate_view(pool);
+  require(num_tokens >= 0, "num_tokens must be >= 0", {"num_tokens", num_tokens});
+  if (num_tokens == 0) return false;
+  require(slots != nullptr, "slots must not be null");
+  require_aligned(slots, 8, "slots must be 8-byte aligned");
+  require(row_stride >= row_values(pool) && row_stride % kChunkValues == 0,
+          "row stride must be >= the row's values and a multiple of 8", {"row_stride", row_stride},
+          {"row_values", row_values(pool)});
+  (void)checked_mul(num_tokens, row_stride, "row extent overflows 64 bits");
+  return true;
+}
+}  // namespace detail
+
 /// Quantizes `num_tokens` BF16 rows into pool `pool`: token k's row (`row_values(pool)`
 /// values: 512 for fp8_ds_mla, 128 for indexer keys) at `in + k * in_row_stride` is written to
 /// slot `slots[k]` with the row codec of F (row_codec.hpp, bit-identical, `policy` as there).
@@ -378,16 +399,9 @@ void insert_rows(const pool_view<F>& pool, const bf16* in, std::int64_t in_row_s
                  std::int64_t num_tokens, unsigned long long* error_counter, cudaStream_t stream,
                  const quant_policy& policy = quant_policy{}) {
   using T = row_kernel_traits<F>;
-  detail::validate_view(pool);
-  require(num_tokens >= 0, "num_tokens must be >= 0", {"num_tokens", num_tokens});
-  if (num_tokens == 0) return;
-  require(in != nullptr && slots != nullptr, "insert_rows needs input rows and slots");
+  if (!detail::validate_launch(pool, slots, num_tokens, in_row_stride)) return;
+  require(in != nullptr, "insert_rows needs input rows");
   detail::require_aligned(in, 16, "insert_rows input must be 16-byte aligned");
-  detail::require_aligned(slots, 8, "insert_rows slots must be 8-byte aligned");
-  require(in_row_stride >= row_values(pool) && in_row_stride % kChunkValues == 0,
-          "in_row_stride must be >= the row's values and a multiple of 8", {"in_row_stride", in_row_stride},
-          {"row_values", row_values(pool)});
-  (void)checked_mul(num_tokens, in_row_stride, "input extent overflows 64 bits");
   detail::insert_kernel<F><<<detail::grid_for(num_tokens, T::kLanesPerRow), kThreadsPerBlock, 0, stream>>>(
       pool, in, in_row_stride, slots, num_tokens, error_counter, policy);
   check_last_launch("insert_kernel<<<>>>", __FILE__, __LINE__);
@@ -406,18 +420,10 @@ template <pool_format F>
 void gather_rows(const pool_view<F>& pool, const std::int64_t* slots, std::int64_t num_tokens, bf16* out_bf16,
                  float* out_f32, std::int64_t out_row_stride, unsigned long long* error_counter, cudaStream_t stream) {
   using T = row_kernel_traits<F>;
-  detail::validate_view(pool);
-  require(num_tokens >= 0, "num_tokens must be >= 0", {"num_tokens", num_tokens});
-  if (num_tokens == 0) return;
-  require(slots != nullptr, "gather_rows needs slots");
+  if (!detail::validate_launch(pool, slots, num_tokens, out_row_stride)) return;
   require(out_bf16 != nullptr || out_f32 != nullptr, "gather_rows needs a BF16 or a float output");
-  detail::require_aligned(slots, 8, "gather_rows slots must be 8-byte aligned");
   if (out_bf16 != nullptr) detail::require_aligned(out_bf16, 16, "gather_rows BF16 output must be 16-byte aligned");
   if (out_f32 != nullptr) detail::require_aligned(out_f32, 16, "gather_rows float output must be 16-byte aligned");
-  require(out_row_stride >= row_values(pool) && out_row_stride % kChunkValues == 0,
-          "out_row_stride must be >= the row's values and a multiple of 8", {"out_row_stride", out_row_stride},
-          {"row_values", row_values(pool)});
-  (void)checked_mul(num_tokens, out_row_stride, "output extent overflows 64 bits");
   detail::gather_kernel<F><<<detail::grid_for(num_tokens, T::kLanesPerRow), kThreadsPerBlock, 0, stream>>>(
       pool, slots, num_tokens, out_bf16, out_f32, out_row_stride, error_counter);
   check_last_launch("gather_kernel<<<>>>", __FILE__, __LINE__);
