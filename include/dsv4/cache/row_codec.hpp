@@ -27,6 +27,7 @@
 // No function allocates; none reads or writes a byte outside its row's data and scale slots.
 #pragma once
 
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -494,17 +495,11 @@ inline void quantize_fp8_ds_mla_row(const fp8_ds_mla_page_layout& layout, std::s
   quantize_fp8_ds_mla_row(layout, page.data(), row, in.data(), policy);
 }
 
-/// Host-only, size-checked `dequantize_fp8_ds_mla_row` to float.
-inline void dequantize_fp8_ds_mla_row(const fp8_ds_mla_page_layout& layout, std::span<const std::uint8_t> page,
-                                      std::int64_t row, std::span<float> out) {
-  detail::require_page_span(page.size(), layout.page_bytes());
-  detail::require_values_span(out.size(), layout.format.head_dim);
-  dequantize_fp8_ds_mla_row(layout, page.data(), row, out.data());
-}
-
-/// Host-only, size-checked `dequantize_fp8_ds_mla_row` to BF16.
-inline void dequantize_fp8_ds_mla_row(const fp8_ds_mla_page_layout& layout, std::span<const std::uint8_t> page,
-                                      std::int64_t row, std::span<bf16> out) {
+/// Host-only, size-checked `dequantize_fp8_ds_mla_row` to float or BF16 (`Out`).
+template <class Out>
+requires std::same_as<Out, float> || std::same_as<Out, bf16>
+void dequantize_fp8_ds_mla_row(const fp8_ds_mla_page_layout& layout, std::span<const std::uint8_t> page,
+                               std::int64_t row, std::span<Out> out) {
   detail::require_page_span(page.size(), layout.page_bytes());
   detail::require_values_span(out.size(), layout.format.head_dim);
   dequantize_fp8_ds_mla_row(layout, page.data(), row, out.data());
@@ -518,17 +513,11 @@ inline void quantize_indexer_row(const indexer_page_layout& layout, std::span<st
   quantize_indexer_row(layout, page.data(), row, in.data(), policy);
 }
 
-/// Host-only, size-checked `dequantize_indexer_row` to float.
-inline void dequantize_indexer_row(const indexer_page_layout& layout, std::span<const std::uint8_t> page,
-                                   std::int64_t row, std::span<float> out) {
-  detail::require_page_span(page.size(), layout.page_bytes());
-  detail::require_values_span(out.size(), layout.format.index_head_dim);
-  dequantize_indexer_row(layout, page.data(), row, out.data());
-}
-
-/// Host-only, size-checked `dequantize_indexer_row` to BF16.
-inline void dequantize_indexer_row(const indexer_page_layout& layout, std::span<const std::uint8_t> page,
-                                   std::int64_t row, std::span<bf16> out) {
+/// Host-only, size-checked `dequantize_indexer_row` to float or BF16 (`Out`).
+template <class Out>
+requires std::same_as<Out, float> || std::same_as<Out, bf16>
+void dequantize_indexer_row(const indexer_page_layout& layout, std::span<const std::uint8_t> page, std::int64_t row,
+                            std::span<Out> out) {
   detail::require_page_span(page.size(), layout.page_bytes());
   detail::require_values_span(out.size(), layout.format.index_head_dim);
   dequantize_indexer_row(layout, page.data(), row, out.data());
