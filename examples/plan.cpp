@@ -1,4 +1,5 @@
 // dsv4-cache-plan: the planner CLI (see planner_cli.hpp and the README).
+#include <cstdio>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -7,5 +8,11 @@
 
 int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
-  return dsv4::cache::cli::run_planner(args, std::cout, std::cerr);
+  const int code = dsv4::cache::cli::run_planner(args, std::cout, std::cerr);
+  // std::cout goes through stdio: a full disk or a closed stdout shows only when it is flushed.
+  if (code == 0 && (std::fflush(stdout) != 0 || std::ferror(stdout) != 0)) {
+    std::cerr << "dsv4-cache-plan: error: writing the output failed\n";
+    return 1;
+  }
+  return code;
 }

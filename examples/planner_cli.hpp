@@ -2,11 +2,12 @@
 //
 // The CLI lives in this header (not in main) so that tests and the fuzzer drive the same code
 // with an argument list and two streams. Exit codes: 0 success (or --help), 2 bad input,
-// 1 an internal error (a bug: please report it).
+// 1 the output could not be written, or an internal error (a bug: please report it).
 // Nothing is written to `out` unless the whole plan was built: a bad input leaves one line
 // on `err` and nothing on `out` that parses as a plan.
 #pragma once
 
+#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <exception>
@@ -39,13 +40,56 @@ struct planner_args {
   bool json = false;
 };
 
-/// A GiB count as bytes; fails unless 0 < gib and gib x 2^30 < 2^64.
+/// A GiB count as bytes; fails unless 1 byte <= gib x 2^30 < 2^64 (a budget is never
+/// silently rounded to 0 bytes).
 inline std::uint64_t gib_to_bytes(double gib) {
   constexpr double kMaxBytes = 18446744073709551616.0;  // 2^64
   const double bytes = gib * 1073741824.0;
-  if (!std::isfinite(gib) || !(gib > 0.0) || !(bytes < kMaxBytes))
-    throw std::invalid_argument(fmt::format("--memory-gib must be > 0 and below 2^34 GiB (2^64 bytes), got {}", gib));
+  if (!std::isfinite(gib) || !(bytes >= 1.0) || !(bytes < kMaxBytes))
+    throw std::invalid_argument(
+        fmt::format("--memory-gib must be at least 1 byte (2^-30 GiB) and below 2^34 GiB (2^64 bytes), got {}", gib));
   return static_cast<std::uint64_t>(bytes);
+}
+
+/// CLI11 validators: the flags take plain decimal numbers only. CLI11 alone would read "0x10"
+/// as 16, clamp 2^64 to INT64_MAX and take an empty string as "not given".
+inline const CLI::Validator kDecimalInt(
+    [](std::string& s) -> std::string {
+      std::int64_t v = 0;
+      const char* end = s.data() + s.size();
+      const auto [ptr, ec] = std::from_chars(s.data(), end, v);  // base 10: no "0x", "+", blanks
+      if (s.empty()) return "must not be empty";
+      if (ec == std::errc::result_out_of_range) return "'" + s + "' does not fit in 64 bits";
+      if (ec != std::errc() || ptr != end) return "'" + s + "' is not a decimal integer";
+      return {};
+    },
+    "INT");
+inline const CLI::Validator kDecimalNumber(
+    [](std::string& s) -> std::string {
+      double v = 0;
+      const char* end = s.data() + s.size();
+      if (s.empty()) return "must not be empty";
+      if (s.find_first_not_of("0123456789.eE+-") != std::string::npos) return "'" + s + "' is not a decimal number";
+      const auto [ptr, ec] = std::from_chars(s.data(), end, v);  // no hex, nan or inf (filtered above)
+      if (ec != std::errc() || ptr != end) return "'" + s + "' is not a decimal number";
+      return {};
+    },
+    "NUMBER");
+inline const CLI::Validator kNonEmpty([](std::string& s) { return s.empty() ? std::string("must not be empty") : ""; },
+                                      "PATH");
+
+/// `msg` as one printable line: control characters as \xNN, at most 500 bytes.
+inline std::string one_line(std::string_view msg) {
+  std::string out;
+  for (const char ch : msg.substr(0, 500)) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c < 0x20 || c == 0x7F)
+      out += fmt::format("\\x{:02X}", c);
+    else
+      out += ch;
+  }
+  if (msg.size() > 500) out += "...";
+  return out;
 }
 
 /// Bytes per token of context a layer adds: compressed rows (KV + indexer) / ratio; 0 for SWA.
@@ -53,6 +97,20 @@ inline double bytes_per_context_token(const layer_cache_schema& l) {
   return l.attn_type == attention_kind::swa
              ? 0.0
              : static_cast<double>(l.compressed_entry_bytes()) / static_cast<double>(l.compress_ratio);
+}
+
+/// Bytes a request keeps in each layer whatever its context: the rows of every sliding group
+/// (SWA window, compressor states) the layer belongs to, min(L, W) x row bytes, from the plan.
+inline std::vector<std::uint64_t> fixed_bytes_per_request(const memory_plan& p, int num_layers) {
+  std::vector<std::uint64_t> fixed(static_cast<std::size_t>(num_layers), 0);
+  for (const group_plan& g : p) {
+    if (!g.spec.has_sliding_window()) continue;
+    const std::int64_t rows = std::min(g.window_tokens, p.options.context_tokens);
+    for (int i = 0; i < g.spec.num_layers; ++i)
+      fixed[static_cast<std::size_t>(g.spec.layers[static_cast<std::size_t>(i)])] +=
+          static_cast<std::uint64_t>(rows) * static_cast<std::uint64_t>(g.spec.row_bytes());
+  }
+  return fixed;
 }
 
 /// Everything the planner prints, computed before anything is printed.
@@ -89,12 +147,16 @@ inline planner_result compute(const planner_args& a) {
   o.tokens_per_step = a.tokens_per_step;
   o.prefill_chunk_tokens = a.prefill_chunk;
   o.cache_mtp = !a.no_mtp;
-  r.schema = build_model_schema(r.model, o.indexer);
-  r.plan = build_memory_plan(r.model, o);
-  if (a.memory_gib) {
-    r.budget_bytes = gib_to_bytes(*a.memory_gib);
-    r.requests_fit = max_requests_for_budget(r.model, o, *r.budget_bytes);
-    r.context_fit = max_context_for_budget(r.model, o, *r.budget_bytes);
+  if (a.memory_gib) r.budget_bytes = gib_to_bytes(*a.memory_gib);
+  try {  // errors from here on depend on the model: say which one
+    r.schema = build_model_schema(r.model, o.indexer);
+    r.plan = build_memory_plan(r.model, o);
+    if (r.budget_bytes) {
+      r.requests_fit = max_requests_for_budget(r.model, o, *r.budget_bytes);
+      r.context_fit = max_context_for_budget(r.model, o, *r.budget_bytes);
+    }
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument((a.config_path.empty() ? "--preset " + a.preset : a.config_path) + ": " + e.what());
   }
   return r;
 }
@@ -112,13 +174,15 @@ inline nlohmann::ordered_json to_json(const planner_result& r) {
                 {"sliding_window", r.model.sliding_window},
                 {"max_position_embeddings", r.model.max_position_embeddings}};
   j["layers"] = json::array();
+  const std::vector<std::uint64_t> fixed = fixed_bytes_per_request(p, r.schema.num_layers);
   for (const layer_cache_schema& l : r.schema)
     j["layers"].push_back({{"index", l.layer_idx},
                            {"attention", std::string(to_string(l.attn_type))},
                            {"compress_ratio", l.compress_ratio},
                            {"mtp", l.mtp},
                            {"cached", !l.mtp || p.options.cache_mtp},
-                           {"bytes_per_context_token", bytes_per_context_token(l)}});
+                           {"bytes_per_context_token", bytes_per_context_token(l)},
+                           {"fixed_bytes_per_request", fixed[static_cast<std::size_t>(l.layer_idx)]}});
   j["groups"] = json::array();
   for (const group_plan& g : p) {
     const paged_cache_group_spec& s = g.spec;
@@ -185,32 +249,46 @@ inline std::string to_text(const planner_result& r) {
   fmt::format_to(out, "fp8_ds_mla row: {} B e4m3 + {} B bf16 + {} B ue8m0 + 1 B pad = {} B\n\n", kv.nope_bytes(),
                  kv.rope_bytes(), kv.num_scales(), kv.row_bytes());
 
-  fmt::format_to(out, "{:>5}  {:<9}  {:>5}  {:<3}  {:>16}\n", "layer", "attention", "ratio", "mtp", "B/context token");
+  const std::vector<std::uint64_t> fixed = fixed_bytes_per_request(p, r.schema.num_layers);
+  fmt::format_to(out, "{:>5}  {:<9}  {:>5}  {:<3}  {:>16}  {:>16}\n", "layer", "attention", "ratio", "mtp",
+                 "B/context token", "fixed B/request");
   for (const layer_cache_schema& l : r.schema)
-    fmt::format_to(out, "{:>5}  {:<9}  {:>5}  {:<3}  {:>16.4f}{}\n", l.layer_idx, l.attn_type, l.compress_ratio,
-                   l.mtp ? "yes" : "no", bytes_per_context_token(l),
+    fmt::format_to(out, "{:>5}  {:<9}  {:>5}  {:<3}  {:>16.4f}  {:>16}{}\n", l.layer_idx, l.attn_type, l.compress_ratio,
+                   l.mtp ? "yes" : "no", bytes_per_context_token(l), fixed[static_cast<std::size_t>(l.layer_idx)],
                    l.mtp && !p.options.cache_mtp ? "  (not cached)" : "");
+  fmt::format_to(out,
+                 "(B/context token: compressed rows (KV + indexer key) per token of context; fixed B/request: the "
+                 "sliding windows and compressor states a request keeps in the layer, min(L, window) rows)\n");
 
-  fmt::format_to(out, "\n{:<32} {:<7} {:<14} {:>4} {:>6} {:>6} {:>6} {:>10} {:>12} {:>16}\n", "group", "family",
+  fmt::format_to(out, "\n{:<32} {:<7} {:<14} {:>4} {:>6} {:>8} {:>6} {:>10} {:>12} {:>16}\n", "group", "family",
                  "retention", "rows", "tokens", "window", "layers", "page B", "pages", "bytes");
   for (const group_plan& g : p) {
     const paged_cache_group_spec& gs = g.spec;
-    fmt::format_to(out, "{:<32} {:<7} {:<14} {:>4} {:>6} {:>6} {:>6} {:>10} {:>12} {:>16}\n", to_string(gs.id),
+    fmt::format_to(out, "{:<32} {:<7} {:<14} {:>4} {:>6} {:>8} {:>6} {:>10} {:>12} {:>16}\n", to_string(gs.id),
                    gs.family, gs.retention, gs.rows_per_page, gs.page_size_tokens(),
                    gs.has_sliding_window() ? std::to_string(g.window_tokens) : std::string("-"), gs.num_layers,
                    gs.page_bytes(), g.total_pages(), g.bytes);
   }
+  fmt::format_to(out,
+                 "(rows, tokens: per page; window: tokens a sliding group keeps per request; page B: one page of "
+                 "one layer, all pools; pages: all layers, N x per request + shared prefill chunk + 1 null page "
+                 "each)\n");
   fmt::format_to(out, "\nplan: {} request(s) x {} tokens (indexer {}, {} token(s)/step, prefill chunk {}, MTP {})\n",
                  p.options.requests, p.options.context_tokens, p.options.indexer, p.options.tokens_per_step,
                  p.options.prefill_chunk_tokens, p.options.cache_mtp ? "cached" : "not cached");
   fmt::format_to(out, "  total {} B ({}), ideal {} B ({}), overhead {:.3f}x\n", p.total_bytes,
                  human_bytes(p.total_bytes), p.ideal_bytes, human_bytes(p.ideal_bytes), p.overhead());
+  fmt::format_to(out, "  (ideal: the requests' exact rows, without page rounding, prefill chunk or null pages)\n");
   if (r.budget_bytes) {
     const request_capacity& rq = *r.requests_fit;
     fmt::format_to(out, "budget {} B ({}):\n", *r.budget_bytes, human_bytes(*r.budget_bytes));
-    fmt::format_to(out, "  max requests at {} tokens: {} ({} B used, {} B left; {} B fixed + {} B per request)\n",
-                   p.options.context_tokens, rq.max_requests, rq.total_bytes, rq.bytes_left, rq.fixed_bytes,
-                   rq.bytes_per_request);
+    if (rq.max_requests > 0)
+      fmt::format_to(out, "  max requests at {} tokens: {} ({} B used, {} B left; {} B fixed + {} B per request)\n",
+                     p.options.context_tokens, rq.max_requests, rq.total_bytes, rq.bytes_left, rq.fixed_bytes,
+                     rq.bytes_per_request);
+    else
+      fmt::format_to(out, "  max requests at {} tokens: 0 (one request needs {} B fixed + {} B)\n",
+                     p.options.context_tokens, rq.fixed_bytes, rq.bytes_per_request);
     fmt::format_to(out, "  max context for {} request(s): {} tokens{}\n", p.options.requests,
                    r.context_fit->max_context_tokens,
                    r.context_fit->limited_by_model ? " (the model's whole context fits)" : "");
@@ -225,11 +303,13 @@ inline void add_model_options(CLI::App& app, planner_args& a, const std::string&
   app.add_option("--preset", a.preset, "Built-in model: flash (DeepSeek-V4-Flash) or pro (DeepSeek-V4-Pro)")
       ->check(CLI::IsMember({"flash", "pro"}))
       ->capture_default_str();
-  app.add_option("--config", a.config_path, "A V4 config.json, or a model directory holding one (overrides --preset)");
+  app.add_option("--config", a.config_path, "A V4 config.json, or a model directory holding one (overrides --preset)")
+      ->check(kNonEmpty);
   app.add_option("--context", a.context, "Max context tokens per request L (0: the model's max_position_embeddings)")
+      ->check(kDecimalInt)
       ->capture_default_str();
-  app.add_option("--requests", a.requests, "Concurrent requests N")->capture_default_str();
-  app.add_option("--memory-gib", a.memory_gib, memory_gib_help);
+  app.add_option("--requests", a.requests, "Concurrent requests N")->check(kDecimalInt)->capture_default_str();
+  app.add_option("--memory-gib", a.memory_gib, memory_gib_help)->check(kDecimalNumber);
   app.add_option("--indexer", a.indexer, "Indexer key format: fp8 (132 B/row) or mxfp4 (68 B/row)")
       ->check(CLI::IsMember({"fp8", "mxfp4"}))
       ->capture_default_str();
@@ -241,8 +321,11 @@ inline int run_planner(const std::vector<std::string>& args, std::ostream& out, 
   CLI::App app{"dsv4-cache-plan: KV-cache layout and memory plan of a DeepSeek V4 model", "dsv4-cache-plan"};
   add_model_options(app, a, "A memory budget in GiB: also print the largest N and L that fit");
   app.add_option("--tokens-per-step", a.tokens_per_step, "Tokens per decode step s (1 + speculative tokens)")
+      ->check(kDecimalInt)
       ->capture_default_str();
-  app.add_option("--prefill-chunk", a.prefill_chunk, "Prefill chunk tokens B")->capture_default_str();
+  app.add_option("--prefill-chunk", a.prefill_chunk, "Prefill chunk tokens B (capped at L)")
+      ->check(kDecimalInt)
+      ->capture_default_str();
   app.add_flag("--no-mtp", a.no_mtp, "Do not cache the MTP layers");
   app.add_flag("--json", a.json, "Print one JSON object instead of tables");
   try {
@@ -252,19 +335,25 @@ inline int run_planner(const std::vector<std::string>& args, std::ostream& out, 
     out << app.help();
     return 0;
   } catch (const CLI::ParseError& e) {
-    err << "dsv4-cache-plan: error: " << e.what() << " (see --help)\n";
+    err << "dsv4-cache-plan: error: " << one_line(e.what()) << " (see --help)\n";
     return 2;
   }
   try {
     const planner_result r = compute(a);
-    const std::string text = a.json ? to_json(r).dump(2) + "\n" : to_text(r);
-    out << text;
+    // replace: a model name from a file name need not be valid UTF-8
+    const std::string text =
+        a.json ? to_json(r).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n" : to_text(r);
+    out << text << std::flush;
+    if (!out) {
+      err << "dsv4-cache-plan: error: writing the output failed\n";
+      return 1;
+    }
     return 0;
   } catch (const std::invalid_argument& e) {  // bad input: the library's errors, config_error included
-    err << "dsv4-cache-plan: error: " << e.what() << "\n";
+    err << "dsv4-cache-plan: error: " << one_line(e.what()) << "\n";
     return 2;
   } catch (const std::exception& e) {  // anything else is a bug, not the user's input
-    err << "dsv4-cache-plan: internal error: " << e.what() << "\n";
+    err << "dsv4-cache-plan: internal error: " << one_line(e.what()) << "\n";
     return 1;
   }
 }

@@ -7,6 +7,7 @@
 // of the library's own overflow checks.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -107,9 +108,12 @@ inline void check_plan(const cache::memory_plan& p) {
       // A sliding group never holds more pages than the whole context needs.
       const u128 rows = static_cast<u128>(s.rows_per_page);
       DSV4_FUZZ_CHECK(static_cast<u128>(g.pages_per_request) <= (ctx + rows - 1) / rows);
+      const u128 chunk = std::min(static_cast<u128>(o.prefill_chunk_tokens), ctx);  // capped at the context
+      DSV4_FUZZ_CHECK(static_cast<u128>(g.shared_pages) == (chunk + rows - 1) / rows);
     } else {
       const u128 page_tokens = static_cast<u128>(s.rows_per_page) * static_cast<u128>(s.entry_stride_tokens);
       DSV4_FUZZ_CHECK(static_cast<u128>(g.pages_per_request) == (ctx + page_tokens - 1) / page_tokens);
+      DSV4_FUZZ_CHECK(g.shared_pages == 0);
     }
     total += bytes;
     ideal += g.ideal_bytes;

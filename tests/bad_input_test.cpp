@@ -101,7 +101,7 @@ u128 flash_oracle(u128 L, u128 N, u128 s = 1, u128 B = 8192) {
       const u128 ring = ceil_div128(w + s - 2, g.rows) + 1;
       const u128 full = ceil_div128(L, g.rows);
       ppr = ring < full ? ring : full;
-      shared = ceil_div128(B, g.rows);
+      shared = ceil_div128(B < L ? B : L, g.rows);  // the prefill chunk is capped at the context
     }
     total += static_cast<u128>(g.page_bytes) * g.layers * (N * ppr + shared + 1);
   }
@@ -663,12 +663,19 @@ TEST(BadInput, BudgetZero) {
 
 #ifdef DSV4_HAS_PLANNER
 TEST(BadInput, BudgetCliMemoryGib) {
-  for (const char* gib : {"0", "-1", "1e300", "17179869184", "nan", "inf"}) {
+  for (const char* gib : {"0", "-1", "1e300", "17179869184", "1e-308"}) {
     const cli_result r = run_cli({"--memory-gib", gib});
     EXPECT_EQ(r.rc, 2) << gib;
     EXPECT_EQ(r.out, "") << gib;
-    EXPECT_NE(r.err.find("--memory-gib must be > 0 and below 2^34 GiB (2^64 bytes)"), std::string::npos)
+    EXPECT_NE(r.err.find("--memory-gib must be at least 1 byte (2^-30 GiB) and below 2^34 GiB (2^64 bytes)"),
+              std::string::npos)
         << gib << ": " << r.err;
+  }
+  for (const char* gib : {"nan", "inf", "0x10", ""}) {  // not plain decimal: refused before conversion
+    const cli_result r = run_cli({"--memory-gib", gib});
+    EXPECT_EQ(r.rc, 2) << gib;
+    EXPECT_EQ(r.out, "") << gib;
+    EXPECT_NE(r.err.find("--memory-gib: "), std::string::npos) << gib << ": " << r.err;
   }
 }
 

@@ -83,8 +83,17 @@ TEST(ConfigJson, LayerTypesSchemaGivesTheSameSchedule) {
   j["layer_types"] = types;
   j["compress_rates"] = {{"compressed_sparse_attention", 4}, {"heavily_compressed_attention", 128}};
   expect_same_layout(model_config_from_json(j), deepseek_v4_flash);  // MTP layer unlisted -> SWA
+  // A rate contradicting its layer type is an error naming the key, never a silent retype.
   j["compress_rates"]["heavily_compressed_attention"] = 8;
-  expect_invalid([&] { (void)model_config_from_json(j); }, {"layer=3", "compress_ratio=8"});
+  expect_invalid([&] { (void)model_config_from_json(j); },
+                 {"'compress_rates.heavily_compressed_attention' must be 128", "got 8"});
+  j["compress_rates"] = {{"compressed_sparse_attention", 0}, {"heavily_compressed_attention", 128}};
+  expect_invalid([&] { (void)model_config_from_json(j); },
+                 {"'compress_rates.compressed_sparse_attention' must be 4", "got 0"});
+  j["compress_rates"] = {{"compressed_sparse_attention", 128}, {"heavily_compressed_attention", 4}};
+  expect_invalid([&] { (void)model_config_from_json(j); },
+                 {"'compress_rates.compressed_sparse_attention' must be 4", "got 128"});
+  j["compress_rates"] = {{"compressed_sparse_attention", 4}};
   j["compress_rates"].erase("heavily_compressed_attention");
   expect_invalid([&] { (void)model_config_from_json(j); },
                  {"missing key 'compress_rates.heavily_compressed_attention'"});
@@ -177,6 +186,59 @@ TEST_F(ConfigJsonErrors, BadIndexHeadDimForFp8IsLaterAPlanError) {
   const model_config c = model_config_from_json(j);
   expect_invalid([&] { (void)build_cache_specs(c, indexer_format::fp8); }, {"divisible by 128", "index_head_dim=96"});
   EXPECT_EQ(build_cache_specs(c, indexer_format::mxfp4)[2].pools[1].row_bytes, 48 + 3);
+}
+
+TEST(ConfigJson, OnlyRegularFilesOfBoundedSize) {
+  // /dev/zero and a FIFO would never end; a huge file would take all memory.
+  expect_invalid([] { (void)load_model_config("/dev/zero"); }, {"/dev/zero", "not a regular file"});
+  expect_invalid([] { (void)load_model_config("/dev/null"); }, {"/dev/null", "not a regular file"});
+  const std::filesystem::path big = std::filesystem::temp_directory_path() / "dsv4-cache-test-big.json";
+  {
+    std::ofstream out(big, std::ios::binary);
+    out << std::string((std::size_t{1} << 22) + 1, ' ');
+  }
+  expect_invalid([&] { (void)load_model_config(big); }, {"dsv4-cache-test-big.json", "more than 4 MiB"});
+  std::filesystem::remove(big);
+}
+
+TEST(ConfigJson, NulByteIsNotTheEndOfTheText) {
+  const std::string text = std::string("{\"model_type\": \"deepseek_v4\"}") + '\0' + "garbage";
+  expect_invalid([&] { (void)parse_model_config(text, "x"); }, {"NUL byte at offset 29"});
+}
+
+TEST(ConfigJson, ErrorsNameTheFileOnceAndQuoteShortly) {
+  const std::filesystem::path p = std::filesystem::temp_directory_path() / "dsv4-cache-test-long.json";
+  json j = read_json(kData / "deepseek-v4-flash.config.json");
+  j["model_type"] = std::string(100'000, 'x');
+  {
+    std::ofstream out(p);
+    out << j.dump();
+  }
+  try {
+    (void)load_model_config(p);
+    ADD_FAILURE() << "expected config_error";
+  } catch (const config_error& e) {
+    const std::string msg = e.what();
+    EXPECT_EQ(msg.find(p.string() + ": key 'model_type'"), 0U) << msg;
+    EXPECT_LT(msg.size(), 300U);
+    EXPECT_NE(msg.find("..."), std::string::npos);
+  }
+  std::filesystem::remove(p);
+}
+
+TEST(ConfigJson, HeadDimWithoutAnFp8RowNamesTheKeys) {
+  json j = read_json(kData / "deepseek-v4-flash.config.json");
+  j["head_dim"] = 500;
+  expect_invalid([&] { (void)model_config_from_json(j); },
+                 {"'head_dim' = 500", "'qk_rope_head_dim' = 64", "divisible by 64", "nope_dim=436"});
+}
+
+TEST(ConfigJson, LongUtf8NamesAreCutOnACharacterBoundary) {
+  std::string name;
+  for (int i = 0; i < 40; ++i) name += "\xC3\xA9";  // 40 x U+00E9, 80 bytes
+  const model_name m(name);
+  EXPECT_EQ(m.view().size(), 62U);  // 31 whole characters, not 63 bytes
+  EXPECT_EQ(m.view(), name.substr(0, 62));
 }
 
 TEST(ConfigJson, MalformedAndUnreadableFiles) {

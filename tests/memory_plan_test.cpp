@@ -39,7 +39,12 @@ TEST(MemoryPlan, ShortContextTwoRequestsHandSum) {
   EXPECT_EQ(p.groups[0].pages_per_request, 3);
   EXPECT_EQ(p.groups[2].pages_per_request, 4);
   EXPECT_EQ(p.groups[4].pages_per_request, 4);
-  EXPECT_EQ(p.total_bytes, 2'693'032'512ULL);
+  // The prefill chunk is capped at L = 1000: shared pages ceil(1000 / R) = 16, 250, 125, 250.
+  const std::int64_t shared[] = {16, 250, 0, 125, 0, 250};
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(p.groups[i].shared_pages, shared[i]) << i;
+  // 37,440 x 44 x (2 x 3 + 16 + 1) + 32,768 x 21 x (2 x 3 + 250 + 1) + 45,888 x 21 x (2 x 4 + 1)
+  // + 32,768 x 20 x (2 x 17 + 125 + 1) + 1,728 x 20 x (2 x 4 + 1) + 8,192 x 21 x (2 x 3 + 250 + 1)
+  EXPECT_EQ(p.total_bytes, 372'791'872ULL);
   EXPECT_EQ(p.ideal_bytes, 38'671'856ULL);
   o.context_tokens = 100;  // shorter than the SWA window: ceil(100/64) = 2 pages
   EXPECT_EQ(build_memory_plan(deepseek_v4_flash, o).groups[0].pages_per_request, 2);
@@ -92,7 +97,9 @@ TEST(MemoryPlan, MaxRequestsIsExact) {
   EXPECT_EQ(r.bytes_left, budget - r.total_bytes);
   const request_capacity none = max_requests_for_budget(deepseek_v4_flash, {}, 1ULL << 30);
   EXPECT_EQ(none.max_requests, 0);
+  EXPECT_EQ(none.total_bytes, 0U);  // nothing is planned: never more than the budget
   EXPECT_EQ(none.bytes_left, 0U);
+  EXPECT_EQ(none.fixed_bytes, 2'647'719'488ULL);
 }
 
 TEST(MemoryPlan, MaxContextIsExact) {

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -125,6 +126,15 @@ TEST(Cli, BadInputIsOneLineOnStderrAndExitCode2) {
       {"--tokens-per-step", "0"},
       {"--prefill-chunk", "0"},
       {"--requests", "99999999999999999999"},
+      {"--context", "9223372036854775808"},  // never clamped to INT64_MAX
+      {"--context", "0x10"},                 // decimal only
+      {"--context", ""},                     // an empty value is not "not given"
+      {"--config", ""},
+      {"--config", "/dev/zero"},   // never read a stream that does not end
+      {"--memory-gib", "1e-308"},  // never rounded to a 0-byte budget
+      {"--memory-gib", "inf"},
+      {"--memory-gib", ""},
+      {"--config", "/tmp/dsv4\nno-such\x01dir/config.json"},  // still one line
   };
   for (const auto& args : cases) {
     std::vector<std::string> with_json = args;
@@ -152,6 +162,39 @@ run_result run_binary(const std::string& args) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out, ""};
 }
 
+TEST(Cli, NonAsciiModelDirectoryNamesStayValidJson) {
+  std::string name;
+  for (int i = 0; i < 40; ++i) name += "\xC3\xA9";  // 80 bytes of U+00E9: cut at 63 on a boundary
+  for (const std::string& dir_name : {name, std::string("bad-utf8-\xFE\xFF")}) {
+    const std::filesystem::path dir = std::filesystem::temp_directory_path() / dir_name;
+    std::filesystem::create_directories(dir);
+    std::filesystem::copy_file(kData + "/deepseek-v4-flash.config.json", dir / "config.json",
+                               std::filesystem::copy_options::overwrite_existing);
+    const run_result r = run({"--config", dir.string(), "--json"});
+    EXPECT_EQ(r.code, 0) << r.err;
+    EXPECT_TRUE(json::accept(r.out)) << r.out.substr(0, 200);
+    std::filesystem::remove_all(dir);
+  }
+}
+
+TEST(Cli, NothingFitsSaysWhatOneRequestNeeds) {
+  const json j = run_json({"--memory-gib", "1"});
+  EXPECT_EQ(j["plan"]["max_requests"], 0);
+  EXPECT_EQ(j["plan"]["max_requests_total_bytes"], 0);  // never more than the budget
+  const run_result r = run({"--memory-gib", "1"});
+  EXPECT_NE(r.out.find("max requests at 1048576 tokens: 0 (one request needs 2647719488 B fixed + 4107323648 B)"),
+            std::string::npos)
+      << r.out;
+}
+
+TEST(Cli, ConfigErrorsAtPlanTimeNameTheFile) {
+  const run_result r = run({"--config", kData + "/deepseek-v4-flash.config.json", "--context", "2000000"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("deepseek-v4-flash.config.json: dsv4::cache: context_tokens must be <= max_position_embeddings"),
+            std::string::npos)
+      << r.err;
+}
+
 TEST(CliBinary, ExitCodes) {
   EXPECT_EQ(run_binary("").code, 0);
   EXPECT_EQ(run_binary("--help").code, 0);
@@ -159,6 +202,7 @@ TEST(CliBinary, ExitCodes) {
   EXPECT_EQ(bad.code, 2);
   EXPECT_TRUE(bad.out.empty());
   EXPECT_EQ(run_binary("--requests -3").code, 2);
+  EXPECT_EQ(run_binary("> /dev/full").code, 1);  // a failed write is never a success
 }
 
 }  // namespace

@@ -19,7 +19,6 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -27,6 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "dsv4/cache/layer_schedule.hpp"
+#include "dsv4/cache/row_format.hpp"
 
 namespace dsv4::cache {
 
@@ -48,19 +48,36 @@ inline const nlohmann::json* find_key(const nlohmann::json& root, const char* ke
 
 [[noreturn]] inline void config_fail(const std::string& msg) { throw config_error("config.json: " + msg); }
 
+/// A JSON value as text for an error message: at most 64 characters, then "...".
+inline std::string quote(const nlohmann::json& v) {
+  std::string t = v.dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
+  if (t.size() > 64) t = t.substr(0, 61) + "...";
+  return t;
+}
+
+/// The message of a core error without its "dsv4::cache: " prefix (it is re-prefixed here).
+inline std::string core_message(const std::invalid_argument& e) {
+  std::string_view m = e.what();
+  if (m.starts_with("dsv4::cache: ")) m.remove_prefix(13);
+  return std::string(m);
+}
+
+/// The largest config.json read: real ones are about 2 KB.
+inline constexpr std::uintmax_t kMaxConfigBytes = std::uintmax_t{1} << 22;  // 4 MiB
+
 /// An integer key within [min, max]. Integral floats (512.0) are accepted; anything else fails.
 inline std::int64_t int_value(const nlohmann::json& v, const std::string& key, std::int64_t min, std::int64_t max) {
   std::int64_t out = 0;
   if (v.is_number_integer()) {
     if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(max))
       config_fail("key '" + key + "' must be in [" + std::to_string(min) + ", " + std::to_string(max) + "], got " +
-                  v.dump());
+                  quote(v));
     out = v.get<std::int64_t>();
   } else if (v.is_number_float() && std::isfinite(v.get<double>()) && std::trunc(v.get<double>()) == v.get<double>() &&
              std::fabs(v.get<double>()) < 9.0e15) {
     out = static_cast<std::int64_t>(v.get<double>());
   } else {
-    config_fail("key '" + key + "' must be an integer, got " + v.dump());
+    config_fail("key '" + key + "' must be an integer, got " + quote(v));
   }
   if (out < min || out > max)
     config_fail("key '" + key + "' must be in [" + std::to_string(min) + ", " + std::to_string(max) + "], got " +
@@ -79,17 +96,24 @@ constexpr std::int64_t kIntMax = std::numeric_limits<int>::max();
 inline int ratio_of_layer_type(const nlohmann::json& types, const nlohmann::json* rates, std::size_t i) {
   const nlohmann::json& t = types[i];
   const std::string key = "layer_types[" + std::to_string(i) + "]";
-  if (!t.is_string()) config_fail("key '" + key + "' must be a string, got " + t.dump());
+  if (!t.is_string()) config_fail("key '" + key + "' must be a string, got " + quote(t));
   const auto& name = t.get_ref<const std::string&>();
   if (name == "sliding_attention") return 0;
   if (name != "compressed_sparse_attention" && name != "heavily_compressed_attention")
     config_fail("key '" + key + "' must be sliding_attention, compressed_sparse_attention or " +
-                "heavily_compressed_attention, got " + t.dump());
+                "heavily_compressed_attention, got " + quote(t));
   if (rates == nullptr || !rates->is_object())
     config_fail("key 'compress_rates' must be an object giving the rate of " + name);
   const auto it = rates->find(name);
   if (it == rates->end()) config_fail("missing key 'compress_rates." + name + "'");
-  return static_cast<int>(int_value(*it, "compress_rates." + name, 0, kIntMax));
+  // Each type has one rate in V4: a contradicting rate would silently turn the layer into
+  // another kind (0 makes a CSA layer SWA; 4 and 128 swapped swap CSA and HCA).
+  const std::int64_t expected = name == "compressed_sparse_attention" ? kCsaRatio : kHcaRatio;
+  const std::int64_t rate = int_value(*it, "compress_rates." + name, 0, kIntMax);
+  if (rate != expected)
+    config_fail("key 'compress_rates." + name + "' must be " + std::to_string(expected) + " in DeepSeek V4, got " +
+                std::to_string(rate));
+  return static_cast<int>(rate);
 }
 
 }  // namespace detail
@@ -105,7 +129,7 @@ inline model_config model_config_from_json(const nlohmann::json& root, std::stri
   const nlohmann::json* type = detail::find_key(root, "model_type");
   if (type == nullptr) config_fail("missing key 'model_type'");
   if (!type->is_string() || type->get_ref<const std::string&>() != "deepseek_v4")
-    config_fail("key 'model_type' must be \"deepseek_v4\" (DeepSeek V4), got " + type->dump());
+    config_fail("key 'model_type' must be \"deepseek_v4\" (DeepSeek V4), got " + detail::quote(*type));
 
   model_config c;
   c.name = model_name(name);
@@ -120,7 +144,7 @@ inline model_config model_config_from_json(const nlohmann::json& root, std::stri
   } else if (const nlohmann::json* f = detail::find_key(root, "partial_rotary_factor")) {
     const double r = f->is_number() ? f->get<double>() * c.head_dim : -1.0;
     if (!(r >= 1.0 && r < static_cast<double>(c.head_dim)) || std::trunc(r) != r)
-      config_fail("key 'partial_rotary_factor' must give a whole RoPE dim in [1, head_dim), got " + f->dump());
+      config_fail("key 'partial_rotary_factor' must give a whole RoPE dim in [1, head_dim), got " + detail::quote(*f));
     c.qk_rope_head_dim = static_cast<int>(r);
   } else {
     config_fail("missing key 'qk_rope_head_dim'");
@@ -132,7 +156,7 @@ inline model_config model_config_from_json(const nlohmann::json& root, std::stri
 
   const auto layers = static_cast<std::size_t>(c.num_layers());
   if (const nlohmann::json* ratios = detail::find_key(root, "compress_ratios")) {
-    if (!ratios->is_array()) config_fail("key 'compress_ratios' must be an array, got " + ratios->dump());
+    if (!ratios->is_array()) config_fail("key 'compress_ratios' must be an array, got " + detail::quote(*ratios));
     if (ratios->size() < layers)
       config_fail("key 'compress_ratios' has " + std::to_string(ratios->size()) +
                   " entries, fewer than num_hidden_layers + num_nextn_predict_layers = " + std::to_string(layers));
@@ -140,7 +164,7 @@ inline model_config model_config_from_json(const nlohmann::json& root, std::stri
       c.compress_ratios[i] =
           static_cast<int>(detail::int_value((*ratios)[i], "compress_ratios[" + std::to_string(i) + "]", 0, kIntMax));
   } else if (const nlohmann::json* types = detail::find_key(root, "layer_types")) {
-    if (!types->is_array()) config_fail("key 'layer_types' must be an array, got " + types->dump());
+    if (!types->is_array()) config_fail("key 'layer_types' must be an array, got " + detail::quote(*types));
     const auto main_layers = static_cast<std::size_t>(c.num_hidden_layers);
     if (types->size() < main_layers)
       config_fail("key 'layer_types' has " + std::to_string(types->size()) +
@@ -154,7 +178,13 @@ inline model_config model_config_from_json(const nlohmann::json& root, std::stri
   try {
     (void)build_layer_schedule(c);  // validates every field and names a bad layer's ratio
   } catch (const std::invalid_argument& e) {
-    config_fail(e.what());
+    config_fail(detail::core_message(e));
+  }
+  try {  // the KV row format must exist (NoPE width a positive multiple of 64)
+    (void)swa_row_bytes(c.head_dim, c.qk_rope_head_dim);
+  } catch (const std::invalid_argument& e) {
+    config_fail("keys 'head_dim' = " + std::to_string(c.head_dim) + " and 'qk_rope_head_dim' = " +
+                std::to_string(c.qk_rope_head_dim) + " give no fp8_ds_mla row: " + detail::core_message(e));
   }
   return c;
 }
@@ -162,6 +192,9 @@ inline model_config model_config_from_json(const nlohmann::json& root, std::stri
 /// Parses config.json text. Errors as `model_config_from_json`; a syntax error becomes a
 /// config_error with the parser's position.
 inline model_config parse_model_config(std::string_view text, std::string_view name = "DeepSeek V4") {
+  // nlohmann_json stops at a NUL byte as if the text ended there: reject it instead.
+  if (const std::size_t nul = text.find('\0'); nul != std::string_view::npos)
+    detail::config_fail("not a JSON text: NUL byte at offset " + std::to_string(nul));
   nlohmann::json root;
   try {
     root = nlohmann::json::parse(text.begin(), text.end());
@@ -172,25 +205,33 @@ inline model_config parse_model_config(std::string_view text, std::string_view n
 }
 
 /// Loads `path`: a config.json file, or a model directory holding one. The model is named
-/// after the directory (or the file, if it is not called config.json). Throws config_error
-/// for an unreadable file, malformed JSON or any error of `parse_model_config`, each message
-/// prefixed with the path.
+/// after the directory (or the file, if it is not called config.json). Throws config_error,
+/// its message prefixed with the path, for a path that is not a regular file (a device, a
+/// FIFO, a directory without config.json), a file over 4 MiB, a read error, malformed JSON or
+/// any error of `parse_model_config`.
 inline model_config load_model_config(const std::filesystem::path& path) {
   std::error_code ec;
   std::filesystem::path file = path;
   if (std::filesystem::is_directory(path, ec)) file = path / "config.json";
+  // Only regular files: /dev/zero or a FIFO would never end; a size cap bounds the memory.
+  if (!std::filesystem::is_regular_file(file, ec))
+    throw config_error(file.string() + ": cannot read the file (missing, or not a regular file)");
+  const std::uintmax_t size = std::filesystem::file_size(file, ec);
+  if (ec || size > detail::kMaxConfigBytes)
+    throw config_error(file.string() + ": not a config.json (" + std::to_string(size) + " bytes, more than 4 MiB)");
   std::ifstream in(file, std::ios::binary);
-  if (!in || std::filesystem::is_directory(file, ec))
-    throw config_error(file.string() + ": cannot read the file (missing or not readable)");
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw config_error(file.string() + ": read error");
+  if (!in) throw config_error(file.string() + ": cannot read the file (not readable)");
+  std::string text(static_cast<std::size_t>(size), '\0');
+  in.read(text.data(), static_cast<std::streamsize>(size));
+  if (in.gcount() != static_cast<std::streamsize>(size)) throw config_error(file.string() + ": read error");
   std::filesystem::path label = file.filename() == "config.json" ? file.parent_path().filename() : file.filename();
   if (label.empty()) label = std::filesystem::absolute(file, ec).parent_path().filename();
   try {
-    return parse_model_config(text.str(), label.string());
+    return parse_model_config(text, label.string());
   } catch (const config_error& e) {
-    throw config_error(file.string() + ": " + e.what());
+    std::string_view m = e.what();
+    if (m.starts_with("config.json: ")) m.remove_prefix(13);  // the path says which file
+    throw config_error(file.string() + ": " + std::string(m));
   }
 }
 

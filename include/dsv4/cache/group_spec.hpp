@@ -183,6 +183,7 @@ struct group_spec_list {
   int num_groups = 0;
   std::array<paged_cache_group_spec, kMaxGroups> groups{};
 
+  [[nodiscard]] constexpr std::size_t size() const { return static_cast<std::size_t>(num_groups); }
   [[nodiscard]] constexpr const paged_cache_group_spec* begin() const { return groups.data(); }
   [[nodiscard]] constexpr const paged_cache_group_spec* end() const { return groups.data() + num_groups; }
   [[nodiscard]] constexpr const paged_cache_group_spec& operator[](int i) const {

@@ -7,7 +7,7 @@
 //
 //   full-history group (compressed KV): pages per request = ceil(L / (R x S)), shared = 0
 //   sliding group of window W:          pages per request = min(ceil(L / R), ceil((W + s - 2) / R) + 1)
-//                                       shared            = ceil(B / R)   (one prefill chunk, all requests)
+//                                       shared            = ceil(min(B, L) / R)   (one prefill chunk, all requests)
 //   every layer's pool keeps one reserved null page (page 0)
 //   bytes(g) = P x layers(g) x (N x pages per request + shared + 1);   plan = sum over groups
 //
@@ -15,7 +15,9 @@
 // and max(8, 4 + s) for v4.c4a.compressor_state and v4.c4a.indexer_compressor_state (the CSA
 // compressor keeps its overlapping windows plus the tokens a speculative step adds).
 // (W + s - 2) is the span of positions a ring of W live tokens touches while s new ones are
-// written; +1 page because that span may straddle page boundaries.
+// written; +1 page because that span may straddle page boundaries. The prefill chunk is
+// capped at L (a deviation from the plain ceil(B / R)): a chunk never holds more tokens than
+// a request's context, so a 1,000-token deployment is not charged for 8,192-token chunks.
 //
 // Ideal bytes (no paging): N x per layer [floor(L / ratio) compressed rows x (KV + indexer row
 // bytes) + min(L, W) rows of each sliding group x its row bytes]: no page rounding, no prefill
@@ -125,7 +127,7 @@ constexpr bool size_plan(const group_spec_list& specs, const plan_options& o, me
       const std::uint64_t ring = span / rows + (span % rows != 0 ? 1 : 0) + 1;
       const std::uint64_t full = ctx / rows + (ctx % rows != 0 ? 1 : 0);
       ppr = ring < full ? ring : full;
-      const std::uint64_t chunk = u(o.prefill_chunk_tokens);
+      const std::uint64_t chunk = u(o.prefill_chunk_tokens) < ctx ? u(o.prefill_chunk_tokens) : ctx;
       shared = chunk / rows + (chunk % rows != 0 ? 1 : 0);
       ideal_rows = ctx < w ? ctx : w;
     } else {
@@ -188,8 +190,8 @@ struct request_capacity {
   std::int64_t max_requests = 0;        ///< Largest N whose plan fits; 0 if even N = 1 does not.
   std::uint64_t fixed_bytes = 0;        ///< Bytes with N = 0: prefill chunks and null pages (UINT64_MAX if > 64 bits).
   std::uint64_t bytes_per_request = 0;  ///< Bytes each further request adds (UINT64_MAX if > 64 bits).
-  std::uint64_t total_bytes = 0;        ///< Plan bytes at max_requests (fixed_bytes if 0 and it fits).
-  std::uint64_t bytes_left = 0;         ///< budget - total_bytes, or 0 if nothing fits.
+  std::uint64_t total_bytes = 0;        ///< Plan bytes at max_requests; 0 if no request fits.
+  std::uint64_t bytes_left = 0;         ///< budget - total_bytes; 0 if no request fits.
 };
 
 /// The largest number of requests of `o.context_tokens` tokens (o.requests is ignored) whose
@@ -208,10 +210,7 @@ constexpr request_capacity max_requests_for_budget(const model_config& c, plan_o
   // A plan that overflows 64 bits holds wrapped sums: report those quantities saturated, never wrapped.
   r.fixed_bytes = ok0 ? p0.total_bytes : std::numeric_limits<std::uint64_t>::max();
   r.bytes_per_request = ok0 && ok1 ? p1.total_bytes - p0.total_bytes : std::numeric_limits<std::uint64_t>::max();
-  if (!ok0 || !ok1 || p1.total_bytes > budget_bytes) {
-    r.total_bytes = ok0 ? p0.total_bytes : 0;
-    return r;  // not even one request fits
-  }
+  if (!ok0 || !ok1 || p1.total_bytes > budget_bytes) return r;  // not even one request fits
   const std::uint64_t n = (budget_bytes - r.fixed_bytes) / r.bytes_per_request;
   const auto cap = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
   r.max_requests = static_cast<std::int64_t>(n < cap ? n : cap);

@@ -21,9 +21,13 @@ struct model_name {
   std::array<char, 64> chars{};
 
   constexpr model_name() = default;
-  /// Copies `s`, truncated to 63 characters.
+  /// Copies `s`, truncated to at most 63 bytes on a UTF-8 character boundary (a multi-byte
+  /// character is never cut in half).
   constexpr model_name(std::string_view s) {  // NOLINT(google-explicit-constructor)
-    for (std::size_t i = 0; i < s.size() && i + 1 < chars.size(); ++i) chars[i] = s[i];
+    std::size_t n = s.size() < chars.size() - 1 ? s.size() : chars.size() - 1;
+    if (n < s.size())  // cut: back up over UTF-8 continuation bytes (10xxxxxx)
+      while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0U) == 0x80U) --n;
+    for (std::size_t i = 0; i < n; ++i) chars[i] = s[i];
   }
   [[nodiscard]] constexpr std::string_view view() const {
     std::size_t n = 0;
@@ -85,8 +89,8 @@ constexpr model_config make_v4(std::string_view name, int layers, int first_rati
   c.max_position_embeddings = 1'048'576;
   c.compress_ratios[0] = first_ratio;
   c.compress_ratios[1] = first_ratio;
-  for (int i = 2; i < layers; ++i) c.compress_ratios[i] = (i % 2 == 0) ? 4 : 128;
-  c.compress_ratios[layers] = 0;  // the MTP layer: SWA only
+  for (std::size_t i = 2; i < static_cast<std::size_t>(layers); ++i) c.compress_ratios[i] = (i % 2 == 0) ? 4 : 128;
+  c.compress_ratios[static_cast<std::size_t>(layers)] = 0;  // the MTP layer: SWA only
   return c;
 }
 }  // namespace detail

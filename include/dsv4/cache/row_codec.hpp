@@ -162,7 +162,7 @@ template <int N>
 DSV4_HOST_DEVICE constexpr std::uint8_t quantize_fp8_block_fixed(const bf16* in, std::uint8_t* out_e4m3,
                                                                  float amax_floor, nan_policy nan) noexcept {
   const bf16_block_stats st = block_stats<N>(in);
-  std::uint8_t codes[N] = {};
+  std::uint8_t codes[static_cast<std::size_t>(N)] = {};
   float amax = bf16_to_float(bf16{static_cast<std::uint16_t>(st.max_all)});
   if (st.max_all > 0x7F80U) {  // a NaN: rare, leave the fast path
     if (nan == nan_policy::propagate) {
@@ -221,7 +221,7 @@ namespace detail {
 /// Packed E2M1 codes of in[i] x inv_scale (n values, n / 2 bytes, value 2i in the low nibble).
 template <int N>
 DSV4_HOST_DEVICE constexpr void e2m1_block_packed(const bf16* in, float inv_scale, std::uint8_t* out) noexcept {
-  std::uint8_t codes[N] = {};
+  std::uint8_t codes[static_cast<std::size_t>(N)] = {};
   for (int i = 0; i < N; ++i) {
     codes[i] = static_cast<std::uint8_t>(e2m1_code_branchless(bf16_to_float(in[i]) * inv_scale));
   }
@@ -278,7 +278,7 @@ DSV4_HOST_DEVICE constexpr Out from_float(float v) noexcept {
 /// out[i] = e4m3_to_float(codes[i]) x scale for N codes (vectorizable: no table, no branch).
 template <int N, class Out>
 DSV4_HOST_DEVICE constexpr void dequantize_e4m3_block(const std::uint8_t* codes, float scale, Out* out) noexcept {
-  Out tmp[N] = {};
+  Out tmp[static_cast<std::size_t>(N)] = {};
   for (int i = 0; i < N; ++i) tmp[i] = from_float<Out>(e4m3_to_float_branchless(codes[i]) * scale);
   for (int i = 0; i < N; ++i) out[i] = tmp[i];
 }
@@ -286,9 +286,9 @@ DSV4_HOST_DEVICE constexpr void dequantize_e4m3_block(const std::uint8_t* codes,
 /// out[2i], out[2i+1] = e2m1_to_float(low, high nibble of packed[i]) x scale, N values.
 template <int N, class Out>
 DSV4_HOST_DEVICE constexpr void dequantize_e2m1_block(const std::uint8_t* packed, float scale, Out* out) noexcept {
-  Out tmp[N] = {};
-  float lo[N / 2] = {};
-  float hi[N / 2] = {};
+  Out tmp[static_cast<std::size_t>(N)] = {};
+  float lo[static_cast<std::size_t>(N / 2)] = {};
+  float hi[static_cast<std::size_t>(N / 2)] = {};
   for (int i = 0; i < N / 2; ++i) {
     lo[i] = e2m1_to_float_branchless(packed[i]) * scale;  // uses the low nibble
     hi[i] = e2m1_to_float_branchless(static_cast<std::uint32_t>(packed[i]) >> 4) * scale;

@@ -104,10 +104,12 @@ struct fp8_ds_mla_page_layout {
   std::int64_t rows_per_page = 0;
 
   /// Offset of row r's token data ([nope e4m3 | rope bf16]) from the page start, bytes.
+  /// Precondition 0 <= r < rows_per_page, unchecked here (a hot path): the row codecs check it.
   [[nodiscard]] DSV4_HOST_DEVICE constexpr std::int64_t data_offset(std::int64_t r) const {
     return r * format.token_stride();
   }
   /// Offset of row r's scale bytes ([num_scales ue8m0 | pad]) from the page start, bytes.
+  /// Precondition 0 <= r < rows_per_page, unchecked (see data_offset).
   [[nodiscard]] DSV4_HOST_DEVICE constexpr std::int64_t scale_offset(std::int64_t r) const {
     return rows_per_page * format.token_stride() + r * format.scale_bytes();
   }
@@ -241,11 +243,12 @@ struct indexer_page_layout {
   indexer_row_format format{};
   std::int64_t rows_per_page = 0;
 
-  /// Offset of row r's values from the page start, bytes.
+  /// Offset of row r's values from the page start, bytes. Precondition 0 <= r < rows_per_page,
+  /// unchecked here (a hot path): the row codecs check it.
   [[nodiscard]] DSV4_HOST_DEVICE constexpr std::int64_t data_offset(std::int64_t r) const {
     return r * format.value_bytes;
   }
-  /// Offset of row r's scales from the page start, bytes.
+  /// Offset of row r's scales from the page start, bytes. Precondition as data_offset.
   [[nodiscard]] DSV4_HOST_DEVICE constexpr std::int64_t scale_offset(std::int64_t r) const {
     return rows_per_page * format.value_bytes + r * format.scale_bytes;
   }
