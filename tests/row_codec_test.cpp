@@ -580,7 +580,7 @@ TEST(VectorBlocks, DequantBlocksEqualScalarForEveryCodeAndScale) {
       detail::dequantize_e4m3_block<64>(codes + k, scale, f);
       detail::dequantize_e4m3_block<64>(codes + k, scale, h);
       for (int i = 0; i < 64; ++i) {
-        const float want = e4m3_to_float(codes[k + i]) * scale;
+        const float want = canonical_nan(e4m3_to_float(codes[k + i]) * scale);  // the float output's NaN rule
         mismatches += detail::float_bits(f[i]) != detail::float_bits(want);
         mismatches += h[i] != float_to_bf16(want);
       }
@@ -592,7 +592,7 @@ TEST(VectorBlocks, DequantBlocksEqualScalarForEveryCodeAndScale) {
       detail::dequantize_e2m1_block<32>(codes + k, scale, h);
       for (int i = 0; i < 32; ++i) {
         const auto nibble = static_cast<std::uint8_t>((codes[k + i / 2] >> (4 * (i % 2))) & 0xF);
-        const float want = e2m1_to_float(nibble) * scale;
+        const float want = canonical_nan(e2m1_to_float(nibble) * scale);
         mismatches += detail::float_bits(f[i]) != detail::float_bits(want);
         mismatches += h[i] != float_to_bf16(want);
       }
@@ -634,6 +634,29 @@ TEST(VectorBlocks, Fp8BlockEqualsReferenceOnRandomAndSpecialBlocks) {
     }
   }
   EXPECT_EQ(mismatches, 0);
+}
+
+}  // namespace
+}  // namespace dsv4::cache
+
+namespace dsv4::cache {
+namespace {
+
+// A NaN in the float output is always 0x7FC00000: x86 would keep an operand's payload (0xFFC00000
+// for E4M3 code 0xFF), an NVIDIA GPU gives 0x7FFFFFFF; canonical on both sides, the rows agree.
+TEST(RowCodec, NanFloatOutputIsCanonical) {
+  std::vector<std::uint8_t> page(static_cast<std::size_t>(kMla2.page_bytes()), 0);
+  std::uint8_t* scales = page.data() + kMla2.scale_offset(0);
+  scales[0] = kE8m0NanCode;  // block 0: NaN scale, zero codes
+  scales[1] = 127;           // block 1: scale 1, one negative-NaN code
+  page[static_cast<std::size_t>(kMla2.data_offset(0)) + 64] = 0xFF;
+  std::vector<float> out(512);
+  dequantize_fp8_ds_mla_row(kMla2, page.data(), 0, out.data());
+  for (int i = 0; i < 65; ++i) EXPECT_EQ(detail::float_bits(out[static_cast<std::size_t>(i)]), 0x7FC00000U) << i;
+  EXPECT_EQ(detail::float_bits(out[65]), 0U);
+  EXPECT_EQ(detail::float_bits(canonical_nan(detail::bits_float(0xFFFFFFFFU))), 0x7FC00000U);
+  EXPECT_EQ(detail::float_bits(canonical_nan(detail::bits_float(0x7F800000U))), 0x7F800000U);  // inf stays
+  EXPECT_EQ(detail::float_bits(canonical_nan(-0.0f)), 0x80000000U);
 }
 
 }  // namespace

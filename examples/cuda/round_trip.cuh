@@ -51,6 +51,9 @@ class device_buffer {
   /// Host -> device, synchronous.
   void upload(const std::vector<T>& v) {
     DSV4_CUDA_CHECK(cudaMemcpy(p_, v.data(), std::min(v.size(), n_) * sizeof(T), cudaMemcpyHostToDevice));
+    // From pageable memory cudaMemcpy may return before the DMA lands, and the kernels run on
+    // non-blocking streams that do not wait for it: finish the copy here.
+    DSV4_CUDA_CHECK(cudaDeviceSynchronize());
   }
   /// Device -> host, synchronous.
   [[nodiscard]] std::vector<T> download() const {

@@ -111,17 +111,18 @@ DSV4_HOST_DEVICE constexpr std::uint8_t quantize_e2m1_chunk(const bf16x8& x, ama
 }
 
 /// Dequantizes 8 E4M3 codes (code i in byte i % 4 of word i / 4) with the block's fp32 scale:
-/// out[i] = e4m3_to_float(code i) x scale, as the row dequantizers do.
+/// out[i] = canonical_nan(e4m3_to_float(code i) x scale), as the row dequantizers do (a GPU
+/// returns 0x7FFFFFFF for any NaN product, x86 an operand's payload: both become 0x7FC00000).
 DSV4_HOST_DEVICE constexpr void dequantize_e4m3_chunk(const std::uint32_t (&codes)[2], float scale, float (&out)[8]) {
   for (int i = 0; i < kChunkValues; ++i)
-    out[i] = e4m3_to_float(static_cast<std::uint8_t>(codes[i / 4] >> (8 * (i % 4)))) * scale;
+    out[i] = canonical_nan(e4m3_to_float(static_cast<std::uint8_t>(codes[i / 4] >> (8 * (i % 4)))) * scale);
 }
 
 /// Dequantizes 4 packed E2M1 bytes (8 values) with the block's fp32 scale:
-/// out[i] = e2m1_to_float(nibble i) x scale, as `dequantize_indexer_row` does.
+/// out[i] = canonical_nan(e2m1_to_float(nibble i) x scale), as `dequantize_indexer_row` does.
 DSV4_HOST_DEVICE constexpr void dequantize_e2m1_chunk(std::uint32_t packed, float scale, float (&out)[8]) {
   for (int i = 0; i < kChunkValues; ++i)
-    out[i] = e2m1_to_float(static_cast<std::uint8_t>((packed >> (4 * i)) & 0xFU)) * scale;
+    out[i] = canonical_nan(e2m1_to_float(static_cast<std::uint8_t>((packed >> (4 * i)) & 0xFU)) * scale);
 }
 
 /// The fp32 scale stored by an FP8 indexer key for E8M0 byte `byte`: 2^(byte - 127), or NaN.

@@ -264,14 +264,15 @@ DSV4_HOST_DEVICE constexpr void require_row(std::int64_t row, std::int64_t rows_
           {"rows_per_page", rows_per_page});
 }
 
-/// Output conversion of the dequantizers: float as is, BF16 rounded to nearest even
-/// (`float_to_bf16`, in its straight-line form).
+/// Output conversion of the dequantizers: float with NaN made canonical (`canonical_nan`, so
+/// that host and device agree bit for bit), BF16 rounded to nearest even (`float_to_bf16`, in
+/// its straight-line form; every NaN is 0x7FFF there).
 template <class Out>
 DSV4_HOST_DEVICE constexpr Out from_float(float v) noexcept {
   if constexpr (std::is_same_v<Out, bf16>) {
     return bf16{float_to_bf16_bits_branchless(v)};
   } else {
-    return v;
+    return canonical_nan(v);
   }
 }
 

@@ -205,6 +205,15 @@ DSV4_HOST_DEVICE constexpr float e8m0_to_float(std::uint8_t byte) noexcept {
   return detail::bits_float(static_cast<std::uint32_t>(byte) << 23);
 }
 
+/// `v`, with any NaN replaced by the canonical quiet NaN 0x7FC00000; other values unchanged.
+/// The dequantizers' float output goes through it: a NaN product keeps an operand's payload
+/// on x86 (and in either operand order once vectorized) but is 0x7FFFFFFF on NVIDIA GPUs, so
+/// without it host and device float rows would differ in NaN bits. Branch-free.
+DSV4_HOST_DEVICE constexpr float canonical_nan(float v) noexcept {
+  const std::uint32_t u = detail::float_bits(v);
+  return detail::bits_float((u & 0x7FFFFFFFU) > 0x7F800000U ? detail::kF32QuietNan : u);
+}
+
 // ---------------------------------------------------------------- E2M1
 
 inline constexpr float kE2m1Max = 6.0f;  ///< Largest E2M1 magnitude, code 0x7.

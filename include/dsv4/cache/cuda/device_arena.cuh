@@ -121,9 +121,10 @@ class device_arena {
   /// Bytes allocated: layout().total_bytes + kCounterBytes.
   [[nodiscard]] std::uint64_t allocated_bytes() const noexcept { return layout_.total_bytes + kCounterBytes; }
 
-  /// Device address of the kernels' refused-slot counter (after the last region).
+  /// Device address of the kernels' refused-slot counter (after the last region); nullptr
+  /// after a move.
   [[nodiscard]] unsigned long long* error_counter() const noexcept {
-    return reinterpret_cast<unsigned long long*>(data_ + layout_.total_bytes);
+    return data_ == nullptr ? nullptr : reinterpret_cast<unsigned long long*>(data_ + layout_.total_bytes);
   }
   /// Copies the counter to the host. Synchronizes `stream` (this is the one call that does):
   /// the count covers every kernel enqueued on `stream` before it. Throws `cuda_error`.
@@ -145,6 +146,11 @@ class device_arena {
     require(r.offset_bytes <= layout_.total_bytes && r.bytes <= layout_.total_bytes - r.offset_bytes,
             "pool region lies outside the arena", {"offset_bytes", r.offset_bytes}, {"bytes", r.bytes},
             {"arena_bytes", layout_.total_bytes});
+    // The views index pages by num_pages x page_bytes: those must lie inside the region too.
+    require(r.num_pages >= 0 && r.page_bytes >= 0 &&
+                static_cast<std::uint64_t>(checked_mul(r.num_pages, r.page_bytes)) <= r.bytes,
+            "pool region's pages exceed its bytes", {"num_pages", r.num_pages}, {"page_bytes", r.page_bytes},
+            {"bytes", r.bytes});
     return data_ + r.offset_bytes;
   }
 

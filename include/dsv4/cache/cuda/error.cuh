@@ -29,9 +29,13 @@ class cuda_error : public std::runtime_error {
 };
 
 /// Throws `cuda_error(code, call, file, line)` unless `code == cudaSuccess`. Use through
-/// `DSV4_CUDA_CHECK(expr)`, which fills in the call text and the location.
+/// `DSV4_CUDA_CHECK(expr)`, which fills in the call text and the location. Clears the
+/// runtime's last-error state first (a non-sticky error such as a failed cudaMalloc), so that a
+/// caller who catches and goes on is not blamed for it by the next launch check.
 inline void check(cudaError_t code, const char* call, const char* file, int line) {
-  if (code != cudaSuccess) throw cuda_error(code, call, file, line);
+  if (code == cudaSuccess) return;
+  (void)cudaGetLastError();
+  throw cuda_error(code, call, file, line);
 }
 
 /// Throws for an error of the last kernel launch (bad configuration, or a sticky error of an

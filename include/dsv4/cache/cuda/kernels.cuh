@@ -18,7 +18,8 @@
 //                           each lane stores 4 packed bytes.
 // Every element goes through the shared scalar codec (chunk_codec.hpp -> scalar_codec.hpp);
 // the block amax is an integer max of BF16 bits, order-independent, so the results are
-// bit-identical to the host row codecs (row_codec.hpp) for every input, NaN included.
+// bit-identical to the host row codecs (row_codec.hpp) for every input, NaN included (float
+// output NaNs are made canonical on both sides, see canonical_nan).
 //
 // Launch helpers validate the shapes once on the host (std::invalid_argument), enqueue on the
 // given stream and never synchronize; launch errors throw `cuda_error`.
