@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 #include <exception>
+#include <limits>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -21,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "dsv4/cache.hpp"
+#include "dsv4/cache/alloc_sim.hpp"
 #include "dsv4/cache/config_json.hpp"
 #include "dsv4/cache/format.hpp"
 
@@ -30,7 +32,7 @@ namespace dsv4::cache::cli {
 struct planner_args {
   std::string preset = "flash";
   std::string config_path;
-  std::int64_t context = 0;  // 0 = the model's max_position_embeddings
+  std::optional<std::int64_t> context;  // none: the model's max_position_embeddings
   std::int64_t requests = 1;
   std::optional<double> memory_gib;
   std::string indexer = "fp8";
@@ -38,7 +40,16 @@ struct planner_args {
   std::int64_t prefill_chunk = 8192;
   bool no_mtp = false;
   bool json = false;
+  std::string engine = "vllm";
+  bool overlap = false;
+  bool simulate = false;
 };
+
+/// --simulate refuses N x L above this (requests x context tokens): 64 requests of 131,072
+/// tokens, a few seconds of simulation. The simulator's work grows with N x L.
+inline constexpr std::int64_t kSimulateMaxRequestTokens = std::int64_t{64} * 131'072;
+/// --simulate refuses more requests than this (each simulated step visits the running ones).
+inline constexpr std::int64_t kSimulateMaxRequests = 4096;
 
 /// A GiB count as bytes; fails unless 1 byte <= gib x 2^30 < 2^64 (a budget is never
 /// silently rounded to 0 bytes).
@@ -121,7 +132,19 @@ struct planner_result {
   std::optional<std::uint64_t> budget_bytes;
   std::optional<request_capacity> requests_fit;
   std::optional<context_capacity> context_fit;
+  std::optional<sim_result> simulated;  ///< With --simulate: the worst case of the allocation simulator.
 };
+
+/// The allocation policy named by --engine; SGLang is refused with the reason.
+inline allocation_policy engine_policy(const std::string& name, bool overlap) {
+  if (name == "sglang")
+    throw std::invalid_argument(
+        "--engine sglang is not modelled: SGLang sizes its pools as ratios of one token capacity "
+        "(swa_full_tokens_ratio), not by windows per request; use vllm, tokenspeed or tokenspeed-default");
+  for (const engine_kind e : {engine_kind::vllm, engine_kind::tokenspeed, engine_kind::tokenspeed_default})
+    if (name == to_string(e)) return policy_for(e, overlap);
+  throw std::invalid_argument("--engine must be vllm, tokenspeed or tokenspeed-default, got '" + name + "'");
+}
 
 inline planner_result compute(const planner_args& a) {
   planner_result r;
@@ -142,11 +165,14 @@ inline planner_result compute(const planner_args& a) {
   } else {
     throw std::invalid_argument("--indexer must be fp8 or mxfp4, got '" + a.indexer + "'");
   }
-  o.context_tokens = a.context;
+  o.context_tokens = a.context.value_or(0);  // 0: the model's max_position_embeddings
   o.requests = a.requests;
   o.tokens_per_step = a.tokens_per_step;
   o.prefill_chunk_tokens = a.prefill_chunk;
   o.cache_mtp = !a.no_mtp;
+  o.policy = engine_policy(a.engine, a.overlap);
+  if (a.context == 0)
+    throw std::invalid_argument("--context must be >= 1, got 0 (omit it for the model's max_position_embeddings)");
   if (a.memory_gib) r.budget_bytes = gib_to_bytes(*a.memory_gib);
   try {  // errors from here on depend on the model: say which one
     r.schema = build_model_schema(r.model, o.indexer);
@@ -154,6 +180,19 @@ inline planner_result compute(const planner_args& a) {
     if (r.budget_bytes) {
       r.requests_fit = max_requests_for_budget(r.model, o, *r.budget_bytes);
       r.context_fit = max_context_for_budget(r.model, o, *r.budget_bytes);
+    }
+    if (a.simulate) {
+      const memory_plan& p = r.plan;
+      const std::int64_t n = p.options.requests;
+      const std::int64_t ctx = p.options.context_tokens;
+      if (ctx < 2) throw std::invalid_argument("--simulate needs --context >= 2 (a prompt and a generated token)");
+      if (n > kSimulateMaxRequestTokens / ctx || n > kSimulateMaxRequests)
+        throw std::invalid_argument(fmt::format(
+            "--simulate is limited to requests x context <= {} (64 x 131072) and requests <= {} to bound its "
+            "work, got {} x {}",
+            kSimulateMaxRequestTokens, kSimulateMaxRequests, n, ctx));
+      r.simulated = simulate_worst_case(build_cache_specs(r.model, o.indexer, o.cache_mtp), o.policy, n, ctx,
+                                        p.options.tokens_per_step, p.options.prefill_chunk_tokens);
     }
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument((a.config_path.empty() ? "--preset " + a.preset : a.config_path) + ": " + e.what());
@@ -184,7 +223,8 @@ inline nlohmann::ordered_json to_json(const planner_result& r) {
                            {"bytes_per_context_token", bytes_per_context_token(l)},
                            {"fixed_bytes_per_request", fixed[static_cast<std::size_t>(l.layer_idx)]}});
   j["groups"] = json::array();
-  for (const group_plan& g : p) {
+  for (int gi = 0; gi < p.num_groups; ++gi) {
+    const group_plan& g = p.groups[static_cast<std::size_t>(gi)];
     const paged_cache_group_spec& s = g.spec;
     json pools = json::array();
     for (int i = 0; i < s.num_pools; ++i) {
@@ -208,6 +248,8 @@ inline nlohmann::ordered_json to_json(const planner_result& r) {
                            {"pages", g.total_pages()},
                            {"bytes", g.bytes},
                            {"ideal_bytes", g.ideal_bytes}});
+    if (r.simulated)
+      j["groups"].back()["simulated_peak_pages"] = r.simulated->peak_pages[static_cast<std::size_t>(gi)] + 1;
   }
   json plan = {{"requests", p.options.requests},
                {"context_tokens", p.options.context_tokens},
@@ -215,6 +257,9 @@ inline nlohmann::ordered_json to_json(const planner_result& r) {
                {"prefill_chunk_tokens", p.options.prefill_chunk_tokens},
                {"indexer", std::string(to_string(p.options.indexer))},
                {"cache_mtp", p.options.cache_mtp},
+               {"engine", std::string(to_string(p.options.policy.engine))},
+               {"overlap", p.options.policy.overlap},
+               {"holding_requests", p.holding_requests},
                {"total_bytes", p.total_bytes},
                {"ideal_bytes", p.ideal_bytes},
                {"overhead", p.overhead()}};
@@ -224,6 +269,10 @@ inline nlohmann::ordered_json to_json(const planner_result& r) {
     plan["max_requests_total_bytes"] = r.requests_fit->total_bytes;
     plan["max_requests_bytes_left"] = r.requests_fit->bytes_left;
     plan["max_context_tokens"] = r.context_fit->max_context_tokens;
+  }
+  if (r.simulated) {
+    plan["simulated_peak_bytes"] = r.simulated->peak_bytes;
+    plan["simulations"] = r.simulated->simulations;
   }
   j["plan"] = plan;
   return j;
@@ -260,32 +309,57 @@ inline std::string to_text(const planner_result& r) {
                  "(B/context token: compressed rows (KV + indexer key) per token of context; fixed B/request: the "
                  "sliding windows and compressor states a request keeps in the layer, min(L, window) rows)\n");
 
-  fmt::format_to(out, "\n{:<32} {:<7} {:<14} {:>4} {:>6} {:>8} {:>6} {:>10} {:>12} {:>16}\n", "group", "family",
-                 "retention", "rows", "tokens", "window", "layers", "page B", "pages", "bytes");
-  for (const group_plan& g : p) {
+  fmt::format_to(out, "\n{:<32} {:<7} {:<14} {:>4} {:>6} {:>8} {:>6} {:>10} {:>9} {:>12} {:>16}", "group", "family",
+                 "retention", "rows", "tokens", "window", "layers", "page B", "pages/L", "pages", "bytes");
+  if (r.simulated) fmt::format_to(out, " {:>9} {:>6}", "sim/L", "slack");
+  fmt::format_to(out, "\n");
+  for (int gi = 0; gi < p.num_groups; ++gi) {
+    const group_plan& g = p.groups[static_cast<std::size_t>(gi)];
     const paged_cache_group_spec& gs = g.spec;
-    fmt::format_to(out, "{:<32} {:<7} {:<14} {:>4} {:>6} {:>8} {:>6} {:>10} {:>12} {:>16}\n", to_string(gs.id),
+    fmt::format_to(out, "{:<32} {:<7} {:<14} {:>4} {:>6} {:>8} {:>6} {:>10} {:>9} {:>12} {:>16}", to_string(gs.id),
                    gs.family, gs.retention, gs.rows_per_page, gs.page_size_tokens(),
                    gs.has_sliding_window() ? std::to_string(g.window_tokens) : std::string("-"), gs.num_layers,
-                   gs.page_bytes(), g.total_pages(), g.bytes);
+                   gs.page_bytes(), g.pages_per_layer, g.total_pages(), g.bytes);
+    if (r.simulated) {
+      const std::int64_t sim = r.simulated->peak_pages[static_cast<std::size_t>(gi)] + 1;
+      fmt::format_to(out, " {:>9} {:>+6}{}", sim, g.pages_per_layer - sim, g.pages_per_layer < sim ? "  BELOW" : "");
+    }
+    fmt::format_to(out, "\n");
   }
   fmt::format_to(out,
                  "(rows, tokens: per page; window: tokens a sliding group keeps per request; page B: one page of "
-                 "one layer, all pools; pages: all layers, N x per request + shared prefill chunk + 1 null page "
-                 "each)\n");
-  fmt::format_to(out, "\nplan: {} request(s) x {} tokens (indexer {}, {} token(s)/step, prefill chunk {}, MTP {})\n",
+                 "one layer, all pools; pages/L: pages per layer, H x per request + prompt pages + 1 null page; "
+                 "pages: all layers{})\n",
+                 r.simulated ? "; sim/L: the simulator's peak pages per layer, null page included; slack: pages/L - "
+                               "sim/L"
+                             : "");
+  fmt::format_to(out,
+                 "\nplan: {} request(s) x {} tokens (indexer {}, {} token(s)/step, prefill chunk {}, MTP {}), "
+                 "engine {}{}; {} request(s) hold pages at once\n",
                  p.options.requests, p.options.context_tokens, p.options.indexer, p.options.tokens_per_step,
-                 p.options.prefill_chunk_tokens, p.options.cache_mtp ? "cached" : "not cached");
+                 p.options.prefill_chunk_tokens, p.options.cache_mtp ? "cached" : "not cached",
+                 to_string(p.options.policy.engine), p.options.policy.overlap ? " with overlap" : "",
+                 p.holding_requests);
   fmt::format_to(out, "  total {} B ({}), ideal {} B ({}), overhead {:.3f}x\n", p.total_bytes,
                  human_bytes(p.total_bytes), p.ideal_bytes, human_bytes(p.ideal_bytes), p.overhead());
+  if (r.simulated)
+    fmt::format_to(out, "  simulated peak {} B ({}) over {} workloads; plan / peak {:.3f}\n", r.simulated->peak_bytes,
+                   human_bytes(r.simulated->peak_bytes), r.simulated->simulations,
+                   static_cast<double>(p.total_bytes) / static_cast<double>(r.simulated->peak_bytes));
   fmt::format_to(out, "  (ideal: the requests' exact rows, without page rounding, prefill chunk or null pages)\n");
   if (r.budget_bytes) {
     const request_capacity& rq = *r.requests_fit;
     fmt::format_to(out, "budget {} B ({}):\n", *r.budget_bytes, human_bytes(*r.budget_bytes));
-    if (rq.max_requests > 0)
-      fmt::format_to(out, "  max requests at {} tokens: {} ({} B used, {} B left; {} B fixed + {} B per request)\n",
-                     p.options.context_tokens, rq.max_requests, rq.total_bytes, rq.bytes_left, rq.fixed_bytes,
-                     rq.bytes_per_request);
+    if (rq.max_requests == std::numeric_limits<std::int64_t>::max())
+      fmt::format_to(out,
+                     "  max requests at {} tokens: any number (at most {} hold pages at once: the step budget, not "
+                     "memory, bounds them; {} B used, {} B left)\n",
+                     p.options.context_tokens, p.options.prefill_chunk_tokens, rq.total_bytes, rq.bytes_left);
+    else if (rq.max_requests > 0)
+      fmt::format_to(
+          out, "  max requests at {} tokens: {} ({} B used, {} B left; {} B fixed, the first request adds {} B)\n",
+          p.options.context_tokens, rq.max_requests, rq.total_bytes, rq.bytes_left, rq.fixed_bytes,
+          rq.bytes_per_request);
     else
       fmt::format_to(out, "  max requests at {} tokens: 0 (one request needs {} B fixed + {} B)\n",
                      p.options.context_tokens, rq.fixed_bytes, rq.bytes_per_request);
@@ -305,9 +379,9 @@ inline void add_model_options(CLI::App& app, planner_args& a, const std::string&
       ->capture_default_str();
   app.add_option("--config", a.config_path, "A V4 config.json, or a model directory holding one (overrides --preset)")
       ->check(kNonEmpty);
-  app.add_option("--context", a.context, "Max context tokens per request L (0: the model's max_position_embeddings)")
-      ->check(kDecimalInt)
-      ->capture_default_str();
+  app.add_option("--context", a.context,
+                 "Max context tokens per request L (default: the model's max_position_embeddings)")
+      ->check(kDecimalInt);
   app.add_option("--requests", a.requests, "Concurrent requests N")->check(kDecimalInt)->capture_default_str();
   app.add_option("--memory-gib", a.memory_gib, memory_gib_help)->check(kDecimalNumber);
   app.add_option("--indexer", a.indexer, "Indexer key format: fp8 (132 B/row) or mxfp4 (68 B/row)")
@@ -323,9 +397,18 @@ inline int run_planner(const std::vector<std::string>& args, std::ostream& out, 
   app.add_option("--tokens-per-step", a.tokens_per_step, "Tokens per decode step s (1 + speculative tokens)")
       ->check(kDecimalInt)
       ->capture_default_str();
-  app.add_option("--prefill-chunk", a.prefill_chunk, "Prefill chunk tokens B (capped at L)")
+  app.add_option("--prefill-chunk", a.prefill_chunk, "Prefill chunk tokens B: the token budget of one scheduler step")
       ->check(kDecimalInt)
       ->capture_default_str();
+  app.add_option("--engine", a.engine,
+                 "Allocation rules to plan for: vllm, tokenspeed (mixed batches) or tokenspeed-default; "
+                 "sglang is refused (not modelled)")
+      ->check(CLI::IsMember({"vllm", "tokenspeed", "tokenspeed-default", "sglang"}))
+      ->capture_default_str();
+  app.add_flag("--overlap", a.overlap, "Async scheduling: one more step in flight (2s in place of s)");
+  app.add_flag("--simulate", a.simulate,
+               "Also replay the engine's allocator (every concrete rule, prompt lengths, arrivals) and print its "
+               "peak pages beside the plan's; refused above requests x context = 64 x 131072 or 4096 requests");
   app.add_flag("--no-mtp", a.no_mtp, "Do not cache the MTP layers");
   app.add_flag("--json", a.json, "Print one JSON object instead of tables");
   try {

@@ -73,6 +73,8 @@ int run_struct(FuzzedDataProvider& fdp) {
   a.prefill_chunk = pick<std::int64_t>(fdp, {-1, 0, 1, 8192, INT64_MAX});
   a.no_mtp = fdp.ConsumeBool();
   a.json = fdp.ConsumeBool();
+  a.engine = fdp.PickValueInArray<const char*>({"vllm", "tokenspeed", "tokenspeed-default", "sglang", "vLLM"});
+  a.overlap = fdp.ConsumeBool();
   const auto r = dsv4::fuzz::expect_clean([&] { return dsv4::cache::cli::compute(a); });
   if (!r) return 0;
   dsv4::fuzz::check_plan(r->plan);

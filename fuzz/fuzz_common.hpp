@@ -97,23 +97,25 @@ inline void check_plan(const cache::memory_plan& p) {
     DSV4_FUZZ_CHECK(s.rows_per_page >= 1 && s.entry_stride_tokens >= 1 && s.num_layers >= 1);
     DSV4_FUZZ_CHECK(s.num_pools >= 1 && s.num_pools <= 2 && s.page_bytes() >= 1);
     DSV4_FUZZ_CHECK(g.pages_per_request >= 1 && g.shared_pages >= 0);
-    const u128 pages =
-        static_cast<u128>(o.requests) * static_cast<u128>(g.pages_per_request) + static_cast<u128>(g.shared_pages) + 1;
+    DSV4_FUZZ_CHECK(p.holding_requests >= 0 && p.holding_requests <= o.requests);
+    const u128 pages = static_cast<u128>(p.holding_requests) * static_cast<u128>(g.pages_per_request) +
+                       static_cast<u128>(g.shared_pages) + 1;
     DSV4_FUZZ_CHECK(pages == static_cast<u128>(g.pages_per_layer));
     const u128 bytes = static_cast<u128>(s.page_bytes()) * static_cast<u128>(s.num_layers) * pages;
     DSV4_FUZZ_CHECK(bytes == g.bytes);
     DSV4_FUZZ_CHECK(g.ideal_bytes <= g.bytes);
     const u128 ctx = static_cast<u128>(o.context_tokens);
-    if (s.has_sliding_window()) {
-      // A sliding group never holds more pages than the whole context needs.
-      const u128 rows = static_cast<u128>(s.rows_per_page);
-      DSV4_FUZZ_CHECK(static_cast<u128>(g.pages_per_request) <= (ctx + rows - 1) / rows);
-      const u128 chunk = std::min(static_cast<u128>(o.prefill_chunk_tokens), ctx);  // capped at the context
-      DSV4_FUZZ_CHECK(static_cast<u128>(g.shared_pages) == (chunk + rows - 1) / rows);
-    } else {
-      const u128 page_tokens = static_cast<u128>(s.rows_per_page) * static_cast<u128>(s.entry_stride_tokens);
-      DSV4_FUZZ_CHECK(static_cast<u128>(g.pages_per_request) == (ctx + page_tokens - 1) / page_tokens);
-      DSV4_FUZZ_CHECK(g.shared_pages == 0);
+    // Tokens a table may cover: L, or L + sf - 1 where extents run past the context.
+    const u128 sf = static_cast<u128>(o.policy.overlap ? 2 * o.tokens_per_step : o.tokens_per_step);
+    const u128 reach = o.policy.extent_capped ? ctx : ctx + sf - 1;
+    const u128 page_tokens = static_cast<u128>(s.rows_per_page) * static_cast<u128>(s.entry_stride_tokens);
+    const u128 cap = (reach + page_tokens - 1) / page_tokens;
+    // No request holds more than its whole context; the prompt pages never exceed N whole contexts.
+    DSV4_FUZZ_CHECK(static_cast<u128>(g.pages_per_request) <= cap);
+    DSV4_FUZZ_CHECK(static_cast<u128>(g.shared_pages) <= static_cast<u128>(o.requests) * cap);
+    if (!s.has_sliding_window()) {
+      DSV4_FUZZ_CHECK(static_cast<u128>(g.pages_per_request) == cap);
+      if (!o.policy.overlap) DSV4_FUZZ_CHECK(g.shared_pages == 0);
     }
     total += bytes;
     ideal += g.ideal_bytes;
@@ -148,9 +150,10 @@ inline void check_max_requests(const cache::model_config& c, cache::plan_options
     DSV4_FUZZ_CHECK(p.has_value());
     DSV4_FUZZ_CHECK(p->total_bytes == r->total_bytes && p->total_bytes <= budget);
     DSV4_FUZZ_CHECK(r->bytes_left == budget - p->total_bytes);
-    DSV4_FUZZ_CHECK(static_cast<u128>(r->fixed_bytes) +
-                        static_cast<u128>(r->max_requests) * static_cast<u128>(r->bytes_per_request) ==
-                    p->total_bytes);
+    // The first request adds the most: the plan is concave in N.
+    DSV4_FUZZ_CHECK(static_cast<u128>(p->total_bytes) <=
+                    static_cast<u128>(r->fixed_bytes) +
+                        static_cast<u128>(r->max_requests) * static_cast<u128>(r->bytes_per_request));
     if (r->max_requests < INT64_MAX) {
       o.requests = r->max_requests + 1;
       DSV4_FUZZ_CHECK(!plan_fits(c, o, budget));

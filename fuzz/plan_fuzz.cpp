@@ -49,6 +49,7 @@ plan_options fuzz_options(FuzzedDataProvider& fdp) {
   o.tokens_per_step = pick<std::int64_t>(fdp, {-1, 0, 1, 2, 4, 5, 8, 1000, kI64Max});
   o.prefill_chunk_tokens = pick<std::int64_t>(fdp, {-1, 0, 1, 63, 64, 8192, kI64Max});
   o.cache_mtp = fdp.ConsumeBool();
+  o.policy = policy_for(static_cast<engine_kind>(fdp.ConsumeIntegralInRange<int>(0, 2)), fdp.ConsumeBool());
   return o;
 }
 

@@ -6,8 +6,9 @@
 #           default, and every test (GPU tests skip without a device)
 #   clang   clang++ Release build (CUDA off: the g++ build compiles the kernels) and every test
 #   asan    clang++ with AddressSanitizer + UndefinedBehaviorSanitizer (-fno-sanitize-recover=all)
-#           and libstdc++ assertions; host tests without the labels sweep (2^32-input sweeps,
-#           too slow under sanitizers), gpu and packaging (no sanitizer content)
+#           and libstdc++ assertions; host tests without the labels sweep (2^32-input sweeps)
+#           and grid (the plan-safety grid, about a minute in Release), too slow under
+#           sanitizers, gpu and packaging (no sanitizer content)
 #   tidy    clang-tidy (.clang-tidy) over the public headers: zero warnings
 #   format  clang-format (.clang-format) check of every C++/CUDA file in the tree
 #   fuzz    the libFuzzer targets of fuzz/, each for DSV4_FUZZ_SECONDS (default 60)
@@ -122,12 +123,12 @@ for stage in $stages; do
       end
       ;;
     asan)
-      begin asan "clang++ ASan+UBSan build, host tests without sweep/gpu/packaging [$build-asan]"
+      begin asan "clang++ ASan+UBSan build, host tests without sweep/grid/gpu/packaging [$build-asan]"
       CXX=clang++ cmake -S . -B "$build-asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDSV4_CACHE_ENABLE_CUDA=OFF \
         "-DCMAKE_CXX_FLAGS=$sanitizer_flags" "-DCMAKE_EXE_LINKER_FLAGS=$sanitizer_flags"
       require_compiler "$build-asan" Clang
       cmake --build "$build-asan" -j "$jobs"
-      ctest_run asan+ubsan "$build-asan" -LE 'sweep|gpu|packaging'
+      ctest_run asan+ubsan "$build-asan" -LE 'sweep|grid|gpu|packaging'
       end
       ;;
     tidy)

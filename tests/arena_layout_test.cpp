@@ -35,57 +35,59 @@ static_assert(kFlash4k.num_regions == 168);
 static_assert(kFlash4k.payload_bytes == kFlash4k.plan.total_bytes);
 static_assert(kFlash4k.total_bytes % kArenaAlignment == 0);
 
-// Flash, L = 4,096, N = 1, s = 1, B = 8,192 capped at L = 4,096 (memory_plan.hpp's formula, by hand):
-//   swa_kv         64 rows, W 128: ring ceil(127/64)+1 = 3, shared 4096/64 = 64  -> 68 pages x 37,440 B
-//   c4a state       4 rows, W 8:   ring ceil(7/4)+1 = 3,   shared 4096/4 = 1024 -> 1,028 pages x 32,768 B
-//   c4a kv        256 tokens/page: 4096/256 = 16 + null    -> 17 pages x (37,440 KV + 8,448 FP8 keys)
-//   c128a state     8 rows, W 128: ring ceil(127/8)+1 = 17, shared 512        -> 530 pages x 32,768 B
-//   c128a kv      256 tokens/page                           -> 17 pages x 1,728 B
-//   indexer state   4 rows, W 8                             -> 1,028 pages x 8,192 B
+// Flash, L = 4,096, N = 1, s = 1, B = 8,192, vLLM (memory_plan.hpp's formula, by hand): one
+// prompt of up to 4,095 tokens is prefilled in one step, so every sliding group holds its
+// whole context: per = ring, prompt pages = 1 + floor(8,191 / R), shared = min(cap - per, ..).
+//   swa_kv         64 rows, W 128: cap 64,   ring ceil(127/64)+1 = 3, shared 61   -> 65 pages x 37,440 B
+//   c4a state       4 rows, W 8:   cap 1024, ring ceil(7/4)+1 = 3,    shared 1021 -> 1,025 pages x 32,768 B
+//   c4a kv        256 tokens/page: 4096/256 = 16 + null                            -> 17 pages x (37,440 KV + 8,448 FP8
+//   keys) c128a state     8 rows, W 128: cap 512,  ring ceil(127/8)+1 = 17, shared 495  -> 513 pages x 32,768 B c128a
+//   kv      256 tokens/page                                                 -> 17 pages x 1,728 B indexer state   4
+//   rows, W 8                                                   -> 1,025 pages x 8,192 B
 // Layers: swa 44, c4a 21 (2, 4, .., 42), c128a 20 (3, 5, .., 41).
 TEST(ArenaLayout, FlashGoldenOffsets) {
   const arena_layout& a = kFlash4k;
   ASSERT_EQ(a.plan.num_groups, 6);
   EXPECT_EQ(a.alignment, 256u);
 
-  // 68 x 37,440 = 2,545,920 = 9,945 x 256: no padding.
+  // 65 x 37,440 = 2,433,600 = 9,506.25 x 256: padded by 192 to 2,433,792.
   const pool_region swa0 = a.find(kSwa, 0);
   EXPECT_EQ(swa0.offset_bytes, 0u);
-  EXPECT_EQ(swa0.bytes, 2'545'920u);
-  EXPECT_EQ(swa0.padded_bytes, 2'545'920u);
-  EXPECT_EQ(swa0.num_pages, 68);
-  EXPECT_EQ(a.find(kSwa, 43).offset_bytes, 43u * 2'545'920u);  // the MTP layer, last of 44
+  EXPECT_EQ(swa0.bytes, 2'433'600u);
+  EXPECT_EQ(swa0.padded_bytes, 2'433'792u);
+  EXPECT_EQ(swa0.num_pages, 65);
+  EXPECT_EQ(a.find(kSwa, 43).offset_bytes, 43u * 2'433'792u);  // the MTP layer, last of 44
 
-  // c4a state after 44 swa regions: 112,020,480.
-  EXPECT_EQ(a.find(kC4State, 2).offset_bytes, 112'020'480u);
-  EXPECT_EQ(a.find(kC4State, 2).bytes, 1028u * 32'768u);
+  // c4a state after 44 swa regions: 107,086,848.
+  EXPECT_EQ(a.find(kC4State, 2).offset_bytes, 107'086'848u);
+  EXPECT_EQ(a.find(kC4State, 2).bytes, 1025u * 32'768u);
 
-  // c4a kv after 21 state regions of 33,685,504 B: 819,416,064. KV pool 17 x 37,440 =
+  // c4a kv after 21 state regions of 33,587,200 B: 812,418,048. KV pool 17 x 37,440 =
   // 636,480 B (2,486.25 x 256) padded by 192 to 636,672; FP8 keys 17 x 8,448 = 143,616 B.
   const pool_region kv2 = a.find(kC4Kv, 2, 0);
-  EXPECT_EQ(kv2.offset_bytes, 819'416'064u);
+  EXPECT_EQ(kv2.offset_bytes, 812'418'048u);
   EXPECT_EQ(kv2.bytes, 636'480u);
   EXPECT_EQ(kv2.padded_bytes, 636'672u);
   EXPECT_EQ(kv2.format, pool_format::fp8_ds_mla);
   const pool_region keys6 = a.find(kC4Kv, 6, 1);  // third CSA layer, indexer keys
   EXPECT_EQ(keys6.format, pool_format::indexer_fp8);
-  EXPECT_EQ(keys6.offset_bytes, 819'416'064u + 2u * 780'288u + 636'672u);
-  EXPECT_EQ(keys6.offset_bytes, 821'613'312u);
+  EXPECT_EQ(keys6.offset_bytes, 812'418'048u + 2u * 780'288u + 636'672u);
+  EXPECT_EQ(keys6.offset_bytes, 814'615'296u);
   EXPECT_EQ(keys6.bytes, 143'616u);
   EXPECT_EQ(keys6.row_bytes, 132);
 
-  // c128a state after 21 x 780,288; c128a kv after 20 x 530 x 32,768; its regions are
+  // c128a state after 21 x 780,288; c128a kv after 20 x 513 x 32,768; its regions are
   // 17 x 1,728 = 29,376 B padded to 29,440; the indexer state after 20 x 29,440.
-  EXPECT_EQ(a.find(kC128State, 3).offset_bytes, 835'802'112u);
-  EXPECT_EQ(a.find(kC128Kv, 3).offset_bytes, 1'183'142'912u);
+  EXPECT_EQ(a.find(kC128State, 3).offset_bytes, 828'804'096u);
+  EXPECT_EQ(a.find(kC128Kv, 3).offset_bytes, 1'165'003'776u);
   EXPECT_EQ(a.find(kC128Kv, 3).padded_bytes, 29'440u);
-  EXPECT_EQ(a.find(kIdxState, 2).offset_bytes, 1'183'731'712u);
+  EXPECT_EQ(a.find(kIdxState, 2).offset_bytes, 1'165'592'576u);
 
-  // Payload: the plan's bytes exactly; padding: 21 x 192 + 20 x 64 = 5,312.
-  EXPECT_EQ(a.payload_bytes, 1'360'575'296u);
-  EXPECT_EQ(a.plan.total_bytes, 1'360'575'296u);
-  EXPECT_EQ(a.padding_bytes, 5'312u);
-  EXPECT_EQ(a.total_bytes, 1'360'580'608u);
+  // Payload: the plan's bytes exactly; padding: 44 x 192 + 21 x 192 + 20 x 64 = 13,760.
+  EXPECT_EQ(a.payload_bytes, 1'341'911'616u);
+  EXPECT_EQ(a.plan.total_bytes, 1'341'911'616u);
+  EXPECT_EQ(a.padding_bytes, 13'760u);
+  EXPECT_EQ(a.total_bytes, 1'341'925'376u);
 }
 
 // Every structural property, for a set of plans of both models.
@@ -123,7 +125,7 @@ void check_layout(const model_config& c, const arena_layout& a) {
     EXPECT_EQ(r.bytes, static_cast<std::uint64_t>(ps.page_bytes) * static_cast<std::uint64_t>(g.pages_per_layer));
     EXPECT_EQ(r.layer, g.spec.layers[static_cast<std::size_t>(r.layer_slot)]);
     // Page 0 is the null page, which the plan counts (+1 per layer) and writers skip.
-    EXPECT_EQ(g.pages_per_layer, g.pages_per_request * p.options.requests + g.shared_pages + 1);
+    EXPECT_EQ(g.pages_per_layer, g.pages_per_request * p.holding_requests + g.shared_pages + 1);
     EXPECT_EQ(r.first_usable_slot(), r.rows_per_page);
     EXPECT_EQ(r.num_slots(), r.num_pages * r.rows_per_page);
     // The typed layouts the kernels use agree with the plan's page bytes.

@@ -73,7 +73,7 @@ struct oracle_group {
   std::uint64_t layers;
   std::uint64_t rows;    // rows per page
   std::uint64_t window;  // 0 = full history (256-token pages)
-  bool csa_window;       // window max(8, 4 + s)
+  bool csa_window;       // window max(8, 4 + s) under tokenspeed's older rule (8 under vLLM's)
 };
 
 // Flash: 44 layers keep SWA; 21 CSA (layers 2..42 even), 20 HCA (3..41 odd).
@@ -88,24 +88,42 @@ constexpr oracle_group kFlashGroups[] = {
 
 u128 ceil_div128(u128 a, u128 b) { return (a + b - 1) / b; }
 
-/// Plan bytes of Flash for context L, N requests, s tokens per step, prefill chunk B.
+/// Plan bytes of Flash under vLLM's rules (memory_plan.hpp) for context L, N requests, s tokens
+/// per step and a step budget of B tokens, in 128 bits: H = min(N, B) requests hold pages;
+/// full history H x ceil(L / 256) + 1; sliding H x min(ring, cap) + min(N (cap - per), n +
+/// (B - n) / R) + 1 with ring = ceil((W + 2s - 3) / R) + 1, n = min(N, B).
 u128 flash_oracle(u128 L, u128 N, u128 s = 1, u128 B = 8192) {
   u128 total = 0;
+  const u128 h = N < B ? N : B;
   for (const oracle_group& g : kFlashGroups) {
-    u128 ppr = 0;
-    u128 shared = 0;
+    u128 pages = 0;
     if (g.window == 0) {
-      ppr = ceil_div128(L, 256);
+      pages = h * ceil_div128(L, 256) + 1;
     } else {
-      const u128 w = g.csa_window ? (4 + s > 8 ? 4 + s : 8) : g.window;
-      const u128 ring = ceil_div128(w + s - 2, g.rows) + 1;
-      const u128 full = ceil_div128(L, g.rows);
-      ppr = ring < full ? ring : full;
-      shared = ceil_div128(B < L ? B : L, g.rows);  // the prefill chunk is capped at the context
+      const u128 ring = ceil_div128(g.window + 2 * s - 3, g.rows) + 1;
+      const u128 cap = ceil_div128(L, g.rows);
+      const u128 per = ring < cap ? ring : cap;
+      const u128 prompt_pages = h + (B - h) / g.rows;
+      const u128 beyond = N * (cap - per);
+      pages = h * per + (beyond < prompt_pages ? beyond : prompt_pages) + 1;
     }
-    total += static_cast<u128>(g.page_bytes) * g.layers * (N * ppr + shared + 1);
+    total += static_cast<u128>(g.page_bytes) * g.layers * pages;
   }
   return total;
+}
+
+/// The largest N with flash_oracle(L, N, 1, B) <= budget (the oracle grows with N), up to 2^63 - 1.
+u128 oracle_max_requests(u128 L, u128 B, u128 budget) {
+  u128 lo = 0;
+  u128 hi = u128{1} << 63;  // exclusive
+  while (hi - lo > 1) {
+    const u128 mid = lo + (hi - lo) / 2;
+    if (flash_oracle(L, mid, 1, B) <= budget)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  return lo;
 }
 
 model_config flash_with_max_context(std::int64_t max_pos) {
@@ -434,6 +452,29 @@ TEST(BadInput, OptionsPrefillChunk) {
                {"prefill_chunk_tokens must be >= 1", "prefill_chunk_tokens=0"});
 }
 
+TEST(BadInput, OptionsTokenspeedBudgetBelowStep) {
+  plan_options o;
+  o.policy = tokenspeed_policy;
+  o.tokens_per_step = 4;
+  o.prefill_chunk_tokens = 2;
+  expect_error([&] { (void)build_memory_plan(deepseek_v4_flash, o); },
+               {"this engine decodes only with a whole step of tokens_per_step tokens in the budget",
+                "prefill_chunk_tokens=2", "tokens_per_step=4"});
+  o.policy = vllm_policy;  // vLLM shrinks a decode to the budget left: a valid plan
+  EXPECT_NO_THROW((void)build_memory_plan(deepseek_v4_flash, o));
+}
+
+TEST(BadInput, OptionsPolicyWithoutRules) {
+  plan_options o;
+  o.policy.window_rules = 0;
+  expect_error([&] { (void)build_memory_plan(deepseek_v4_flash, o); },
+               {"an allocation policy needs one or two window rules", "window_rules=0"});
+  o.policy = vllm_policy;
+  o.policy.first_chunk_lookaheads = 0;
+  expect_error([&] { (void)build_memory_plan(deepseek_v4_flash, o); },
+               {"an engine with running lookahead needs a first-chunk lookahead rule"});
+}
+
 TEST(BadInput, OptionsBlockBudget) {
   const model_cache_schema m = build_model_schema(deepseek_v4_flash);
   expect_error([&] { (void)compute_block_budget(m, 0, 1); },
@@ -465,31 +506,39 @@ TEST(BadInput, OverflowPlanContext2e40OneRequestIsExact) {
 }
 
 TEST(BadInput, OverflowBudgetAllOnesMaxRequests) {
-  // Default Flash, L = 2^20: the largest N whose plan fits in 2^64 - 1 bytes, exactly.
+  // Default Flash, L = 2^20, a step budget of 2^40 tokens (every request may hold its whole
+  // context): the largest N whose plan fits in 2^64 - 1 bytes, exactly.
   const u128 L = 1'048'576;
-  const u128 fixed = flash_oracle(L, 0);
-  const u128 per_request = flash_oracle(L, 1) - fixed;
-  const u128 n = (u128{kU64Max} - fixed) / per_request;
-  const request_capacity r = max_requests_for_budget(deepseek_v4_flash, {}, kU64Max);
+  const u128 B = u128{1} << 40;
+  plan_options o;
+  o.prefill_chunk_tokens = std::int64_t{1} << 40;
+  const u128 n = oracle_max_requests(L, B, kU64Max);
+  const request_capacity r = max_requests_for_budget(deepseek_v4_flash, o, kU64Max);
   EXPECT_EQ(u128{static_cast<std::uint64_t>(r.max_requests)}, n);
-  EXPECT_EQ(u128{r.fixed_bytes}, fixed);
-  EXPECT_EQ(u128{r.bytes_per_request}, per_request);
-  EXPECT_EQ(u128{r.total_bytes}, flash_oracle(L, n));
-  EXPECT_EQ(u128{r.bytes_left}, u128{kU64Max} - flash_oracle(L, n));
-  EXPECT_GT(flash_oracle(L, n + 1), u128{kU64Max});  // one more does not fit
+  EXPECT_EQ(u128{r.fixed_bytes}, flash_oracle(L, 0, 1, B));
+  EXPECT_EQ(u128{r.bytes_per_request}, flash_oracle(L, 1, 1, B) - flash_oracle(L, 0, 1, B));
+  EXPECT_EQ(u128{r.total_bytes}, flash_oracle(L, n, 1, B));
+  EXPECT_EQ(u128{r.bytes_left}, u128{kU64Max} - flash_oracle(L, n, 1, B));
+  EXPECT_GT(flash_oracle(L, n + 1, 1, B), u128{kU64Max});  // one more does not fit
+  // With vLLM's default budget of 8,192 tokens at most 8,192 requests hold pages: any number fits.
+  const request_capacity any = max_requests_for_budget(deepseek_v4_flash, {}, kU64Max);
+  EXPECT_EQ(any.max_requests, kI64Max);
+  EXPECT_EQ(u128{any.total_bytes}, flash_oracle(L, 8192));
 }
 
 TEST(BadInput, OverflowBudgetAllOnesMaxRequestsAtContext2e40) {
   const model_config c = flash_with_max_context(std::int64_t{1} << 40);
   plan_options o;
   o.context_tokens = std::int64_t{1} << 40;
+  o.prefill_chunk_tokens = std::int64_t{1} << 40;
   const u128 L = u128{1} << 40;
-  const u128 n = (u128{kU64Max} - flash_oracle(L, 0)) / (flash_oracle(L, 1) - flash_oracle(L, 0));
+  const u128 B = u128{1} << 40;
+  const u128 n = oracle_max_requests(L, B, kU64Max);
   const request_capacity r = max_requests_for_budget(c, o, kU64Max);
   EXPECT_EQ(u128{static_cast<std::uint64_t>(r.max_requests)}, n);
-  EXPECT_LE(flash_oracle(L, n), u128{kU64Max});
-  EXPECT_GT(flash_oracle(L, n + 1), u128{kU64Max});
-  EXPECT_EQ(u128{r.total_bytes}, flash_oracle(L, n));
+  EXPECT_LE(flash_oracle(L, n, 1, B), u128{kU64Max});
+  EXPECT_GT(flash_oracle(L, n + 1, 1, B), u128{kU64Max});
+  EXPECT_EQ(u128{r.total_bytes}, flash_oracle(L, n, 1, B));
 }
 
 TEST(BadInput, OverflowBudgetAllOnesMaxContext) {
@@ -509,7 +558,7 @@ TEST(BadInput, OverflowBudgetAllOnesMaxContext) {
 
 TEST(BadInput, OverflowMaxRequestsSaturatesWhenOneRequestOverflows) {
   // Regression (fuzz): a plan that overflows 64 bits at N = 1 reported bytes_per_request as a
-  // wrapped difference. Now: max_requests 0, fixed bytes exact, bytes_per_request saturated.
+  // wrapped difference. Now: max_requests 0, fixed bytes exact (null pages), bytes_per_request saturated.
   const model_config c = flash_with_max_context(std::int64_t{1} << 62);
   plan_options o;
   o.context_tokens = std::int64_t{1} << 62;

@@ -3,6 +3,7 @@
 // nlohmann_json) are separate so that the core needs neither.
 #pragma once
 
+#include "dsv4/cache/alloc_sim.hpp"
 #include "dsv4/cache/checked.hpp"
 #include "dsv4/cache/group_spec.hpp"
 #include "dsv4/cache/layer_schedule.hpp"
@@ -10,6 +11,7 @@
 #include "dsv4/cache/memory_plan.hpp"
 #include "dsv4/cache/model.hpp"
 #include "dsv4/cache/platform.hpp"
+#include "dsv4/cache/policy.hpp"
 #include "dsv4/cache/row_codec.hpp"
 #include "dsv4/cache/row_format.hpp"
 #include "dsv4/cache/scalar_codec.hpp"

@@ -102,7 +102,9 @@ TEST(Cli, MemoryBudgetAndFlags) {
   EXPECT_EQ(k["plan"]["cache_mtp"], false);
   EXPECT_EQ(k["groups"][0]["num_layers"], 43);
   EXPECT_EQ(k["groups"][2]["page_bytes"], 37'440 + 4'352);
-  EXPECT_EQ(k["groups"][0]["shared_pages"], 64);  // 4096 / 64
+  // 64 prompts in a 4,096-token step, each straddling a page: 64 + floor((4096 - 64) / 64) = 127
+  EXPECT_EQ(k["groups"][0]["shared_pages"], 127);
+  EXPECT_EQ(k["groups"][0]["pages_per_request"], 4);  // ceil((128 + 6 - 3) / 64) + 1
   const run_result text = run({"--memory-gib", "80"});
   EXPECT_NE(text.out.find("max requests at 1048576 tokens: 20"), std::string::npos);
 }
@@ -182,7 +184,8 @@ TEST(Cli, NothingFitsSaysWhatOneRequestNeeds) {
   EXPECT_EQ(j["plan"]["max_requests"], 0);
   EXPECT_EQ(j["plan"]["max_requests_total_bytes"], 0);  // never more than the budget
   const run_result r = run({"--memory-gib", "1"});
-  EXPECT_NE(r.out.find("max requests at 1048576 tokens: 0 (one request needs 2647719488 B fixed + 4107323648 B)"),
+  // 4,161,088 B of null pages + 6,750,882,048 B for the first request (6,755,043,136 B in all)
+  EXPECT_NE(r.out.find("max requests at 1048576 tokens: 0 (one request needs 4161088 B fixed + 6750882048 B)"),
             std::string::npos)
       << r.out;
 }
@@ -203,6 +206,73 @@ TEST(CliBinary, ExitCodes) {
   EXPECT_TRUE(bad.out.empty());
   EXPECT_EQ(run_binary("--requests -3").code, 2);
   EXPECT_EQ(run_binary("> /dev/full").code, 1);  // a failed write is never a success
+}
+
+}  // namespace
+}  // namespace dsv4::cache::cli
+
+namespace dsv4::cache::cli {
+namespace {
+
+// The "done when": vLLM, N = 2, L = 63, B = 512, --simulate: no group below its
+// simulated peak; the CSA compressor and indexer states peak at 33 pages per layer.
+TEST(CliEngine, SimulateShowsNoGroupBelowItsPeak) {
+  const json j =
+      run_json({"--engine", "vllm", "--requests", "2", "--context", "63", "--prefill-chunk", "512", "--simulate"});
+  EXPECT_EQ(j["plan"]["engine"], "vllm");
+  EXPECT_EQ(j["plan"]["overlap"], false);
+  for (const json& g : j["groups"]) {
+    const std::int64_t per_layer = g["pages"].get<std::int64_t>() / g["num_layers"].get<std::int64_t>();
+    EXPECT_GE(per_layer, g["simulated_peak_pages"].get<std::int64_t>()) << g["id"];
+  }
+  EXPECT_EQ(j["groups"][1]["simulated_peak_pages"], 33);
+  EXPECT_EQ(j["groups"][5]["simulated_peak_pages"], 33);
+  EXPECT_GE(j["plan"]["total_bytes"].get<std::uint64_t>(), j["plan"]["simulated_peak_bytes"].get<std::uint64_t>());
+  const run_result text = run({"--requests", "2", "--context", "63", "--prefill-chunk", "512", "--simulate"});
+  EXPECT_EQ(text.code, 0);
+  EXPECT_EQ(text.out.find("BELOW"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("sim/L"), std::string::npos);
+}
+
+TEST(CliEngine, EnginesAndOverlap) {
+  const json v = run_json({"--context", "8192", "--tokens-per-step", "2"});
+  const json t = run_json({"--context", "8192", "--tokens-per-step", "2", "--engine", "tokenspeed"});
+  EXPECT_EQ(t["plan"]["engine"], "tokenspeed");
+  // tokenspeed's extent runs s - 1 tokens past L: ceil(8,193 / 256) = 33 compressed pages per request.
+  EXPECT_EQ(v["groups"][2]["pages_per_request"], 32);
+  EXPECT_EQ(t["groups"][2]["pages_per_request"], 33);
+  const json o = run_json({"--context", "8192", "--tokens-per-step", "2", "--overlap"});
+  EXPECT_EQ(o["plan"]["overlap"], true);
+  EXPECT_GT(o["plan"]["total_bytes"].get<std::uint64_t>(), v["plan"]["total_bytes"].get<std::uint64_t>());
+  const json d = run_json({"--context", "8192", "--engine", "tokenspeed-default", "--requests", "4"});
+  EXPECT_EQ(d["plan"]["engine"], "tokenspeed-default");
+  EXPECT_EQ(d["groups"][0]["shared_pages"], 0);  // each request holds its own chunk instead
+}
+
+TEST(CliEngine, RefusedInputsExit2) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--engine", "sglang"}, "--engine sglang is not modelled"},
+      {{"--engine", "trtllm"}, "--engine"},
+      {{"--context", "0"}, "--context must be >= 1, got 0"},
+      {{"--engine", "tokenspeed", "--tokens-per-step", "4", "--prefill-chunk", "2"},
+       "prefill_chunk_tokens must be >= tokens_per_step"},
+      {{"--simulate", "--requests", "65", "--context", "131072"}, "--simulate is limited to requests x context"},
+      {{"--simulate", "--requests", "5000", "--context", "100"}, "requests <= 4096"},
+      {{"--simulate", "--context", "1"}, "--simulate needs --context >= 2"},
+  };
+  for (const auto& [args, message] : cases) {
+    const run_result r = run(args);
+    EXPECT_EQ(r.code, 2) << args[0];
+    EXPECT_TRUE(r.out.empty());
+    EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
+  }
+}
+
+TEST(CliEngine, StepBudgetBoundsRequestsInTheBudgetLine) {
+  // B = 64: at most 64 requests hold pages; any number of queued requests fits in 1 TiB.
+  const run_result r = run({"--context", "8192", "--prefill-chunk", "64", "--memory-gib", "1024"});
+  EXPECT_NE(r.out.find("max requests at 8192 tokens: any number (at most 64 hold pages at once"), std::string::npos)
+      << r.out;
 }
 
 }  // namespace

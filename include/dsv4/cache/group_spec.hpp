@@ -152,6 +152,10 @@ struct paged_cache_group_spec {
   std::int64_t rows_per_page = 0;          ///< Rows of one page (64, 4, 8 or 2).
   std::int64_t entry_stride_tokens = 0;    ///< Original tokens per row: 1, or the ratio.
   std::int64_t sliding_window_tokens = 0;  ///< Window for sliding groups; 0 = none (seed: None).
+  /// Tokens an overlapping compressor keeps before a step of s tokens, where an engine grows the
+  /// window with the verify width (tokenspeed: max(W, base + s)): the ratio (4) for the CSA
+  /// compressor and indexer states, whose window (1 + overlap) x ratio exceeds the ratio; else 0.
+  std::int64_t step_window_base_tokens = 0;
   cache_family family = cache_family::state;
   int num_pools = 0;  ///< 2 for c4a.compressed_kv (KV + indexer keys), else 1.
   std::array<pool_spec, 2> pools{};
@@ -216,6 +220,11 @@ constexpr paged_cache_group_spec compressor_state_group(group_id id) {
   g.num_pools = 1;
   return g;
 }
+/// The step-window base of a layer's compressor states: its ratio if the compressor overlaps
+/// windows (window (1 + overlap) x ratio > ratio), else 0.
+constexpr std::int64_t step_window_base(const layer_cache_schema& l) {
+  return l.compressor_state_window_tokens > l.compress_ratio ? l.compress_ratio : 0;
+}
 constexpr void add_layer(paged_cache_group_spec& g, int layer) {
   g.layers[static_cast<std::size_t>(g.num_layers++)] = layer;
 }
@@ -263,6 +272,7 @@ constexpr group_spec_list build_cache_specs(const model_cache_schema& schema, bo
     for (const layer_cache_schema& l : schema) {
       if (l.compress_ratio != ratio || (l.mtp && !include_mtp)) continue;
       state.sliding_window_tokens = l.compressor_state_window_tokens;
+      state.step_window_base_tokens = detail::step_window_base(l);
       state.pools[0] = detail::fp32_pool(l.compressor_state_row_bytes, state.rows_per_page);
       detail::add_layer(state, l.layer_idx);
       kv.rows_per_page = l.entries_per_block;
@@ -274,6 +284,7 @@ constexpr group_spec_list build_cache_specs(const model_cache_schema& schema, bo
                        l.entries_per_block, l.indexer_row_bytes(), ip.page_bytes()};
         kv.num_pools = 2;
         idx.sliding_window_tokens = l.compressor_state_window_tokens;
+        idx.step_window_base_tokens = detail::step_window_base(l);
         idx.pools[0] = detail::fp32_pool(l.indexer_compressor_state_row_bytes, idx.rows_per_page);
         detail::add_layer(idx, l.layer_idx);
       }

@@ -1,25 +1,44 @@
 // dsv4-cache: how many bytes the DeepSeek V4 KV cache needs, and what fits in a budget.
 //
-// The plan is derived from the group specs (themselves derived from the layer schemas).
-// The model, per group g with page bytes P (one layer, all pools), R rows per page, and
-// entry stride S tokens per row, for N requests of L context tokens, s tokens verified per
-// decode step and prefill chunks of B tokens:
+// The plan is derived from the group specs (themselves derived from the layer schemas) and
+// bounds the pages an engine's allocator really holds at its worst, under an
+// `allocation_policy` (policy.hpp: vLLM, tokenspeed mixed-batch, tokenspeed default, with
+// their sources). Per group with page bytes P (one layer, all pools) and R tokens per page,
+// for N requests of L context tokens, s tokens per decode step, a step budget of B tokens
+// (the prefill chunk), and sf = s (2s with overlap: one more step in flight):
 //
-//   full-history group (compressed KV): pages per request = ceil(L / (R x S)), shared = 0
-//   sliding group of window W:          pages per request = min(ceil(L / R), ceil((W + s - 2) / R) + 1)
-//                                       shared            = ceil(min(B, L) / R)   (one prefill chunk, all requests)
-//   every layer's pool keeps one reserved null page (page 0)
-//   bytes(g) = P x layers(g) x (N x pages per request + shared + 1);   plan = sum over groups
+//   reach = L (vLLM caps tables at max_model_len), or L + sf - 1 (tokenspeed: a prompt of
+//           L - 1 tokens reserves s more);   cap = ceil(reach / R)
+//   ring  = ceil((W + 2 sf - 3) / R) + 1: a decoding request spans W - 1 history tokens, sf
+//           verified and sf - 1 lookahead (vLLM) or expiry lag (tokenspeed) tokens
+//   H     = min(N, B) when every running request takes a token of each step that admits a
+//           prompt (vLLM's scheduler: running requests first, decodes shrink to the budget
+//           left; tokenspeed mixed with s = 1; no overlap): at most B requests hold pages;
+//           else H = N
+//   prompt pages = n + floor((S - n) / R), S = B (2B with overlap), n = min(N, S): the prompts
+//           of a step's budget, each straddling at most one page more
+//   full history:          pages per layer = N_h x cap + [overlap: min(N cap, prompt pages)] + 1
+//   sliding, running first: per = min(cap, ring)
+//                          pages per layer = H x per + min(N (cap - per), prompt pages) + 1
+//                          (overlap: min(N cap, prompt pages): successors start while
+//                          finished requests still hold their pages)
+//   sliding, prefill first (tokenspeed default: a prefilled request keeps its whole last
+//           chunk until no prompt is queued): per = min(cap, max(ring, ceil((min(B, L - 1)
+//           + W + sf - 2) / R) + 1)), pages per layer = N x per + 1
+//   bytes(g) = P x layers(g) x pages per layer;   plan = sum over groups
 //
-// W is the group's window: sliding_window (128) for v4.swa_kv, 128 for v4.c128a.compressor_state,
-// and max(8, 4 + s) for v4.c4a.compressor_state and v4.c4a.indexer_compressor_state (the CSA
-// compressor keeps its overlapping windows plus the tokens a speculative step adds).
-// (W + s - 2) is the span of positions a ring of W live tokens touches while s new ones are
-// written; +1 page because that span may straddle page boundaries. The prefill chunk is
-// capped at L (a deviation from the plain ceil(B / R)): a chunk never holds more tokens than
-// a request's context, so a 1,000-token deployment is not charged for 8,192-token chunks.
+// (N_h = H.) W is the group's window under the policy (`effective_window`): 128 for v4.swa_kv
+// and v4.c128a.compressor_state; 8 for the CSA compressor and indexer states, or max(8, 4 + s)
+// where the policy has tokenspeed's older rule. Every layer's pool also keeps its null page.
 //
-// Ideal bytes (no paging): N x per layer [floor(L / ratio) compressed rows x (KV + indexer row
+// Each term was derived from the worst cases of the allocation simulator (alloc_sim.hpp),
+// which replays the engines' page tables step by step and never uses these formulas; the test
+// `plan_safety_grid` checks plan >= simulated peak + null page for every group over N in
+// {1, 2, 7, 64}, L in {5, ..., 131072}, s in 1..4, B in {1, 64, 512, 8192} and every policy,
+// and prints plan / peak bytes (median 1.05 vLLM, 1.01 tokenspeed, 1.00 tokenspeed default;
+// overlap is safe but looser, median about 1.5).
+//
+// Ideal bytes (no paging): H x per layer [floor(L / ratio) compressed rows x (KV + indexer row
 // bytes) + min(L, W) rows of each sliding group x its row bytes]: no page rounding, no prefill
 // chunk, no null page. total / ideal is the paging overhead the planner prints.
 //
@@ -32,6 +51,7 @@
 #include <limits>
 
 #include "dsv4/cache/group_spec.hpp"
+#include "dsv4/cache/policy.hpp"
 
 namespace dsv4::cache {
 
@@ -43,6 +63,7 @@ struct plan_options {
   std::int64_t tokens_per_step = 1;              ///< s: tokens per decode step (1 + speculative tokens).
   std::int64_t prefill_chunk_tokens = 8192;      ///< B: tokens of one prefill chunk.
   bool cache_mtp = true;                         ///< Whether MTP layers keep caches.
+  allocation_policy policy = vllm_policy;        ///< The engine's allocation rules (policy.hpp).
 };
 
 /// One group's share of the plan.
@@ -50,10 +71,10 @@ struct group_plan {
   paged_cache_group_spec spec{};
   std::int64_t window_tokens = 0;      ///< Effective window W for sliding groups; 0 for full history.
   std::int64_t pages_per_request = 0;  ///< Pages one request holds in one layer.
-  std::int64_t shared_pages = 0;       ///< Prefill-chunk pages per layer, shared by all requests.
-  std::int64_t pages_per_layer = 0;    ///< N x pages_per_request + shared_pages + 1 (null page).
+  std::int64_t shared_pages = 0;       ///< Pages per layer of the prompts a step admits, beyond their rings.
+  std::int64_t pages_per_layer = 0;    ///< H x pages_per_request + shared_pages + 1 (null page).
   std::uint64_t bytes = 0;             ///< page_bytes x num_layers x pages_per_layer.
-  std::uint64_t ideal_bytes = 0;       ///< Exact row bytes of N requests, no paging.
+  std::uint64_t ideal_bytes = 0;       ///< Exact row bytes of the H requests holding pages, no paging.
 
   /// Pages of this group over all its layers.
   [[nodiscard]] constexpr std::int64_t total_pages() const { return pages_per_layer * spec.num_layers; }
@@ -61,7 +82,8 @@ struct group_plan {
 
 /// The memory plan: every group's pages and bytes for N requests of L tokens.
 struct memory_plan {
-  plan_options options{};  ///< As given, with context_tokens resolved (never 0).
+  plan_options options{};             ///< As given, with context_tokens resolved (never 0).
+  std::int64_t holding_requests = 0;  ///< H: requests that can hold pages at once (<= N; see above).
   int num_groups = 0;
   std::array<group_plan, kMaxGroups> groups{};
   std::uint64_t total_bytes = 0;  ///< Sum of the groups' bytes.
@@ -91,18 +113,86 @@ struct guard {
     overflow |= __builtin_add_overflow(a, b, &r);
     return r;
   }
+  /// ceil(a / b), b > 0.
+  static constexpr std::uint64_t cdiv(std::uint64_t a, std::uint64_t b) { return a / b + (a % b != 0 ? 1 : 0); }
+  /// min(a x b, limit), exact even where a x b does not fit in 64 bits.
+  static constexpr std::uint64_t min_mul(std::uint64_t a, std::uint64_t b, std::uint64_t limit) {
+    return b != 0 && a > limit / b ? limit : (a * b < limit ? a * b : limit);
+  }
 };
 
 constexpr std::uint64_t u(std::int64_t v) { return static_cast<std::uint64_t>(v); }
+constexpr std::uint64_t min_u(std::uint64_t a, std::uint64_t b) { return a < b ? a : b; }
+constexpr std::uint64_t max_u(std::uint64_t a, std::uint64_t b) { return a > b ? a : b; }
+
+/// Pages per layer of one group under policy `o.policy` (see the header comment).
+struct group_pages {
+  std::uint64_t window = 0;  ///< W (sliding groups), tokens.
+  std::uint64_t per_request = 0;
+  std::uint64_t shared = 0;
+};
+
+/// Requests that can hold pages at once. N, except where every running request takes at least
+/// one token of every step that admits a prompt (running first, decodes that shrink to the
+/// budget left, or s = 1): a prompt is admitted only with budget left after all running
+/// requests, so at most B requests run at once.
+constexpr std::uint64_t holding_requests(const plan_options& o) {
+  const allocation_policy& p = o.policy;
+  const bool budget_bounds = p.scheduler == scheduler_kind::running_first &&
+                             (!p.decode_needs_whole_step || o.tokens_per_step == 1) && !p.overlap;
+  const std::uint64_t n = u(o.requests);
+  return budget_bounds ? min_u(n, u(o.prefill_chunk_tokens)) : n;
+}
+
+constexpr group_pages pages_of(const paged_cache_group_spec& spec, const plan_options& o, guard& g) {
+  const allocation_policy& p = o.policy;
+  const std::uint64_t ctx = u(o.context_tokens);
+  const std::uint64_t b = u(o.prefill_chunk_tokens);
+  const std::uint64_t sf = u(p.in_flight_tokens(o.tokens_per_step));  // s, or 2s with overlap
+  const std::uint64_t r = u(spec.page_size_tokens());
+  // Tokens a table may cover: L, or L + sf - 1 where extents run past the context.
+  const std::uint64_t reach = p.extent_capped ? ctx : g.add(ctx, sf - 1);
+  const std::uint64_t cap = guard::cdiv(reach, r);
+  // Prompt tokens one step admits, or two with overlap (the step in flight still holds its pages).
+  const std::uint64_t steps = p.overlap ? 2 : 1;
+  const std::uint64_t budget = g.mul(b, steps);
+  // Pages of the prompts those tokens start or continue: each may straddle one page more.
+  const std::uint64_t prompts = min_u(u(o.requests), budget);
+  const std::uint64_t prompt_pages = g.add(prompts, (budget - prompts) / r);
+  group_pages out;
+  if (!spec.has_sliding_window()) {
+    out.per_request = cap;
+    // Overlap: a finished request keeps its pages for the step in flight while its successor starts.
+    out.shared = p.overlap ? guard::min_mul(u(o.requests), cap, prompt_pages) : 0;
+    return out;
+  }
+  const std::uint64_t w =
+      u(effective_window(spec.sliding_window_tokens, spec.step_window_base_tokens, p, o.tokens_per_step));
+  out.window = w;
+  // A decoding request spans W - 1 history + sf verified + (sf - 1) lookahead or lag tokens.
+  const std::uint64_t ring = guard::cdiv(g.add(w, 2 * sf) - 3, r) + 1;
+  if (p.scheduler == scheduler_kind::prefill_first) {
+    // Each request may hold a whole last chunk (plus its window) until no prompt is queued.
+    const std::uint64_t chunk = min_u(b, ctx - 1);
+    const std::uint64_t hold = guard::cdiv(g.add(g.add(chunk, w), sf) - 2, r) + 1;
+    out.per_request = min_u(cap, max_u(ring, hold));
+    out.shared = p.overlap ? guard::min_mul(u(o.requests), cap, prompt_pages) : 0;
+    return out;
+  }
+  out.per_request = min_u(cap, ring);
+  // The prompts of one step's budget hold up to cap pages each, beyond their ring; with
+  // overlap also successors of requests that still hold theirs.
+  out.shared = guard::min_mul(u(o.requests), p.overlap ? cap : cap - out.per_request, prompt_pages);
+  return out;
+}
 
 /// Sizes every group of `specs` for the (already validated) options; N may be 0.
 /// Returns false if any quantity overflows 64 bits.
 constexpr bool size_plan(const group_spec_list& specs, const plan_options& o, memory_plan& plan) {
   guard g;
-  const std::uint64_t n = u(o.requests);
   const std::uint64_t ctx = u(o.context_tokens);
-  const std::uint64_t s = u(o.tokens_per_step);
   plan.options = o;
+  plan.holding_requests = static_cast<std::int64_t>(holding_requests(o));
   plan.num_groups = specs.num_groups;
   plan.total_bytes = 0;
   plan.ideal_bytes = 0;
@@ -111,38 +201,19 @@ constexpr bool size_plan(const group_spec_list& specs, const plan_options& o, me
     group_plan& gp = plan.groups[static_cast<std::size_t>(i)];
     gp = {};
     gp.spec = spec;
-    const std::uint64_t rows = u(spec.rows_per_page);
-    std::uint64_t ppr = 0;
-    std::uint64_t shared = 0;
-    std::uint64_t ideal_rows = 0;
-    if (spec.has_sliding_window()) {
-      std::uint64_t w = u(spec.sliding_window_tokens);
-      const bool csa_state = spec.id.ratio == kCsaRatio;  // c4a compressor and indexer states
-      if (csa_state) {
-        const std::uint64_t grown = g.add(u(kCsaRatio), s);
-        w = grown > w ? grown : w;
-      }
-      gp.window_tokens = static_cast<std::int64_t>(w);
-      const std::uint64_t span = g.add(w, s) - 2;  // w >= 1, s >= 1
-      const std::uint64_t ring = span / rows + (span % rows != 0 ? 1 : 0) + 1;
-      const std::uint64_t full = ctx / rows + (ctx % rows != 0 ? 1 : 0);
-      ppr = ring < full ? ring : full;
-      const std::uint64_t chunk = u(o.prefill_chunk_tokens) < ctx ? u(o.prefill_chunk_tokens) : ctx;
-      shared = chunk / rows + (chunk % rows != 0 ? 1 : 0);
-      ideal_rows = ctx < w ? ctx : w;
-    } else {
-      const std::uint64_t page_tokens = u(spec.page_size_tokens());
-      ppr = ctx / page_tokens + (ctx % page_tokens != 0 ? 1 : 0);
-      ideal_rows = ctx / u(spec.entry_stride_tokens);
-    }
+    const group_pages pg = pages_of(spec, o, g);
+    const std::uint64_t ideal_rows =
+        spec.has_sliding_window() ? min_u(ctx, pg.window) : ctx / u(spec.entry_stride_tokens);
     const std::uint64_t layers = u(spec.num_layers);
-    const std::uint64_t pages = g.add(g.add(g.mul(n, ppr), shared), 1);
-    gp.pages_per_request = static_cast<std::int64_t>(ppr);
-    gp.shared_pages = static_cast<std::int64_t>(shared);
+    const std::uint64_t pages = g.add(g.add(g.mul(u(plan.holding_requests), pg.per_request), pg.shared), 1);
+    gp.window_tokens = static_cast<std::int64_t>(pg.window);
+    gp.pages_per_request = static_cast<std::int64_t>(pg.per_request);
+    gp.shared_pages = static_cast<std::int64_t>(pg.shared);
     gp.pages_per_layer = static_cast<std::int64_t>(pages);
     g.mul(pages, layers);  // total_pages() must fit too
     gp.bytes = g.mul(g.mul(u(spec.page_bytes()), layers), pages);
-    gp.ideal_bytes = g.mul(g.mul(g.mul(n, layers), ideal_rows), u(spec.row_bytes()));
+    // The exact rows of the H requests that hold pages at once (<= the plan's bytes).
+    gp.ideal_bytes = g.mul(g.mul(g.mul(u(plan.holding_requests), layers), ideal_rows), u(spec.row_bytes()));
     plan.total_bytes = g.add(plan.total_bytes, gp.bytes);
     plan.ideal_bytes = g.add(plan.ideal_bytes, gp.ideal_bytes);
   }
@@ -163,6 +234,11 @@ constexpr plan_options resolve(const model_config& c, plan_options o, std::int64
           {"tokens_per_step", o.tokens_per_step}, {"context_tokens", o.context_tokens});
   require(o.prefill_chunk_tokens >= 1, "prefill_chunk_tokens must be >= 1",
           {"prefill_chunk_tokens", o.prefill_chunk_tokens});
+  (void)concrete_variants(o.policy);  // a well-formed policy
+  require(!o.policy.decode_needs_whole_step || o.prefill_chunk_tokens >= o.tokens_per_step,
+          "this engine decodes only with a whole step of tokens_per_step tokens in the budget: "
+          "prefill_chunk_tokens must be >= tokens_per_step",
+          {"prefill_chunk_tokens", o.prefill_chunk_tokens}, {"tokens_per_step", o.tokens_per_step});
   return o;
 }
 
@@ -187,35 +263,60 @@ constexpr memory_plan build_memory_plan(const model_config& c, const plan_option
 
 /// How many requests fit in a byte budget (see `max_requests_for_budget`).
 struct request_capacity {
-  std::int64_t max_requests = 0;        ///< Largest N whose plan fits; 0 if even N = 1 does not.
-  std::uint64_t fixed_bytes = 0;        ///< Bytes with N = 0: prefill chunks and null pages (UINT64_MAX if > 64 bits).
-  std::uint64_t bytes_per_request = 0;  ///< Bytes each further request adds (UINT64_MAX if > 64 bits).
-  std::uint64_t total_bytes = 0;        ///< Plan bytes at max_requests; 0 if no request fits.
-  std::uint64_t bytes_left = 0;         ///< budget - total_bytes; 0 if no request fits.
+  std::int64_t max_requests = 0;  ///< Largest N whose plan fits; 0 if even N = 1 does not.
+  std::uint64_t fixed_bytes = 0;  ///< Bytes with N = 0: null pages (UINT64_MAX if > 64 bits).
+  std::uint64_t bytes_per_request =
+      0;  ///< Bytes the first request adds; later ones add at most this (UINT64_MAX if > 64 bits).
+  std::uint64_t total_bytes = 0;  ///< Plan bytes at max_requests; 0 if no request fits.
+  std::uint64_t bytes_left = 0;   ///< budget - total_bytes; 0 if no request fits.
 };
 
 /// The largest number of requests of `o.context_tokens` tokens (o.requests is ignored) whose
-/// plan fits in `budget_bytes`. Exact: the plan is affine in N. Saturates at INT64_MAX
-/// requests. Throws std::invalid_argument for out-of-range options as `build_memory_plan`.
+/// plan fits in `budget_bytes`. Exact: the plan never shrinks as N grows (each term is a
+/// minimum of non-decreasing functions of N), so a binary search over N finds the largest.
+/// Saturates at INT64_MAX requests where the step budget, not memory, bounds the requests
+/// holding pages (vLLM with a budget B below N: at most B hold pages, the rest wait).
+/// Throws std::invalid_argument for out-of-range options as `build_memory_plan`.
 constexpr request_capacity max_requests_for_budget(const model_config& c, plan_options o, std::uint64_t budget_bytes) {
   o.requests = 0;
   o = detail::resolve(c, o, 0);
   const group_spec_list specs = build_cache_specs(c, o.indexer, o.cache_mtp);
-  memory_plan p0;
-  memory_plan p1;
-  const bool ok0 = detail::size_plan(specs, o, p0);
-  o.requests = 1;
-  const bool ok1 = detail::size_plan(specs, o, p1);
+  memory_plan p;
+  const auto bytes_at = [&](std::int64_t n, std::uint64_t& bytes) {
+    plan_options q = o;
+    q.requests = n;
+    const bool ok = detail::size_plan(specs, q, p);
+    bytes = p.total_bytes;
+    return ok;
+  };
   request_capacity r;
+  constexpr std::uint64_t kSaturated = std::numeric_limits<std::uint64_t>::max();
+  std::uint64_t b0 = 0;
+  std::uint64_t b1 = 0;
+  const bool ok0 = bytes_at(0, b0);
+  const bool ok1 = bytes_at(1, b1);
   // A plan that overflows 64 bits holds wrapped sums: report those quantities saturated, never wrapped.
-  r.fixed_bytes = ok0 ? p0.total_bytes : std::numeric_limits<std::uint64_t>::max();
-  r.bytes_per_request = ok0 && ok1 ? p1.total_bytes - p0.total_bytes : std::numeric_limits<std::uint64_t>::max();
-  if (!ok0 || !ok1 || p1.total_bytes > budget_bytes) return r;  // not even one request fits
-  const std::uint64_t n = (budget_bytes - r.fixed_bytes) / r.bytes_per_request;
-  const auto cap = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
-  r.max_requests = static_cast<std::int64_t>(n < cap ? n : cap);
-  r.total_bytes = r.fixed_bytes + static_cast<std::uint64_t>(r.max_requests) * r.bytes_per_request;  // <= budget
-  r.bytes_left = budget_bytes - r.total_bytes;
+  r.fixed_bytes = ok0 ? b0 : kSaturated;
+  r.bytes_per_request = ok0 && ok1 ? b1 - b0 : kSaturated;
+  if (!ok0 || !ok1 || b1 > budget_bytes) return r;  // not even one request fits
+  std::int64_t lo = 1;                              // fits
+  std::int64_t hi = std::numeric_limits<std::int64_t>::max();
+  std::uint64_t bytes = 0;
+  if (bytes_at(hi, bytes) && bytes <= budget_bytes) {
+    lo = hi;
+  } else {
+    while (hi - lo > 1) {  // lo fits, hi does not
+      const std::int64_t mid = lo + (hi - lo) / 2;
+      if (bytes_at(mid, bytes) && bytes <= budget_bytes)
+        lo = mid;
+      else
+        hi = mid;
+    }
+  }
+  bytes_at(lo, bytes);
+  r.max_requests = lo;
+  r.total_bytes = bytes;
+  r.bytes_left = budget_bytes - bytes;
   return r;
 }
 

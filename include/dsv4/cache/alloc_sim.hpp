@@ -1,0 +1,605 @@
+// dsv4-cache: an allocation simulator that replays an engine's page tables step by step.
+//
+// It answers "how many pages does the engine really hold at its worst?" without any plan
+// formula: per request and group it keeps the page table an engine keeps (a table length and a
+// freed prefix) and applies the rules of an `allocation_policy` (policy.hpp, with sources) one
+// scheduler step at a time: the step's token budget shared by running and waiting requests,
+// several prompts per step, expiry at each allocation or at the request's own admission,
+// extents capped at the context or running past it, lookahead, rejected drafts rolled back,
+// frees one step late under overlap. It records, per group, the peak live pages per layer
+// (every layer of a group shares one table) and the peak total bytes over all groups, null
+// pages included. It never includes memory_plan.hpp: the plan and the simulator meet only in
+// tests and in the planner's --simulate.
+//
+// Not modelled: prefix caching (shared pages), prefill/decode disaggregation, preemption and
+// recomputation (the pool is unbounded here: the peak is what a pool must hold for none of
+// them to happen), request priorities.
+//
+// Fast-forward: while the same requests are scheduled with the same token counts step after
+// step (steady decode or a long chunked prefill), a request's live pages in a sliding group
+// repeat with period R (the group's tokens per page) in its computed tokens, and full-history
+// tables only grow. Once a schedule has repeated and every scheduled request's tables are what
+// its last allocation alone gives, the simulator skips a multiple of the period T (steps after
+// which every scheduled request's computed tokens advanced by a multiple of every sliding R),
+// keeping at least T + 2 steps of the steady schedule, which is certain to last (no arrival,
+// prompt end, finish or draft truncation before), to replay after the jump: those have the
+// same sliding pages and at least the full-history pages of every skipped step.
+// `simulate(..., {.fast_forward = false})` replays every step; a test runs both and compares
+// every peak.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cstdint>
+#include <deque>
+#include <limits>
+#include <numeric>
+#include <string_view>
+#include <vector>
+
+#include "dsv4/cache/group_spec.hpp"
+#include "dsv4/cache/policy.hpp"
+
+namespace dsv4::cache {
+
+/// How requests arrive.
+enum class arrival_pattern : std::uint8_t {
+  all_at_once,  ///< All N requests wait at step 0.
+  staggered,    ///< Request i arrives at step i x gap.
+  closed_loop,  ///< N at step 0; each finished request is replaced at once, until `completions` finished.
+};
+
+constexpr std::string_view to_string(arrival_pattern a) {
+  switch (a) {
+    case arrival_pattern::all_at_once: return "all_at_once";
+    case arrival_pattern::staggered: return "staggered";
+    case arrival_pattern::closed_loop: return "closed_loop";
+  }
+  return "?";
+}
+
+/// One simulated deployment and workload. Every request has the same prompt.
+struct sim_workload {
+  std::int64_t requests = 1;            ///< N: requests (running at once at most N).
+  std::int64_t context_tokens = 1;      ///< L: prompt + generated tokens of each request (max_model_len).
+  std::int64_t tokens_per_step = 1;     ///< s: tokens per decode step (1 verified + s - 1 drafts).
+  std::int64_t step_budget_tokens = 1;  ///< B: tokens of one scheduler step (the prefill chunk).
+  std::int64_t prompt_tokens = 1;       ///< P in [1, L - 1]: prompt tokens of each request.
+  std::int64_t accepted_tokens = 1;     ///< a in [1, s]: tokens a decode step keeps (1: every draft rejected).
+  arrival_pattern arrivals = arrival_pattern::all_at_once;
+  std::int64_t arrival_gap_steps = 1;  ///< staggered: steps between arrivals (>= 1).
+  std::int64_t completions = 0;        ///< closed_loop: finished requests to stop at (0: 2N).
+};
+
+/// What one simulation (or a worst case over many) found.
+struct sim_result {
+  int num_groups = 0;
+  std::array<std::int64_t, kMaxGroups> peak_pages{};  ///< Per group: peak live pages of one layer, null page excluded.
+  std::uint64_t peak_bytes = 0;                       ///< Peak over steps of all groups' bytes, null pages included.
+  std::int64_t steps = 0;           ///< Scheduler steps until the workload ended (skipped ones included).
+  std::int64_t replayed_steps = 0;  ///< Steps replayed one by one (steps minus fast-forwarded ones).
+  std::int64_t finished = 0;        ///< Requests that finished.
+  std::int64_t simulations = 0;     ///< Workloads simulated (1 for `simulate`).
+};
+
+/// Simulator switches.
+struct sim_options {
+  bool fast_forward = true;  ///< Skip whole periods of steady steps (see the header comment).
+};
+
+namespace detail {
+
+/// One group as the simulator sees it.
+struct sim_group {
+  bool sliding = false;
+  std::int64_t page_tokens = 0;        ///< R: tokens per page.
+  std::int64_t window = 0;             ///< W (sliding groups).
+  int page_shift = -1;                 ///< log2(R) when R is a power of two (every V4 group), else -1.
+  std::uint64_t layer_page_bytes = 0;  ///< page bytes x layers: one page in every layer of the group.
+};
+
+/// One request's page table in one group: table entries [0, length), the first `freed` freed.
+struct sim_table {
+  std::int64_t length = 0;
+  std::int64_t freed = 0;      ///< Freed prefix as the allocator sees it.
+  std::int64_t held_from = 0;  ///< Freed prefix as the pool sees it (lags one step under overlap).
+};
+
+enum class req_phase : std::uint8_t { waiting, prefill, decode, done };
+
+struct sim_request {
+  std::int64_t id = 0;
+  req_phase phase = req_phase::waiting;
+  std::int64_t computed = 0;      ///< c
+  std::int64_t zombie_steps = 0;  ///< Overlap: steps a finished request still holds its pages.
+  std::array<sim_table, kMaxGroups> tables{};
+};
+
+/// Tokens, lookahead and kind of one scheduled request in one step.
+struct sim_sched {
+  std::size_t index = 0;
+  std::int64_t tokens = 0;
+  std::int64_t lookahead = 0;
+  bool first_chunk = false;
+  bool decode = false;
+  friend bool operator==(const sim_sched&, const sim_sched&) = default;
+};
+
+class simulator {
+ public:
+  simulator(const group_spec_list& specs, const allocation_policy& p, const sim_workload& w, sim_options o)
+      : p_(p), w_(w), o_(o) {
+    const policy_variants v = concrete_variants(p);
+    require(v.count == 1, "simulate() needs a concrete policy (one window rule, one first-chunk rule)",
+            {"variants", v.count});
+    require(w.requests >= 1, "simulated requests must be >= 1", {"requests", w.requests});
+    require(w.context_tokens >= 2, "simulated context_tokens must be >= 2 (a prompt and one generated token)",
+            {"context_tokens", w.context_tokens});
+    require(w.tokens_per_step >= 1, "simulated tokens_per_step must be >= 1", {"tokens_per_step", w.tokens_per_step});
+    require(w.step_budget_tokens >= 1, "simulated step_budget_tokens must be >= 1",
+            {"step_budget_tokens", w.step_budget_tokens});
+    require(!p.decode_needs_whole_step || w.step_budget_tokens >= w.tokens_per_step,
+            "this engine decodes only with a whole step of s tokens in the budget: B must be >= s",
+            {"step_budget_tokens", w.step_budget_tokens}, {"tokens_per_step", w.tokens_per_step});
+    require(w.prompt_tokens >= 1 && w.prompt_tokens < w.context_tokens,
+            "simulated prompt_tokens must be in [1, context_tokens - 1]", {"prompt_tokens", w.prompt_tokens},
+            {"context_tokens", w.context_tokens});
+    require(w.accepted_tokens >= 1 && w.accepted_tokens <= w.tokens_per_step,
+            "simulated accepted_tokens must be in [1, tokens_per_step]", {"accepted_tokens", w.accepted_tokens},
+            {"tokens_per_step", w.tokens_per_step});
+    require(w.arrival_gap_steps >= 1, "arrival_gap_steps must be >= 1", {"arrival_gap_steps", w.arrival_gap_steps});
+    require(w.requests <= (std::int64_t{1} << 20), "simulated requests must be <= 2^20", {"requests", w.requests});
+    require(w.context_tokens <= (std::int64_t{1} << 40), "simulated context_tokens must be <= 2^40",
+            {"context_tokens", w.context_tokens});
+    require(w.tokens_per_step <= w.context_tokens, "simulated tokens_per_step must be <= context_tokens",
+            {"tokens_per_step", w.tokens_per_step}, {"context_tokens", w.context_tokens});
+    require(w.step_budget_tokens <= (std::int64_t{1} << 40), "simulated step_budget_tokens must be <= 2^40",
+            {"step_budget_tokens", w.step_budget_tokens});
+
+    result_.num_groups = specs.num_groups;
+    period_ = 1;
+    for (int g = 0; g < specs.num_groups; ++g) {
+      const paged_cache_group_spec& s = specs[g];
+      sim_group& sg = groups_[static_cast<std::size_t>(g)];
+      sg.sliding = s.has_sliding_window();
+      sg.page_tokens = s.page_size_tokens();
+      if (std::has_single_bit(static_cast<std::uint64_t>(sg.page_tokens)))
+        sg.page_shift = std::countr_zero(static_cast<std::uint64_t>(sg.page_tokens));
+      sg.window =
+          sg.sliding ? effective_window(s.sliding_window_tokens, s.step_window_base_tokens, p, w.tokens_per_step) : 0;
+      sg.layer_page_bytes =
+          checked_mul(static_cast<std::uint64_t>(s.page_bytes()), static_cast<std::uint64_t>(s.num_layers));
+      if (sg.sliding) period_ = std::lcm(period_, sg.page_tokens);
+    }
+    total_arrivals_ = w.arrivals == arrival_pattern::closed_loop
+                          ? (w.completions > 0 ? std::max(w.completions, w.requests) : 2 * w.requests)
+                          : w.requests;
+    completions_target_ = total_arrivals_;
+  }
+
+  sim_result run() {
+    std::int64_t step = 0;
+    std::int64_t steady = 0;
+    std::int64_t idle = 0;  // consecutive steps that scheduled nothing
+    std::vector<sim_sched> prev;
+    std::vector<sim_sched> cur;
+    // Every request finishes after at most (P + L) steps alone; a generous guard against a bug.
+    while (finished_ < completions_target_ || zombies_ > 0) {
+      arrive(step);
+      release_held(prev);
+      cur.clear();
+      bool event = schedule(cur);
+      measure();
+      event |= advance(cur);
+      ++step;
+      ++result_.replayed_steps;
+      if (o_.fast_forward && !event && !cur.empty() && zombies_ == 0 && cur == prev) {
+        ++steady;
+        if (steady >= 2) {
+          const std::int64_t jumped = fast_forward(cur, step);
+          if (jumped > 0) {
+            step += jumped;
+            steady = 0;
+          }
+        }
+      } else {
+        steady = 0;
+      }
+      idle = cur.empty() && zombies_ == 0 ? idle + 1 : 0;
+      require(idle <= w_.arrival_gap_steps + 1, "simulation makes no progress (internal error)", {"step", step});
+      std::swap(prev, cur);
+    }
+    result_.steps = step;
+    result_.finished = finished_;
+    result_.simulations = 1;
+    return result_;
+  }
+
+ private:
+  // ---- arrivals ----
+  void arrive(std::int64_t step) {
+    if (w_.arrivals == arrival_pattern::staggered) {
+      while (arrived_ < total_arrivals_ && arrived_ * w_.arrival_gap_steps <= step) add_request();
+    } else if (w_.arrivals == arrival_pattern::all_at_once) {
+      while (arrived_ < total_arrivals_) add_request();
+    } else {  // closed loop: refill to N live requests
+      while (arrived_ < total_arrivals_ && live_requests_ < w_.requests) add_request();
+    }
+  }
+  void add_request() {
+    sim_request r;
+    r.id = arrived_++;
+    ++live_requests_;
+    reqs_.push_back(r);
+    waiting_.push_back(reqs_.size() - 1);
+  }
+  /// Next step a staggered arrival happens at (INT64_MAX if none).
+  [[nodiscard]] std::int64_t next_arrival_step() const {
+    if (w_.arrivals != arrival_pattern::staggered || arrived_ >= total_arrivals_)
+      return std::numeric_limits<std::int64_t>::max();
+    return arrived_ * w_.arrival_gap_steps;
+  }
+
+  // ---- page accounting: live pages change only through these two ----
+  [[nodiscard]] static std::int64_t held(const sim_table& t) { return t.length - std::min(t.held_from, t.length); }
+  /// Sets `t` to `next`, keeping the group's live-page sum.
+  void update(int g, sim_table& t, const sim_table& next) {
+    live_pages_[static_cast<std::size_t>(g)] += held(next) - held(t);
+    t = next;
+  }
+  void release_all(sim_request& r) {
+    for (int g = 0; g < result_.num_groups; ++g) update(g, r.tables[static_cast<std::size_t>(g)], sim_table{});
+  }
+
+  // ---- overlap: what the allocator freed last step reaches the pool now ----
+  void release_held(const std::vector<sim_sched>& last_step) {
+    if (!p_.overlap) return;
+    for (const sim_sched& sc : last_step) {
+      sim_request& r = reqs_[sc.index];
+      if (r.phase == req_phase::done) continue;
+      for (int g = 0; g < result_.num_groups; ++g) {
+        sim_table& t = r.tables[static_cast<std::size_t>(g)];
+        sim_table next = t;
+        next.held_from = t.freed;
+        update(g, t, next);
+      }
+    }
+    for (std::size_t i : zombie_list_) {
+      sim_request& r = reqs_[i];
+      if (--r.zombie_steps == 0) {
+        release_all(r);
+        --zombies_;
+      }
+    }
+    std::erase_if(zombie_list_, [&](std::size_t i) { return reqs_[i].zombie_steps == 0; });
+  }
+
+  // ---- scheduling ----
+  /// Fills `out` with this step's scheduled requests and allocates their pages. Returns true
+  /// if anything but steady work happened (an admission).
+  bool schedule(std::vector<sim_sched>& out) {
+    const std::int64_t s = w_.tokens_per_step;
+    const std::int64_t L = w_.context_tokens;
+    std::int64_t budget = w_.step_budget_tokens;
+    bool event = false;
+    const bool prefill_only = p_.scheduler == scheduler_kind::prefill_first &&
+                              (!waiting_.empty() || std::any_of(running_.begin(), running_.end(), [&](std::size_t i) {
+                                return reqs_[i].phase == req_phase::prefill;
+                              }));
+    for (std::size_t i : running_) {
+      sim_request& r = reqs_[i];
+      if (budget == 0) break;
+      sim_sched sc{.index = i};
+      if (r.phase == req_phase::prefill) {
+        sc.tokens = std::min(w_.prompt_tokens - r.computed, budget);
+        sc.lookahead = p_.running_lookahead ? s - 1 : 0;
+      } else {
+        if (prefill_only) continue;
+        if (p_.decode_needs_whole_step) {
+          if (budget < s) continue;
+          sc.tokens = s;
+        } else {
+          sc.tokens = std::min({s, L - 1 - r.computed, budget});
+        }
+        sc.lookahead = p_.running_lookahead ? s - 1 : 0;
+        sc.decode = true;
+      }
+      allocate(r, sc);
+      budget -= sc.tokens;
+      out.push_back(sc);
+    }
+    const bool may_admit = p_.scheduler == scheduler_kind::running_first || prefill_only;
+    while (may_admit && budget > 0 && !waiting_.empty()) {
+      const std::size_t i = waiting_.front();
+      waiting_.pop_front();
+      sim_request& r = reqs_[i];
+      r.phase = req_phase::prefill;
+      running_.push_back(i);
+      sim_sched sc{.index = i, .first_chunk = true};
+      sc.tokens = std::min(w_.prompt_tokens, budget);
+      sc.lookahead = p_.has(first_chunk_lookahead::spec) ? s - 1 : 0;
+      allocate(r, sc);
+      budget -= sc.tokens;
+      out.push_back(sc);
+      event = true;
+    }
+    return event;
+  }
+
+  /// Position whose window an allocation at c computed tokens keeps: c, or for a tokenspeed
+  /// decode, admitted at TokenSize - s, c - (s - 1).
+  [[nodiscard]] std::int64_t expiry_position(std::int64_t c, const sim_sched& sc) const {
+    return p_.expiry == expiry_timing::own_admission && sc.decode ? c - (w_.tokens_per_step - 1) : c;
+  }
+  /// Tokens a table must cover after an allocation at c computed tokens.
+  [[nodiscard]] std::int64_t extent(std::int64_t c, const sim_sched& sc) const {
+    std::int64_t e = c + sc.tokens + sc.lookahead;
+    if (p_.last_chunk_reserves_step && !sc.decode && c + sc.tokens == w_.prompt_tokens) e += w_.tokens_per_step;
+    return p_.extent_capped ? std::min(e, w_.context_tokens) : e;
+  }
+  /// Table entries [0, result) a sliding group may free once the window ends before `pos`.
+  [[nodiscard]] static std::int64_t expired_pages(const sim_group& sg, std::int64_t pos) {
+    const std::int64_t first_kept = pos - sg.window + 1;
+    if (first_kept <= 0) return 0;
+    return sg.page_shift >= 0 ? first_kept >> sg.page_shift : first_kept / sg.page_tokens;
+  }
+  [[nodiscard]] static std::int64_t pages_for(const sim_group& sg, std::int64_t tokens) {
+    if (sg.page_shift >= 0) return (tokens + sg.page_tokens - 1) >> sg.page_shift;  // tokens < 2^41
+    return tokens / sg.page_tokens + (tokens % sg.page_tokens != 0 ? 1 : 0);
+  }
+
+  /// The allocation of one scheduled request: expiry, then the table's extent.
+  void allocate(sim_request& r, const sim_sched& sc) {
+    const std::int64_t expiry_at = expiry_position(r.computed, sc);
+    const std::int64_t e = extent(r.computed, sc);
+    for (int g = 0; g < result_.num_groups; ++g) {
+      const sim_group& sg = groups_[static_cast<std::size_t>(g)];
+      sim_table& t = r.tables[static_cast<std::size_t>(g)];
+      sim_table next = t;
+      if (sg.sliding) {
+        next.freed = std::max(t.freed, expired_pages(sg, expiry_at));
+        if (!p_.overlap) next.held_from = next.freed;
+      }
+      next.length = std::max(t.length, pages_for(sg, e));
+      update(g, t, next);
+    }
+  }
+
+  /// True if the tables of a request scheduled as `sc` last step are exactly what that
+  /// allocation alone gives (no larger earlier extent or expiry still showing): then they
+  /// are periodic in the computed tokens from here on.
+  [[nodiscard]] bool tables_current(const sim_request& r, const sim_sched& sc, std::int64_t per_step) const {
+    const std::int64_t c = r.computed - per_step;  // computed tokens at the last allocation
+    for (int g = 0; g < result_.num_groups; ++g) {
+      const sim_group& sg = groups_[static_cast<std::size_t>(g)];
+      const sim_table& t = r.tables[static_cast<std::size_t>(g)];
+      if (t.length != pages_for(sg, extent(c, sc))) return false;
+      if (sg.sliding && t.freed != expired_pages(sg, expiry_position(c, sc))) return false;
+    }
+    return true;
+  }
+
+  void measure() {
+    std::uint64_t bytes = 0;
+    for (int g = 0; g < result_.num_groups; ++g) {
+      const auto gi = static_cast<std::size_t>(g);
+      result_.peak_pages[gi] = std::max(result_.peak_pages[gi], live_pages_[gi]);
+      bytes = checked_add(bytes,
+                          checked_mul(static_cast<std::uint64_t>(live_pages_[gi] + 1), groups_[gi].layer_page_bytes));
+    }
+    result_.peak_bytes = std::max(result_.peak_bytes, bytes);
+  }
+
+  /// Ends the step: computed tokens advance, prompts end, requests finish. Returns true on a
+  /// prompt end or a finish.
+  bool advance(const std::vector<sim_sched>& sched) {
+    bool event = false;
+    for (const sim_sched& sc : sched) {
+      sim_request& r = reqs_[sc.index];
+      std::int64_t tokens = 0;  // num_tokens after the step
+      if (sc.decode) {
+        r.computed += std::min(w_.accepted_tokens, sc.tokens);  // rejected drafts roll back
+        tokens = r.computed + 1;
+      } else {
+        r.computed += sc.tokens;
+        if (r.computed < w_.prompt_tokens) continue;
+        r.phase = req_phase::decode;  // the first token is sampled with the prompt's last chunk
+        tokens = r.computed + 1;
+        event = true;
+      }
+      if (tokens >= w_.context_tokens) finish(sc.index), event = true;
+    }
+    if (event) std::erase_if(running_, [&](std::size_t i) { return reqs_[i].phase == req_phase::done; });
+    return event;
+  }
+
+  void finish(std::size_t i) {
+    sim_request& r = reqs_[i];
+    r.phase = req_phase::done;
+    ++finished_;
+    --live_requests_;
+    if (p_.overlap) {
+      r.zombie_steps = 1;  // its pages come back after the step in flight
+      zombie_list_.push_back(i);
+      ++zombies_;
+    } else {
+      release_all(r);
+    }
+  }
+
+  /// Skips a multiple of the period while the schedule stays `sched`. Returns the steps skipped.
+  std::int64_t fast_forward(const std::vector<sim_sched>& sched, std::int64_t step) {
+    // Steps the steady schedule certainly lasts: no prompt end, no finish, no draft truncation.
+    // The period in steps: each request's phase c mod lcm(R) repeats after lcm(R) / gcd(lcm(R), d)
+    // steps of d tokens.
+    std::int64_t room = next_arrival_step() - step;
+    std::int64_t period = 1;
+    for (const sim_sched& sc : sched) {
+      const sim_request& r = reqs_[sc.index];
+      const std::int64_t per_step = sc.decode ? std::min(w_.accepted_tokens, sc.tokens) : sc.tokens;
+      period = std::lcm(period, period_ / std::gcd(period_, per_step));
+      // prefill: c + k x (n + 1) < P keeps the chunk size and phase for n more steps
+      // decode: c + a x n + s < L - 1 keeps k = s and no finish
+      const std::int64_t left = sc.decode ? w_.context_tokens - 2 - w_.tokens_per_step - r.computed
+                                          : w_.prompt_tokens - r.computed - sc.tokens - 1;
+      room = std::min(room, left / per_step);
+    }
+    const std::int64_t jump = (room - period - 2) / period * period;
+    if (jump <= 0) return 0;
+    for (const sim_sched& sc : sched) {
+      const std::int64_t per_step = sc.decode ? std::min(w_.accepted_tokens, sc.tokens) : sc.tokens;
+      if (!tables_current(reqs_[sc.index], sc, per_step)) return 0;
+    }
+    // Replay the last two skipped steps of each scheduled request: its tables are functions of
+    // its most recent allocations (monotone lengths and freed prefixes).
+    for (const sim_sched& sc : sched) {
+      sim_request& r = reqs_[sc.index];
+      const std::int64_t per_step = sc.decode ? std::min(w_.accepted_tokens, sc.tokens) : sc.tokens;
+      r.computed += (jump - 2) * per_step;
+      for (int k = 0; k < 2; ++k) {
+        for (int g = 0; g < result_.num_groups; ++g) {
+          sim_table& t = r.tables[static_cast<std::size_t>(g)];
+          sim_table next = t;
+          next.held_from = t.freed;
+          update(g, t, next);
+        }
+        allocate(r, sc);
+        r.computed += per_step;
+      }
+    }
+    return jump;
+  }
+
+  allocation_policy p_;
+  sim_workload w_;
+  sim_options o_;
+  std::array<sim_group, kMaxGroups> groups_{};
+  std::int64_t period_ = 1;
+  std::int64_t total_arrivals_ = 0;
+  std::int64_t completions_target_ = 0;
+  std::int64_t arrived_ = 0;
+  std::int64_t live_requests_ = 0;
+  std::array<std::int64_t, kMaxGroups> live_pages_{};  ///< Per group: live pages of all requests, one layer.
+  std::int64_t finished_ = 0;
+  std::int64_t zombies_ = 0;
+  std::vector<sim_request> reqs_;
+  std::deque<std::size_t> waiting_;
+  std::vector<std::size_t> running_;
+  std::vector<std::size_t> zombie_list_;
+  sim_result result_;
+};
+
+}  // namespace detail
+
+/// Replays workload `w` under the concrete policy `p` (one window rule and one first-chunk
+/// rule: see `concrete_variants`) on the groups `specs`, and returns the peak pages per group
+/// (one layer, null page excluded) and the peak total bytes (null pages included).
+/// Throws std::invalid_argument for a policy with several rule variants, or a workload out of
+/// range: N outside [1, 2^20], L outside [2, 2^40], s outside [1, L], B < 1 (or B < s for an
+/// engine that decodes only whole steps), P outside [1, L - 1], a outside [1, s], gap < 1.
+inline sim_result simulate(const group_spec_list& specs, const allocation_policy& p, const sim_workload& w,
+                           sim_options o = {}) {
+  return detail::simulator(specs, p, w, o).run();
+}
+
+/// The workloads `simulate_worst_case` tries.
+struct sim_search {
+  /// Contexts with L - 1 <= this try every prompt length; longer ones the page- and
+  /// chunk-aligned lengths of `candidate_prompts`.
+  std::int64_t every_prompt_up_to = 256;
+  bool staggered = true;  ///< Also staggered arrivals, one every `arrival_gap_steps` steps.
+  std::int64_t arrival_gap_steps = 1;
+  bool closed_loop = true;  ///< Also a closed loop (2N completions).
+  sim_options sim{};
+};
+
+/// Prompt lengths worth trying for contexts of L tokens: every length in [1, L - 1] if
+/// L - 1 <= `every_up_to`; otherwise 1..8, m x R - 1, m x R, m x R + 1 for m in 1..2 and
+/// each group's tokens per page R, the same around the last whole page before L, the chunk
+/// boundaries B - 1, B, B + 1, 2B - 1, 2B, 2B + 1, and L - 1 - j for j in [0, min(s + 1, 16)]; all
+/// within [1, L - 1], ascending, without repeats.
+inline std::vector<std::int64_t> candidate_prompts(const group_spec_list& specs, std::int64_t L, std::int64_t B,
+                                                   std::int64_t s, std::int64_t every_up_to = 256) {
+  std::vector<std::int64_t> out;
+  const auto add = [&](std::int64_t v) {
+    if (v >= 1 && v <= L - 1) out.push_back(v);
+  };
+  if (L - 1 <= every_up_to) {
+    for (std::int64_t v = 1; v <= L - 1; ++v) out.push_back(v);
+    return out;
+  }
+  for (std::int64_t v = 1; v <= 8; ++v) add(v);
+  for (const paged_cache_group_spec& g : specs) {
+    const std::int64_t r = g.page_size_tokens();
+    for (std::int64_t m = 1; m <= 2; ++m)
+      for (std::int64_t d = -1; d <= 1; ++d) add(m * r + d);
+    const std::int64_t last = (L - 1) / r * r;
+    for (std::int64_t d = -1; d <= 1; ++d) add(last + d), add(last - r + d);
+  }
+  for (std::int64_t m = 1; m <= 2; ++m)
+    for (std::int64_t d = -1; d <= 1; ++d)
+      if (B <= L) add(m * B + d);
+  for (std::int64_t j = 0; j <= std::min<std::int64_t>(s + 1, 16); ++j) add(L - 1 - j);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+/// The worst case of `simulate` over every concrete variant of the preset `p`, every prompt
+/// of `candidate_prompts`, drafts all rejected or all accepted (a = 1 and a = s), and the
+/// arrival patterns of `search` (one for N = 1), for N requests of L tokens, s tokens per step and a step
+/// budget of B tokens: per group the largest peak pages, and the largest peak bytes (of one
+/// workload: the groups' peaks need not fall on one step). `steps` and `replayed_steps` are
+/// summed over the simulations, counted in `simulations`. Throws as `simulate`.
+inline sim_result simulate_worst_case(const group_spec_list& specs, const allocation_policy& p, std::int64_t N,
+                                      std::int64_t L, std::int64_t s, std::int64_t B, const sim_search& search = {}) {
+  sim_result worst;
+  worst.num_groups = specs.num_groups;
+  const std::vector<std::int64_t> prompts = candidate_prompts(specs, L, B, s, search.every_prompt_up_to);
+  const auto fold = [&](const sim_result& r) {
+    for (std::size_t g = 0; g < kMaxGroups; ++g) worst.peak_pages[g] = std::max(worst.peak_pages[g], r.peak_pages[g]);
+    worst.peak_bytes = std::max(worst.peak_bytes, r.peak_bytes);
+    worst.steps += r.steps;
+    worst.replayed_steps += r.replayed_steps;
+    worst.finished += r.finished;
+    ++worst.simulations;
+  };
+  // Variants that act alike at this s (the same windows, the same first-chunk lookahead) run once.
+  std::array<std::array<std::int64_t, kMaxGroups + 1>, 4> seen{};
+  int num_seen = 0;
+  for (const allocation_policy& v : concrete_variants(p)) {
+    std::array<std::int64_t, kMaxGroups + 1> key{};
+    for (int g = 0; g < specs.num_groups; ++g)
+      key[static_cast<std::size_t>(g)] =
+          effective_window(specs[g].sliding_window_tokens, specs[g].step_window_base_tokens, v, s);
+    key[kMaxGroups] = v.has(first_chunk_lookahead::spec) ? s - 1 : 0;
+    if (std::find(seen.begin(), seen.begin() + num_seen, key) != seen.begin() + num_seen) continue;
+    seen[static_cast<std::size_t>(num_seen++)] = key;
+    for (const std::int64_t a : {std::int64_t{1}, s}) {
+      for (const std::int64_t prompt : prompts) {
+        sim_workload w{.requests = N,
+                       .context_tokens = L,
+                       .tokens_per_step = s,
+                       .step_budget_tokens = B,
+                       .prompt_tokens = prompt,
+                       .accepted_tokens = a};
+        fold(simulate(specs, v, w, search.sim));
+        if (N == 1) continue;  // one request: every arrival pattern is the same run
+        if (search.staggered) {
+          w.arrivals = arrival_pattern::staggered;
+          w.arrival_gap_steps = search.arrival_gap_steps;
+          fold(simulate(specs, v, w, search.sim));
+        }
+        if (search.closed_loop) {
+          w.arrivals = arrival_pattern::closed_loop;
+          fold(simulate(specs, v, w, search.sim));
+        }
+      }
+      if (s == 1) break;  // a = 1 = s: one acceptance only
+    }
+  }
+  return worst;
+}
+
+}  // namespace dsv4::cache

@@ -1,0 +1,190 @@
+// dsv4-cache: how an engine allocates cache pages, as a value (`allocation_policy`).
+//
+// A memory plan is only safe for the allocator it models. These are the rules, read from the
+// engines' sources, that decide how many pages a request holds at once. Notation: per group,
+// R = tokens per page, W = window; N requests of context L (prompt + generated tokens), B =
+// the step's token budget (prefill chunk), s = tokens per decode step (1 verified + s - 1
+// drafts), c = a request's computed tokens.
+//
+// vLLM v1 (`vllm/v1/core/sched/scheduler.py`, `vllm/v1/core/kv_cache_manager.py`,
+// `vllm/v1/core/single_type_kv_cache_manager.py`):
+//   - scheduler: running requests first (a decode schedules min(s, L - 1 - c) tokens, a
+//     prefill continues), then waiting requests first-come-first-served until B is spent;
+//   - expiry: `remove_skipped_blocks` frees blocks [0, (c - W + 1) / R) before every
+//     allocation (`allocate_slots`);
+//   - extent: a table covers min(c + new + lookahead, max_model_len) tokens, lookahead s - 1
+//     for running requests and, on a new request's first chunk, 0 (older versions) or s - 1
+//     (newer): the preset bounds both;
+//   - CSA compressor and indexer states: window 8 = (1 + overlap) x 4
+//     (`vllm/model_executor/layers/deepseek_compressor.py`).
+// tokenspeed (`CacheCoordinator::Admit`, its DeepSeek V4 cache spec):
+//   - expiry only inside the request's own admission; a decode admits at TokenSize - s, so its
+//     pages lag s - 1 tokens behind vLLM's;
+//   - extent not capped at the context: a prompt's last chunk reserves s more tokens, a decode
+//     step covers TokenSize - 1 + s;
+//   - CSA state window max(8, 4 + s), or 8 for any verify width since tokenspeed PR #1612:
+//     the preset bounds both;
+//   - a decode step needs all s tokens in the step (B < s never decodes);
+//   - `--enable-mixed-batch` (preset `tokenspeed`): decodes and prefills share steps, scheduled
+//     as vLLM's; the default scheduler (`tokenspeed-default`) runs prefill-only steps while any
+//     prompt is queued, so a prefilled request keeps its whole last chunk until then.
+// Overlap (async scheduling, one more step in flight): pages freed by expiry or by a finished
+// request come back one step later.
+//
+// SGLang is not modelled: its pools are sized as ratios of one token capacity
+// (`swa_full_tokens_ratio`), not by windows per request.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+
+#include "dsv4/cache/platform.hpp"
+
+namespace dsv4::cache {
+
+/// The engine whose allocator a plan bounds.
+enum class engine_kind : std::uint8_t { vllm, tokenspeed, tokenspeed_default };
+
+/// Who gets a step's token budget.
+enum class scheduler_kind : std::uint8_t {
+  running_first,  ///< vLLM v1, tokenspeed --enable-mixed-batch: running requests, then waiting FCFS until B is spent.
+  prefill_first,  ///< tokenspeed default: prefill-only steps while a prompt is queued, else a decode-only step.
+};
+
+/// When a sliding group's pages that left the window go back to the pool.
+enum class expiry_timing : std::uint8_t {
+  every_allocation,  ///< vLLM: before each allocation, blocks [0, (c - W + 1) / R) at c computed tokens.
+  own_admission,     ///< tokenspeed: at the request's admission; a decode admits at c - (s - 1).
+};
+
+/// Rule sets a preset bounds (bit masks): the plan covers every rule in the set, the simulator
+/// replays each one (`concrete_variants`).
+enum class window_rule : std::uint8_t {
+  fixed = 1,            ///< The group's own window (CSA states: 8).
+  grows_with_step = 2,  ///< max(W, base + s) for groups with a step-window base (CSA states: max(8, 4 + s)).
+};
+enum class first_chunk_lookahead : std::uint8_t {
+  none = 1,  ///< 0 lookahead tokens on a new request's first chunk (older vLLM).
+  spec = 2,  ///< s - 1 lookahead tokens on it too (newer vLLM).
+};
+
+/// How an engine allocates pages: the inputs of both the plan formula and the simulator.
+struct allocation_policy {
+  engine_kind engine = engine_kind::vllm;
+  scheduler_kind scheduler = scheduler_kind::running_first;
+  expiry_timing expiry = expiry_timing::every_allocation;
+  std::uint8_t window_rules = static_cast<std::uint8_t>(window_rule::fixed);  ///< Set of `window_rule`.
+  std::uint8_t first_chunk_lookaheads = 0;  ///< Set of `first_chunk_lookahead` (lookahead engines only).
+  bool running_lookahead = false;           ///< Running requests allocate s - 1 lookahead tokens (vLLM).
+  bool extent_capped = true;                ///< Tables never cover more than L tokens (vLLM's max_model_len cap).
+  bool last_chunk_reserves_step = false;    ///< A prompt's last chunk reserves s more tokens (tokenspeed).
+  bool decode_needs_whole_step = false;     ///< A decode runs only with s tokens of budget left (tokenspeed).
+  bool overlap = false;                     ///< One more step in flight: frees come back a step late.
+
+  [[nodiscard]] constexpr bool has(window_rule r) const { return (window_rules & static_cast<std::uint8_t>(r)) != 0; }
+  [[nodiscard]] constexpr bool has(first_chunk_lookahead r) const {
+    return (first_chunk_lookaheads & static_cast<std::uint8_t>(r)) != 0;
+  }
+  /// Tokens in flight per request beyond those computed: s, or 2s with overlap.
+  [[nodiscard]] constexpr std::int64_t in_flight_tokens(std::int64_t s) const { return overlap ? 2 * s : s; }
+};
+
+/// vLLM v1 (default): bounds both first-chunk lookahead rules.
+inline constexpr allocation_policy vllm_policy{
+    .engine = engine_kind::vllm,
+    .scheduler = scheduler_kind::running_first,
+    .expiry = expiry_timing::every_allocation,
+    .window_rules = static_cast<std::uint8_t>(window_rule::fixed),
+    .first_chunk_lookaheads =
+        static_cast<std::uint8_t>(first_chunk_lookahead::none) | static_cast<std::uint8_t>(first_chunk_lookahead::spec),
+    .running_lookahead = true,
+    .extent_capped = true,
+    .last_chunk_reserves_step = false,
+    .decode_needs_whole_step = false,
+};
+
+/// tokenspeed with --enable-mixed-batch: bounds both CSA-state window rules.
+inline constexpr allocation_policy tokenspeed_policy{
+    .engine = engine_kind::tokenspeed,
+    .scheduler = scheduler_kind::running_first,
+    .expiry = expiry_timing::own_admission,
+    .window_rules =
+        static_cast<std::uint8_t>(window_rule::fixed) | static_cast<std::uint8_t>(window_rule::grows_with_step),
+    .first_chunk_lookaheads = 0,
+    .running_lookahead = false,
+    .extent_capped = false,
+    .last_chunk_reserves_step = true,
+    .decode_needs_whole_step = true,
+};
+
+/// tokenspeed's default scheduler (no mixed batches): as `tokenspeed_policy`, prefill first.
+inline constexpr allocation_policy tokenspeed_default_policy = [] {
+  allocation_policy p = tokenspeed_policy;
+  p.engine = engine_kind::tokenspeed_default;
+  p.scheduler = scheduler_kind::prefill_first;
+  return p;
+}();
+
+/// "vllm", "tokenspeed" or "tokenspeed-default" (the planner's --engine names).
+constexpr std::string_view to_string(engine_kind e) {
+  switch (e) {
+    case engine_kind::vllm: return "vllm";
+    case engine_kind::tokenspeed: return "tokenspeed";
+    case engine_kind::tokenspeed_default: return "tokenspeed-default";
+  }
+  return "?";
+}
+
+/// The preset of an engine, with `overlap` set as given.
+constexpr allocation_policy policy_for(engine_kind e, bool overlap = false) {
+  allocation_policy p = e == engine_kind::vllm         ? vllm_policy
+                        : e == engine_kind::tokenspeed ? tokenspeed_policy
+                                                       : tokenspeed_default_policy;
+  p.overlap = overlap;
+  return p;
+}
+
+/// The concrete policies a preset stands for: one per combination of its rule sets (each with
+/// a single window rule and, for lookahead engines, a single first-chunk rule). At most 4.
+struct policy_variants {
+  int count = 0;
+  std::array<allocation_policy, 4> items{};
+  [[nodiscard]] constexpr const allocation_policy* begin() const { return items.data(); }
+  [[nodiscard]] constexpr const allocation_policy* end() const { return items.data() + count; }
+};
+
+/// Expands `p`'s rule sets. Throws std::invalid_argument if `p` has no window rule, or has
+/// running lookahead without a first-chunk rule.
+constexpr policy_variants concrete_variants(const allocation_policy& p) {
+  require(p.window_rules != 0 && p.window_rules <= 3, "an allocation policy needs one or two window rules",
+          {"window_rules", p.window_rules});
+  require(p.first_chunk_lookaheads <= 3, "unknown first-chunk lookahead rule",
+          {"first_chunk_lookaheads", p.first_chunk_lookaheads});
+  require(!p.running_lookahead || p.first_chunk_lookaheads != 0,
+          "an engine with running lookahead needs a first-chunk lookahead rule");
+  policy_variants v;
+  for (const std::uint8_t w : {std::uint8_t{1}, std::uint8_t{2}}) {
+    if ((p.window_rules & w) == 0) continue;
+    for (const std::uint8_t f : {std::uint8_t{0}, std::uint8_t{1}, std::uint8_t{2}}) {
+      if (f == 0 ? p.first_chunk_lookaheads != 0 : (p.first_chunk_lookaheads & f) == 0) continue;
+      allocation_policy q = p;
+      q.window_rules = w;
+      q.first_chunk_lookaheads = f;
+      v.items[static_cast<std::size_t>(v.count++)] = q;
+    }
+  }
+  return v;
+}
+
+/// The window W in tokens a sliding group keeps under policy `p` at s tokens per step: the
+/// group's own window `window_tokens`, or, where `p` has `grows_with_step` and the group has a
+/// step-window base (CSA states: 4), the largest of the two: max(W, base + s).
+constexpr std::int64_t effective_window(std::int64_t window_tokens, std::int64_t step_window_base_tokens,
+                                        const allocation_policy& p, std::int64_t s) {
+  if (step_window_base_tokens > 0 && p.has(window_rule::grows_with_step) && step_window_base_tokens + s > window_tokens)
+    return step_window_base_tokens + s;
+  return window_tokens;
+}
+
+}  // namespace dsv4::cache

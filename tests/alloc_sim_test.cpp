@@ -1,0 +1,219 @@
+// The allocation simulator: the issue's regression values, agreement with an independent
+// Python replay of vLLM's rules (tests/oracle/alloc_oracle.py, a plain step loop written apart
+// from the C++), its fast-forward against plain runs, and its input errors.
+#include "dsv4/cache/alloc_sim.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+#include <vector>
+
+#include "dsv4/cache/memory_plan.hpp"
+#include "test_util.hpp"
+
+namespace dsv4::cache {
+namespace {
+using testing::expect_invalid;
+
+const group_spec_list kFlash = build_cache_specs(deepseek_v4_flash);
+
+allocation_policy variant(const allocation_policy& preset, int i) {
+  return concrete_variants(preset).items[static_cast<std::size_t>(i)];
+}
+
+/// Worst case of all-at-once workloads over `prompts` and acceptances {1, s}, one variant.
+sim_result all_at_once(const allocation_policy& v, std::int64_t n, std::int64_t l, std::int64_t b, std::int64_t s,
+                       const std::vector<std::int64_t>& prompts, sim_options o = {}) {
+  sim_result worst;
+  for (const std::int64_t a : std::set<std::int64_t>{1, s})
+    for (const std::int64_t p : prompts) {
+      const sim_result r = simulate(kFlash, v,
+                                    {.requests = n,
+                                     .context_tokens = l,
+                                     .tokens_per_step = s,
+                                     .step_budget_tokens = b,
+                                     .prompt_tokens = p,
+                                     .accepted_tokens = a},
+                                    o);
+      for (std::size_t g = 0; g < kMaxGroups; ++g) worst.peak_pages[g] = std::max(worst.peak_pages[g], r.peak_pages[g]);
+      worst.peak_bytes = std::max(worst.peak_bytes, r.peak_bytes);
+    }
+  return worst;
+}
+
+std::vector<std::int64_t> every_prompt(std::int64_t l) {
+  std::vector<std::int64_t> p;
+  for (std::int64_t v = 1; v < l; ++v) p.push_back(v);
+  return p;
+}
+
+// The three cases of the plan-safety issue (vLLM, FP8 indexer), values from the issue.
+TEST(AllocSim, IssueRegressionValues) {
+  // N = 2, L = 63, B = 512: the CSA compressor and indexer states hold 33 pages (null included).
+  const sim_result a = simulate_worst_case(kFlash, vllm_policy, 2, 63, 1, 512);
+  EXPECT_EQ(a.peak_pages[1] + 1, 33);
+  EXPECT_EQ(a.peak_pages[5] + 1, 33);
+  // N = 7, L = 1,000, B = 8,192: the peak is 2,295,335,232 B.
+  EXPECT_EQ(simulate_worst_case(kFlash, vllm_policy, 7, 1000, 1, 8192).peak_bytes, 2'295'335'232ULL);
+  // N = 64, L = 8,192, s = 2, B = 512: SWA holds 257 pages (64 rings of 4 pages in lockstep).
+  EXPECT_EQ(all_at_once(variant(vllm_policy, 0), 64, 8192, 512, 2, {8}).peak_pages[0] + 1, 257);
+}
+
+// tests/oracle/alloc_oracle.py: all N at once, one prompt length per run, acceptances {1, s}.
+struct oracle_case {
+  std::int64_t n, l, b, s, lookahead;
+  std::array<std::int64_t, 6> pages;  // per layer, null page included
+  std::uint64_t bytes;
+};
+constexpr oracle_case kOracle[] = {
+    {2, 63, 512, 1, 0, {3, 33, 3, 17, 3, 33}, 47'463'104},
+    {7, 1000, 8192, 1, 0, {113, 1751, 29, 876, 29, 1751}, 2'295'335'232},
+    {64, 8192, 512, 2, 0, {257, 325, 2049, 1161, 2049, 325}, 3'445'390'912},
+    {64, 8192, 512, 2, 1, {257, 325, 2049, 1161, 2049, 325}, 3'445'390'912},
+    {1, 5, 1, 1, 0, {2, 2, 2, 2, 2, 2}, 8'322'176},
+    {2, 65, 64, 2, 0, {5, 21, 3, 19, 3, 21}, 39'443'904},
+    {2, 65, 64, 2, 1, {5, 21, 3, 19, 3, 21}, 39'443'904},
+    {7, 129, 64, 3, 0, {22, 40, 8, 120, 8, 40}, 147'815'424},
+    {7, 129, 64, 3, 2, {22, 40, 8, 120, 8, 40}, 147'815'424},
+    {7, 128, 512, 4, 0, {15, 134, 8, 113, 8, 134}, 200'509'184},
+    {7, 128, 512, 4, 3, {15, 139, 8, 113, 8, 139}, 200'509'184},
+    {64, 129, 8192, 2, 0, {193, 2049, 65, 1089, 65, 2049}, 2'711'604'800},
+    {64, 129, 8192, 2, 1, {193, 2113, 65, 1089, 65, 2113}, 2'914'029'120},
+    {2, 1000, 64, 4, 0, {9, 25, 9, 44, 9, 25}, 74'149'952},
+    {2, 1000, 64, 4, 3, {9, 25, 9, 44, 9, 25}, 74'149'952},
+    {1, 8193, 8192, 3, 0, {129, 2049, 34, 1025, 34, 2049}, 2'679'662'144},
+    {1, 8193, 8192, 3, 2, {130, 2050, 34, 1026, 34, 2050}, 2'683'823'232},
+    {7, 8193, 512, 2, 0, {32, 153, 232, 189, 232, 153}, 529'478'912},
+    {7, 8193, 512, 2, 1, {32, 153, 232, 189, 232, 153}, 529'478'912},
+};
+
+/// The oracle's prompt lengths: every one up to L = 1,000, else 1..16, m x 64 + {-1, 0, 1}, L - 2, L - 1
+/// (for N = 64, L = 8,192 its reduced set: m in 1..8, 16, 32, 64, 96, 120, 127, 128).
+std::vector<std::int64_t> oracle_prompts(const oracle_case& c) {
+  if (c.l <= 1000) return every_prompt(c.l);
+  std::set<std::int64_t> p;
+  for (std::int64_t v = 1; v <= 16; ++v) p.insert(v);
+  std::vector<std::int64_t> ms;
+  if (c.n == 64 && c.l == 8192)
+    ms = {1, 2, 3, 4, 5, 6, 7, 8, 16, 32, 64, 96, 120, 127, 128};
+  else
+    for (std::int64_t m = 1; m <= c.l / 64; ++m) ms.push_back(m);
+  for (const std::int64_t m : ms) p.insert({m * 64 - 1, m * 64, m * 64 + 1});
+  p.insert({c.l - 1, c.l - 2});
+  std::vector<std::int64_t> out;
+  for (const std::int64_t v : p)
+    if (v >= 1 && v <= c.l - 1) out.push_back(v);
+  return out;
+}
+
+TEST(AllocSim, AgreesWithPythonOracle) {
+  for (const oracle_case& c : kOracle) {
+    SCOPED_TRACE(::testing::Message() << "N=" << c.n << " L=" << c.l << " B=" << c.b << " s=" << c.s
+                                      << " first-chunk lookahead " << c.lookahead);
+    allocation_policy v = vllm_policy;
+    v.first_chunk_lookaheads =
+        static_cast<std::uint8_t>(c.lookahead > 0 ? first_chunk_lookahead::spec : first_chunk_lookahead::none);
+    const sim_result r = all_at_once(v, c.n, c.l, c.b, c.s, oracle_prompts(c));
+    for (std::size_t g = 0; g < 6; ++g) EXPECT_EQ(r.peak_pages[g] + 1, c.pages[g]) << "group " << g;
+    EXPECT_EQ(r.peak_bytes, c.bytes);
+  }
+}
+
+// Fast-forward must change nothing but the number of replayed steps: every policy variant,
+// overlap on and off, every arrival pattern, budgets from 1 token to whole prompts.
+TEST(AllocSim, FastForwardEqualsPlainRun) {
+  std::int64_t skipped = 0;
+  int runs = 0;
+  for (const allocation_policy& preset : {vllm_policy, tokenspeed_policy, tokenspeed_default_policy})
+    for (const bool overlap : {false, true})
+      for (allocation_policy v : concrete_variants(preset)) {
+        v.overlap = overlap;
+        for (const std::int64_t n : {1, 7})
+          for (const std::int64_t l : {300, 2049})
+            for (const std::int64_t s : {1, 3})
+              for (const std::int64_t b : {3, 64, 4096})
+                for (const std::int64_t p : {std::int64_t{1}, std::int64_t{130}, l - 1})
+                  for (const arrival_pattern arr :
+                       {arrival_pattern::all_at_once, arrival_pattern::staggered, arrival_pattern::closed_loop}) {
+                    const sim_workload w{.requests = n,
+                                         .context_tokens = l,
+                                         .tokens_per_step = s,
+                                         .step_budget_tokens = b,
+                                         .prompt_tokens = p,
+                                         .accepted_tokens = s,
+                                         .arrivals = arr,
+                                         .arrival_gap_steps = 5};
+                    const sim_result fast = simulate(kFlash, v, w);
+                    const sim_result plain = simulate(kFlash, v, w, {.fast_forward = false});
+                    ASSERT_EQ(fast.peak_pages, plain.peak_pages)
+                        << "n=" << n << " l=" << l << " s=" << s << " b=" << b << " p=" << p;
+                    ASSERT_EQ(fast.peak_bytes, plain.peak_bytes);
+                    ASSERT_EQ(fast.steps, plain.steps);
+                    ASSERT_EQ(fast.finished, plain.finished);
+                    EXPECT_EQ(plain.replayed_steps, plain.steps);
+                    skipped += fast.steps - fast.replayed_steps;
+                    ++runs;
+                  }
+      }
+  EXPECT_GT(skipped, 0) << "the fast-forward never skipped a step in " << runs << " runs";
+}
+
+TEST(AllocSim, OverlapHoldsFreedPagesOneStepLonger) {
+  // One 127-token prompt, B = 64: the second chunk's step still holds the first chunk's
+  // CSA-state pages with overlap (16 + 16), without it only the window's.
+  const sim_workload w{.requests = 1, .context_tokens = 128, .step_budget_tokens = 64, .prompt_tokens = 127};
+  allocation_policy v = variant(vllm_policy, 0);
+  const sim_result plain = simulate(kFlash, v, w);
+  v.overlap = true;
+  const sim_result overlap = simulate(kFlash, v, w);
+  EXPECT_EQ(plain.peak_pages[1], 18);  // pages 14..31 after expiry at c = 64: [57, 128) -> 14..31
+  EXPECT_EQ(overlap.peak_pages[1], 32);
+}
+
+TEST(AllocSim, BadInput) {
+  const allocation_policy v = variant(vllm_policy, 0);
+  const sim_workload ok{.requests = 2,
+                        .context_tokens = 100,
+                        .tokens_per_step = 2,
+                        .step_budget_tokens = 8,
+                        .prompt_tokens = 10,
+                        .accepted_tokens = 1};
+  expect_invalid([&] { (void)simulate(kFlash, vllm_policy, ok); }, {"needs a concrete policy", "variants=2"});
+  sim_workload w = ok;
+  w.prompt_tokens = 100;
+  expect_invalid([&] { (void)simulate(kFlash, v, w); },
+                 {"prompt_tokens must be in [1, context_tokens - 1]", "prompt_tokens=100"});
+  w = ok;
+  w.accepted_tokens = 3;
+  expect_invalid([&] { (void)simulate(kFlash, v, w); }, {"accepted_tokens must be in [1, tokens_per_step]"});
+  w = ok;
+  w.step_budget_tokens = 1;
+  expect_invalid([&] { (void)simulate(kFlash, variant(tokenspeed_policy, 0), w); },
+                 {"B must be >= s", "step_budget_tokens=1", "tokens_per_step=2"});
+  w = ok;
+  w.requests = 0;
+  expect_invalid([&] { (void)simulate(kFlash, v, w); }, {"requests must be >= 1", "requests=0"});
+  w = ok;
+  w.context_tokens = 1;
+  w.prompt_tokens = 1;
+  expect_invalid([&] { (void)simulate(kFlash, v, w); }, {"context_tokens must be >= 2"});
+  w = ok;
+  w.arrival_gap_steps = 0;
+  expect_invalid([&] { (void)simulate(kFlash, v, w); }, {"arrival_gap_steps must be >= 1"});
+}
+
+TEST(AllocSim, CandidatePrompts) {
+  // Small contexts: every prompt length.
+  EXPECT_EQ(candidate_prompts(kFlash, 65, 512, 1), every_prompt(65));
+  // Long ones: aligned lengths only, within [1, L - 1], ascending, no repeats.
+  const std::vector<std::int64_t> p = candidate_prompts(kFlash, 131'072, 8192, 2);
+  EXPECT_TRUE(std::is_sorted(p.begin(), p.end()));
+  EXPECT_EQ(std::adjacent_find(p.begin(), p.end()), p.end());
+  for (const std::int64_t v : {1, 8, 63, 64, 65, 255, 256, 257, 8191, 8192, 8193, 131'071, 131'070})
+    EXPECT_TRUE(std::binary_search(p.begin(), p.end(), v)) << v;
+  EXPECT_LT(p.size(), 100U);
+}
+
+}  // namespace
+}  // namespace dsv4::cache

@@ -1,0 +1,90 @@
+// Plan safety over the grid: for every engine policy, N in {1, 2, 7, 64}, L in {5, 63,
+// 64, 65, 127, 128, 129, 1000, 8192, 8193, 131072}, s in 1..4 and B in {1, 64, 512, 8192}, the
+// plan's pages per layer are at least the allocation simulator's worst peak + the null page in
+// every group, and the plan / peak bytes ratio is printed (its median must stay <= 1.15).
+// ctest label "grid": Release builds only (about a minute on two cores, too slow under sanitizers).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "dsv4/cache/alloc_sim.hpp"
+#include "dsv4/cache/memory_plan.hpp"
+
+namespace dsv4::cache {
+namespace {
+
+struct cell {
+  std::int64_t n, l, s, b;
+};
+
+void check_grid(const allocation_policy& policy) {
+  const group_spec_list specs = build_cache_specs(deepseek_v4_flash);
+  std::vector<cell> cells;
+  int skipped = 0;
+  for (const std::int64_t n : {1, 2, 7, 64})
+    for (const std::int64_t l : {5, 63, 64, 65, 127, 128, 129, 1000, 8192, 8193, 131'072})
+      for (const std::int64_t s : {1, 2, 3, 4})
+        for (const std::int64_t b : {1, 64, 512, 8192}) {
+          if (policy.decode_needs_whole_step && b < s) {
+            ++skipped;  // this engine never decodes with a step budget below s
+            continue;
+          }
+          cells.push_back({n, l, s, b});
+        }
+  std::vector<double> ratios(cells.size());
+  std::atomic<std::size_t> next{0};
+  std::mutex mu;
+  std::vector<std::string> failures;
+  const auto worker = [&] {
+    for (std::size_t i = next++; i < cells.size(); i = next++) {
+      const cell c = cells[i];
+      plan_options o;
+      o.context_tokens = c.l;
+      o.requests = c.n;
+      o.tokens_per_step = c.s;
+      o.prefill_chunk_tokens = c.b;
+      o.policy = policy;
+      const memory_plan p = build_memory_plan(deepseek_v4_flash, o);
+      const sim_result r = simulate_worst_case(specs, policy, c.n, c.l, c.s, c.b);
+      ratios[i] = static_cast<double>(p.total_bytes) / static_cast<double>(r.peak_bytes);
+      for (int g = 0; g < p.num_groups; ++g) {
+        const auto gi = static_cast<std::size_t>(g);
+        if (p.groups[gi].pages_per_layer < r.peak_pages[gi] + 1) {
+          const std::lock_guard lock(mu);
+          failures.push_back(::testing::PrintToString(
+              std::vector<std::int64_t>{c.n, c.l, c.s, c.b, g, p.groups[gi].pages_per_layer, r.peak_pages[gi] + 1}));
+        }
+      }
+    }
+  };
+  std::thread t1(worker);
+  std::thread t2(worker);
+  t1.join();
+  t2.join();
+  EXPECT_TRUE(failures.empty()) << "plan below the simulated peak, {N, L, s, B, group, plan pages, peak pages}: "
+                                << ::testing::PrintToString(failures);
+  std::vector<double> sorted = ratios;
+  std::sort(sorted.begin(), sorted.end());
+  const auto at = [&](double q) {
+    return sorted[static_cast<std::size_t>(q * static_cast<double>(sorted.size() - 1))];
+  };
+  std::printf(
+      "%s%s: %zu cells (%d skipped: B < s never decodes), plan / simulated peak bytes: min %.3f, p10 %.3f, "
+      "median %.3f, p90 %.3f, max %.3f\n",
+      std::string(to_string(policy.engine)).c_str(), policy.overlap ? " with overlap" : "", cells.size(), skipped,
+      sorted.front(), at(0.1), at(0.5), at(0.9), sorted.back());
+  EXPECT_GE(sorted.front(), 1.0);
+  EXPECT_LE(at(0.5), 1.15);
+}
+
+TEST(PlanSafetyGrid, Vllm) { check_grid(vllm_policy); }
+TEST(PlanSafetyGrid, Tokenspeed) { check_grid(tokenspeed_policy); }
+TEST(PlanSafetyGrid, TokenspeedDefault) { check_grid(tokenspeed_default_policy); }
+
+}  // namespace
+}  // namespace dsv4::cache
