@@ -1,12 +1,12 @@
 # CUDA sample (dsv4-cache-cuda-demo) and benchmark (dsv4-cache-gpu-bench), built whenever a
 # CUDA compiler is found. The sample's CLI half is a plain C++ file (CLI11, fmt, nlohmann_json
-# through planner_cli.hpp); its device half and the benchmark are .cu files without fmt.
+# through dsv4/tools/planner_cli.hpp); its device half and the benchmark are .cu files without fmt.
 if(DSV4_CACHE_HAS_CUDA)
   include(${PROJECT_SOURCE_DIR}/cmake/dsv4_cuda.cmake)
 
   add_executable(dsv4-cache-cuda-demo cuda/demo_main.cpp cuda/demo_device.cu)
-  target_include_directories(dsv4-cache-cuda-demo PRIVATE ${CMAKE_CURRENT_SOURCE_DIR} ${CMAKE_CURRENT_SOURCE_DIR}/cuda)
-  target_link_libraries(dsv4-cache-cuda-demo PRIVATE fmt::fmt nlohmann_json::nlohmann_json CLI11::CLI11)
+  target_include_directories(dsv4-cache-cuda-demo PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/cuda)
+  target_link_libraries(dsv4-cache-cuda-demo PRIVATE dsv4_cache_tools)
   dsv4_cache_cuda_target(dsv4-cache-cuda-demo)
 
   add_executable(dsv4-cache-gpu-bench cuda/gpu_bench.cu)

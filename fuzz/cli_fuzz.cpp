@@ -1,4 +1,4 @@
-// Fuzz target: the planner CLI's argument handling (examples/planner_cli.hpp).
+// Fuzz target: the planner CLI's argument handling (tools/include/dsv4/tools/planner_cli.hpp).
 //
 // Input: the arguments, separated by '\n'. `run_planner` must return 0 or 2; with 2 it writes
 // exactly one line to `err` and nothing to `out`. A `--config` value is replaced by one of a
@@ -16,8 +16,8 @@
 #include <string_view>
 #include <vector>
 
+#include "dsv4/tools/planner_cli.hpp"
 #include "fuzz_common.hpp"
-#include "planner_cli.hpp"
 
 namespace {
 

@@ -109,7 +109,7 @@ for stage in $stages; do
       CXX=g++ CUDAHOSTCXX=g++ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release
       require_compiler "$build" GNU
       cmake --build "$build" -j "$jobs"
-      "$build/examples/dsv4-cache-plan" >"$build/plan-default.txt"
+      "$build/tools/dsv4-cache-plan" >"$build/plan-default.txt"
       head -n 3 "$build/plan-default.txt"
       ctest_run g++ "$build"
       end

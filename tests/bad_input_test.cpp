@@ -23,7 +23,7 @@
 
 // The planner rows need CLI11 (header-only), as the planner does.
 #if __has_include(<CLI/CLI.hpp>)
-#include "../examples/planner_cli.hpp"
+#include "dsv4/tools/planner_cli.hpp"
 #define DSV4_HAS_PLANNER 1
 #endif
 

@@ -13,7 +13,7 @@
 #include <string>
 
 #include "demo.hpp"
-#include "planner_cli.hpp"
+#include "dsv4/tools/planner_cli.hpp"
 
 int main(int argc, char** argv) {
   namespace cli = dsv4::cache::cli;

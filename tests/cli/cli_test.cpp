@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "planner_cli.hpp"
+#include "dsv4/tools/planner_cli.hpp"
 
 namespace dsv4::cache::cli {
 namespace {

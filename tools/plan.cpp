@@ -1,10 +1,10 @@
-// dsv4-cache-plan: the planner CLI (see planner_cli.hpp and the README).
+// dsv4-cache-plan: the planner CLI (see dsv4/tools/planner_cli.hpp and the README).
 #include <cstdio>
 #include <iostream>
 #include <string>
 #include <vector>
 
-#include "planner_cli.hpp"
+#include "dsv4/tools/planner_cli.hpp"
 
 int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
