@@ -75,6 +75,13 @@ int run_struct(FuzzedDataProvider& fdp) {
   a.json = fdp.ConsumeBool();
   a.engine = fdp.PickValueInArray<const char*>({"vllm", "tokenspeed", "tokenspeed-default", "sglang", "vLLM"});
   a.overlap = fdp.ConsumeBool();
+  a.tp = pick<std::int64_t>(fdp, {1, 2, 3, 8, 0, -1});
+  a.dp = pick<std::int64_t>(fdp, {1, 2, 3, 0});
+  a.pp = pick<std::int64_t>(fdp, {1, 2, 3, 44});
+  a.dcp = pick<std::int64_t>(fdp, {1, 2, 4});
+  if (fdp.ConsumeBool()) a.pp_layers = fdp.ConsumeRandomLengthString(12);
+  a.role = fdp.PickValueInArray<const char*>({"colocated", "prefill", "decode", "router"});
+  a.handover = pick<std::int64_t>(fdp, {0, 1, 7, -1});
   const auto r = dsv4::fuzz::expect_clean([&] { return dsv4::cache::cli::compute(a); });
   if (!r) return 0;
   dsv4::fuzz::check_plan(r->plan);

@@ -101,7 +101,14 @@ inline void check_plan(const cache::memory_plan& p) {
     const u128 pages = static_cast<u128>(p.holding_requests) * static_cast<u128>(g.pages_per_request) +
                        static_cast<u128>(g.shared_pages) + 1;
     DSV4_FUZZ_CHECK(pages == static_cast<u128>(g.pages_per_layer));
-    const u128 bytes = static_cast<u128>(s.page_bytes()) * static_cast<u128>(s.num_layers) * pages;
+    u128 bytes = 0;
+    for (int k = 0; k < s.num_pools; ++k) {
+      const auto pool_pages = static_cast<u128>(g.pool_pages[static_cast<std::size_t>(k)]);
+      DSV4_FUZZ_CHECK(pool_pages >= 1 && pool_pages <= pages);  // a DCP share never exceeds the whole
+      if (!cache::dcp_sharded(s, k) || o.dcp == 1) DSV4_FUZZ_CHECK(pool_pages == pages);
+      bytes += static_cast<u128>(s.pools[static_cast<std::size_t>(k)].page_bytes) * static_cast<u128>(s.num_layers) *
+               pool_pages;
+    }
     DSV4_FUZZ_CHECK(bytes == g.bytes);
     DSV4_FUZZ_CHECK(g.ideal_bytes <= g.bytes);
     const u128 ctx = static_cast<u128>(o.context_tokens);

@@ -226,6 +226,7 @@ TEST(ArenaLayout, OverflowIsAnError) {
   // Pages that each fit in 64 bits but whose padded sum does not.
   memory_plan p = build_memory_plan(deepseek_v4_flash, options(4096, 1));
   p.groups[0].pages_per_layer = std::int64_t{1} << 48;  // x 37,440 B x 44 layers overflows
+  p.groups[0].pool_pages[0] = std::int64_t{1} << 48;
   p.groups[0].bytes = 0;
   try {
     (void)build_arena_layout(deepseek_v4_flash, p);

@@ -10,6 +10,7 @@
 #include "dsv4/cache/layer_schema.hpp"
 #include "dsv4/cache/memory_plan.hpp"
 #include "dsv4/cache/model.hpp"
+#include "dsv4/cache/parallel.hpp"
 #include "dsv4/cache/platform.hpp"
 #include "dsv4/cache/policy.hpp"
 #include "dsv4/cache/row_codec.hpp"

@@ -277,3 +277,64 @@ TEST(CliEngine, StepBudgetBoundsRequestsInTheBudgetLine) {
 
 }  // namespace
 }  // namespace dsv4::cache::cli
+
+namespace dsv4::cache::cli {
+namespace {
+
+// The per-rank issue's "done when": every rank and the cluster's largest N.
+TEST(CliParallel, ProOn32GpusPrintsEveryRankAndTheClusterCapacity) {
+  const json j = run_json({"--preset", "v4-pro", "--tp", "8", "--dcp", "4", "--dp", "2", "--pp", "2", "--requests",
+                           "64", "--memory-gib", "80"});
+  ASSERT_EQ(j["ranks"].size(), 32U);
+  EXPECT_EQ(j["parallel"]["world_size"], 32);
+  const json& r27 = j["ranks"][27];
+  EXPECT_EQ(r27["dp_rank"], 1);
+  EXPECT_EQ(r27["stage"], 1);
+  EXPECT_EQ(r27["tp_rank"], 3);
+  EXPECT_EQ(r27["dcp_rank"], 3);
+  EXPECT_EQ(r27["requests"], 32);
+  EXPECT_EQ(r27["layers"].front(), 31);  // 61 layers on 2 stages: 31, 30; the MTP layer 61 last
+  EXPECT_EQ(r27["layers"].back(), 61);
+  EXPECT_TRUE(j["cluster"]["max_requests"].get<std::int64_t>() > 64);
+  EXPECT_TRUE(j["cluster"].contains("worst_rank"));
+  std::uint64_t worst = 0;
+  for (const json& r : j["ranks"]) worst = std::max(worst, r["total_bytes"].get<std::uint64_t>());
+  EXPECT_EQ(j["cluster"]["worst_rank_bytes"], worst);
+}
+
+TEST(CliParallel, WithoutParallelFlagsNoRanks) {
+  const json j = run_json({});
+  EXPECT_FALSE(j.contains("ranks"));
+  EXPECT_FALSE(j.contains("cluster"));
+}
+
+TEST(CliParallel, GpuMemoryMinusReserved) {
+  const json a = run_json({"--tp", "2", "--gpu-memory-gib", "141", "--reserved-gib", "61"});
+  const json b = run_json({"--tp", "2", "--memory-gib", "80"});
+  EXPECT_EQ(a["cluster"]["budget_bytes_per_gpu"], 80ULL << 30);
+  EXPECT_EQ(a["cluster"]["max_requests"], b["cluster"]["max_requests"]);
+}
+
+TEST(CliParallel, RefusedInputsExit2) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--tp", "3", "--dcp", "2"}, "dcp must divide tp"},
+      {{"--pp", "2", "--pp-layers", "22,x"}, "--pp-layers must be comma-separated decimal layer counts"},
+      {{"--pp", "2", "--pp-layers", "22,20"}, "explicit layer split must sum to num_hidden_layers"},
+      {{"--pp", "3", "--pp-layers", "22,21"}, "one entry per pipeline stage"},
+      {{"--reserved-gib", "10"}, "--reserved-gib needs --gpu-memory-gib"},
+      {{"--gpu-memory-gib", "80", "--reserved-gib", "90"}, "no KV budget left"},
+      {{"--gpu-memory-gib", "80", "--memory-gib", "70"}, "not both"},
+      {{"--tp", "64", "--dp", "128"}, "dp x pp x tp must be <= 4096"},
+      {{"--handover", "2"}, "handover_requests are for the decode role only"},
+      {{"--role", "router"}, "--role"},
+  };
+  for (const auto& [args, message] : cases) {
+    const run_result r = run(args);
+    EXPECT_EQ(r.code, 2) << args[0];
+    EXPECT_TRUE(r.out.empty());
+    EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace dsv4::cache::cli

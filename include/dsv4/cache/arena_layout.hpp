@@ -56,7 +56,7 @@ struct pool_region {
   pool_format format = pool_format::fp8_ds_mla;
   std::uint64_t offset_bytes = 0;  ///< From the arena base; a multiple of the arena alignment.
   std::int64_t page_bytes = 0;     ///< Bytes of one page (fp8_ds_mla pages padded to 576 B multiples).
-  std::int64_t num_pages = 0;      ///< = group_plan::pages_per_layer, null page included.
+  std::int64_t num_pages = 0;      ///< = group_plan::pool_pages[pool], null page included.
   std::int64_t rows_per_page = 0;  ///< Rows of one page (64, 4, 8 or 2).
   std::int64_t row_bytes = 0;      ///< Unpadded bytes of one row: 584, 132, 68, 8,192, 4,096 or 2,048.
   std::uint64_t bytes = 0;         ///< num_pages x page_bytes: the plan's bytes for this pool.
@@ -117,10 +117,10 @@ struct arena_layout {
     r.offset_bytes = ga.offset_bytes + static_cast<std::uint64_t>(layer_slot) * ga.layer_stride_bytes +
                      ga.pool_offset_bytes[static_cast<std::size_t>(pool)];
     r.page_bytes = ps.page_bytes;
-    r.num_pages = gp.pages_per_layer;
+    r.num_pages = gp.pool_pages[static_cast<std::size_t>(pool)];
     r.rows_per_page = ps.rows_per_page;
     r.row_bytes = ps.row_bytes;
-    r.bytes = static_cast<std::uint64_t>(ps.page_bytes) * static_cast<std::uint64_t>(gp.pages_per_layer);
+    r.bytes = static_cast<std::uint64_t>(ps.page_bytes) * static_cast<std::uint64_t>(r.num_pages);
     r.padded_bytes = ga.pool_padded_bytes[static_cast<std::size_t>(pool)];
     return r;
   }
@@ -226,8 +226,10 @@ constexpr arena_layout build_arena_layout(const model_config& c, const memory_pl
                 "plan's indexer pool does not match the model's index_head_dim", {"group", g},
                 {"page_bytes", ps.page_bytes}, {"row_bytes", ps.row_bytes});
       }
+      const std::int64_t pool_pages = gp.pool_pages[static_cast<std::size_t>(p)];
+      require(pool_pages >= 1, "a pool needs at least its null page", {"group", g}, {"pool", p});
       const std::uint64_t bytes =
-          checked_mul(to_unsigned(ps.page_bytes, "page_bytes"), to_unsigned(gp.pages_per_layer, "pages_per_layer"),
+          checked_mul(to_unsigned(ps.page_bytes, "page_bytes"), to_unsigned(pool_pages, "pool_pages"),
                       "arena pool bytes overflow 64 bits");
       // alignment is a power of two; (bytes + alignment - 1) is checked, the mask cannot overflow.
       const std::uint64_t padded = checked_add(bytes, alignment - 1, "arena size overflows 64 bits") & ~(alignment - 1);

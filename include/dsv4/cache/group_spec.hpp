@@ -230,6 +230,12 @@ constexpr void add_layer(paged_cache_group_spec& g, int layer) {
 }
 }  // namespace detail
 
+/// Whether pool `pool` of group `g` is sharded by decode context parallelism: the main-KV pool
+/// (pool 0) of a full-history group. The indexer keys (pool 1) stay whole on every rank, since the
+/// indexer scores every key, and so do the sliding windows and compressor states (tokenspeed PR
+/// #1498, `DeepseekV4Recipe._declare_groups`: only the compressed KV gets `shard_count = dcp`).
+constexpr bool dcp_sharded(const paged_cache_group_spec& g, int pool) { return !g.has_sliding_window() && pool == 0; }
+
 /// Builds the groups of a model from its layer schemas, which must use the 256-token logical
 /// block (`build_model_schema(c, fmt, kCompressedLogicalBlockTokens)`): a compressed group's
 /// rows per page is then the schema's `entries_per_block`. MTP layers are included only when

@@ -55,6 +55,23 @@
 
 namespace dsv4::cache {
 
+/// What an instance does under prefill/decode disaggregation.
+enum class deployment_role : std::uint8_t {
+  colocated,  ///< Prefills and decodes (no disaggregation).
+  prefill,    ///< Prefills N prompts at once, each held whole (its history, window and last chunk) until
+              ///< its transfer ends: no page of it expires meanwhile.
+  decode,     ///< Decodes N requests and receives `handover_requests` more (whole prompts) at once; no prefill.
+};
+
+constexpr std::string_view to_string(deployment_role r) {
+  switch (r) {
+    case deployment_role::colocated: return "colocated";
+    case deployment_role::prefill: return "prefill";
+    case deployment_role::decode: return "decode";
+  }
+  return "?";
+}
+
 /// What to plan for. `context_tokens == 0` means the model's max_position_embeddings.
 struct plan_options {
   indexer_format indexer = indexer_format::fp8;  ///< Indexer key format of CSA layers.
@@ -64,6 +81,13 @@ struct plan_options {
   std::int64_t prefill_chunk_tokens = 8192;      ///< B: tokens of one prefill chunk.
   bool cache_mtp = true;                         ///< Whether MTP layers keep caches.
   allocation_policy policy = vllm_policy;        ///< The engine's allocation rules (policy.hpp).
+  /// Prefill/decode disaggregation: what this instance does (see `deployment_role`).
+  deployment_role role = deployment_role::colocated;
+  std::int64_t handover_requests = 0;  ///< decode role: requests being received at once, beside N decoding.
+  /// Decode context parallelism: the main-KV pool of every full-history group holds 1 / dcp of each
+  /// request's rows on this rank (parallel.hpp); the indexer keys, windows and states stay whole.
+  std::int64_t dcp = 1;
+  std::int64_t dcp_interleave_rows = 1;  ///< Rows of a request dealt to one DCP rank in turn (vLLM's interleave).
 };
 
 /// One group's share of the plan.
@@ -73,8 +97,11 @@ struct group_plan {
   std::int64_t pages_per_request = 0;  ///< Pages one request holds in one layer.
   std::int64_t shared_pages = 0;       ///< Pages per layer of the prompts a step admits, beyond their rings.
   std::int64_t pages_per_layer = 0;    ///< H x pages_per_request + shared_pages + 1 (null page).
-  std::uint64_t bytes = 0;             ///< page_bytes x num_layers x pages_per_layer.
-  std::uint64_t ideal_bytes = 0;       ///< Exact row bytes of the H requests holding pages, no paging.
+  /// Pages per layer of each pool: pages_per_layer, except a DCP-sharded main-KV pool (its share of
+  /// pages_per_request and shared_pages on this rank, + 1).
+  std::array<std::int64_t, 2> pool_pages{};
+  std::uint64_t bytes = 0;        ///< Sum over pools of pool page bytes x num_layers x pool_pages.
+  std::uint64_t ideal_bytes = 0;  ///< Exact row bytes of the H requests holding pages, no paging.
 
   /// Pages of this group over all its layers.
   [[nodiscard]] constexpr std::int64_t total_pages() const { return pages_per_layer * spec.num_layers; }
@@ -138,6 +165,8 @@ struct group_pages {
 /// requests, so at most B requests run at once.
 constexpr std::uint64_t holding_requests(const plan_options& o) {
   const allocation_policy& p = o.policy;
+  if (o.role == deployment_role::prefill) return u(o.requests);
+  if (o.role == deployment_role::decode) return u(o.requests) + u(o.handover_requests);
   const bool budget_bounds = p.scheduler == scheduler_kind::running_first &&
                              (!p.decode_needs_whole_step || o.tokens_per_step == 1) && !p.overlap;
   const std::uint64_t n = u(o.requests);
@@ -163,7 +192,8 @@ constexpr group_pages pages_of(const paged_cache_group_spec& spec, const plan_op
   if (!spec.has_sliding_window()) {
     out.per_request = cap;
     // Overlap: a finished request keeps its pages for the step in flight while its successor starts.
-    out.shared = p.overlap ? guard::min_mul(u(o.requests), cap, prompt_pages) : 0;
+    out.shared =
+        p.overlap && o.role == deployment_role::colocated ? guard::min_mul(u(o.requests), cap, prompt_pages) : 0;
     return out;
   }
   const std::uint64_t w =
@@ -171,8 +201,13 @@ constexpr group_pages pages_of(const paged_cache_group_spec& spec, const plan_op
   out.window = w;
   // A decoding request spans W - 1 history + sf verified + (sf - 1) lookahead or lag tokens.
   const std::uint64_t ring = guard::cdiv(g.add(w, 2 * sf) - 3, r) + 1;
-  if (p.scheduler == scheduler_kind::prefill_first) {
-    // Each request may hold a whole last chunk (plus its window) until no prompt is queued.
+  if (o.role == deployment_role::decode) {  // rings, and whole received prompts' windows: no prefill here
+    out.per_request = min_u(cap, ring);
+    return out;
+  }
+  if (p.scheduler == scheduler_kind::prefill_first || o.role == deployment_role::prefill) {
+    // Each request may hold a whole last chunk (plus its window) until no prompt is queued, or
+    // (prefill role) until its transfer ends.
     const std::uint64_t chunk = min_u(b, ctx - 1);
     const std::uint64_t hold = guard::cdiv(g.add(g.add(chunk, w), sf) - 2, r) + 1;
     out.per_request = min_u(cap, max_u(ring, hold));
@@ -184,6 +219,23 @@ constexpr group_pages pages_of(const paged_cache_group_spec& spec, const plan_op
   // overlap also successors of requests that still hold theirs.
   out.shared = guard::min_mul(u(o.requests), p.overlap ? cap : cap - out.per_request, prompt_pages);
   return out;
+}
+
+/// Pages one DCP rank needs for a request whose sharded pool spans `pages` pages of `rows` rows
+/// when rows are dealt to `dcp` ranks `interleave` at a time: the engine allocates every virtual
+/// block (dcp pages) on every rank, ceil(pages / dcp) (vLLM `SingleTypeKVCacheManager`, block size
+/// x dcp), and the first rank, which gets the most rows, needs ceil(rows_0 / rows) pages.
+constexpr std::uint64_t dcp_share_pages(std::uint64_t pages, std::uint64_t rows, std::uint64_t dcp,
+                                        std::uint64_t interleave, guard& g) {
+  const std::uint64_t blocks = guard::cdiv(pages, dcp);
+  const std::uint64_t total = g.mul(pages, rows);
+  // Rows on rank 0: each whole turn of dcp x interleave rows gives it `interleave`.
+  std::uint64_t rows0 = min_u(total, interleave);  // less than one turn
+  if (dcp <= total / interleave) {
+    const std::uint64_t turn = dcp * interleave;  // <= total
+    rows0 = total / turn * interleave + min_u(total % turn, interleave);
+  }
+  return max_u(blocks, guard::cdiv(rows0, rows));
 }
 
 /// Sizes every group of `specs` for the (already validated) options; N may be 0.
@@ -211,7 +263,18 @@ constexpr bool size_plan(const group_spec_list& specs, const plan_options& o, me
     gp.shared_pages = static_cast<std::int64_t>(pg.shared);
     gp.pages_per_layer = static_cast<std::int64_t>(pages);
     g.mul(pages, layers);  // total_pages() must fit too
-    gp.bytes = g.mul(g.mul(u(spec.page_bytes()), layers), pages);
+    gp.bytes = 0;
+    for (int k = 0; k < spec.num_pools; ++k) {
+      std::uint64_t pool_pages = pages;
+      if (dcp_sharded(spec, k) && o.dcp > 1) {
+        const std::uint64_t per =
+            dcp_share_pages(pg.per_request, u(spec.rows_per_page), u(o.dcp), u(o.dcp_interleave_rows), g);
+        pool_pages = g.add(g.add(g.mul(u(plan.holding_requests), per), guard::cdiv(pg.shared, u(o.dcp))), 1);
+      }
+      gp.pool_pages[static_cast<std::size_t>(k)] = static_cast<std::int64_t>(pool_pages);
+      gp.bytes =
+          g.add(gp.bytes, g.mul(g.mul(u(spec.pools[static_cast<std::size_t>(k)].page_bytes), layers), pool_pages));
+    }
     // The exact rows of the H requests that hold pages at once (<= the plan's bytes).
     gp.ideal_bytes = g.mul(g.mul(g.mul(u(plan.holding_requests), layers), ideal_rows), u(spec.row_bytes()));
     plan.total_bytes = g.add(plan.total_bytes, gp.bytes);
@@ -235,6 +298,12 @@ constexpr plan_options resolve(const model_config& c, plan_options o, std::int64
   require(o.prefill_chunk_tokens >= 1, "prefill_chunk_tokens must be >= 1",
           {"prefill_chunk_tokens", o.prefill_chunk_tokens});
   (void)concrete_variants(o.policy);  // a well-formed policy
+  require(o.dcp >= 1, "dcp must be >= 1", {"dcp", o.dcp});
+  require(o.dcp_interleave_rows >= 1, "dcp_interleave_rows must be >= 1",
+          {"dcp_interleave_rows", o.dcp_interleave_rows});
+  require(o.handover_requests >= 0, "handover_requests must be >= 0", {"handover_requests", o.handover_requests});
+  require(o.handover_requests == 0 || o.role == deployment_role::decode,
+          "handover_requests are for the decode role only", {"handover_requests", o.handover_requests});
   require(!o.policy.decode_needs_whole_step || o.prefill_chunk_tokens >= o.tokens_per_step,
           "this engine decodes only with a whole step of tokens_per_step tokens in the budget: "
           "prefill_chunk_tokens must be >= tokens_per_step",

@@ -7,6 +7,7 @@
 // on `err` and nothing on `out` that parses as a plan.
 #pragma once
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -25,6 +26,7 @@
 #include "dsv4/cache/alloc_sim.hpp"
 #include "dsv4/cache/config_json.hpp"
 #include "dsv4/cache/format.hpp"
+#include "dsv4/cache/parallel.hpp"
 
 namespace dsv4::cache::cli {
 
@@ -43,6 +45,17 @@ struct planner_args {
   std::string engine = "vllm";
   bool overlap = false;
   bool simulate = false;
+  // Parallelism and roles (per-rank plans)
+  std::int64_t tp = 1;
+  std::int64_t dp = 1;
+  std::int64_t pp = 1;
+  std::string pp_layers;  // "22,21": main layers per stage; empty = vLLM's even split
+  std::int64_t dcp = 1;
+  std::int64_t dcp_interleave = 1;
+  std::string role = "colocated";
+  std::int64_t handover = 0;
+  std::optional<double> gpu_memory_gib;
+  std::optional<double> reserved_gib;
 };
 
 /// --simulate refuses N x L above this (requests x context tokens): 64 requests of 131,072
@@ -53,12 +66,12 @@ inline constexpr std::int64_t kSimulateMaxRequests = 4096;
 
 /// A GiB count as bytes; fails unless 1 byte <= gib x 2^30 < 2^64 (a budget is never
 /// silently rounded to 0 bytes).
-inline std::uint64_t gib_to_bytes(double gib) {
+inline std::uint64_t gib_to_bytes(double gib, const char* what = "--memory-gib") {
   constexpr double kMaxBytes = 18446744073709551616.0;  // 2^64
   const double bytes = gib * 1073741824.0;
   if (!std::isfinite(gib) || !(bytes >= 1.0) || !(bytes < kMaxBytes))
     throw std::invalid_argument(
-        fmt::format("--memory-gib must be at least 1 byte (2^-30 GiB) and below 2^34 GiB (2^64 bytes), got {}", gib));
+        fmt::format("{} must be at least 1 byte (2^-30 GiB) and below 2^34 GiB (2^64 bytes), got {}", what, gib));
   return static_cast<std::uint64_t>(bytes);
 }
 
@@ -133,7 +146,45 @@ struct planner_result {
   std::optional<request_capacity> requests_fit;
   std::optional<context_capacity> context_fit;
   std::optional<sim_result> simulated;  ///< With --simulate: the worst case of the allocation simulator.
+  // With parallel flags: every rank's plan, the worst rank, and with a budget what the cluster fits.
+  std::optional<parallel_config> parallel;
+  std::vector<rank_plan_result> ranks;
+  cluster_worst worst{};
+  std::optional<cluster_capacity> cluster_fit;
 };
+
+/// Parses --pp-layers "22,21" into `p` (decimal entries, comma-separated).
+inline void parse_pp_layers(const std::string& text, parallel_config& p) {
+  std::size_t start = 0;
+  p.num_stage_layers = 0;
+  while (start <= text.size()) {
+    const std::size_t end = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, end - start);
+    int v = 0;
+    const auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+    if (item.empty() || ec != std::errc() || ptr != item.data() + item.size())
+      throw std::invalid_argument("--pp-layers must be comma-separated decimal layer counts, got '" + text + "'");
+    if (p.num_stage_layers >= kMaxLayers) throw std::invalid_argument("--pp-layers has more than 256 entries");
+    p.stage_layers[static_cast<std::size_t>(p.num_stage_layers++)] = v;
+    start = end + 1;
+  }
+}
+
+/// The KV budget per GPU from --memory-gib, or --gpu-memory-gib minus --reserved-gib.
+inline std::optional<std::uint64_t> budget_from(const planner_args& a) {
+  if (a.reserved_gib && !a.gpu_memory_gib) throw std::invalid_argument("--reserved-gib needs --gpu-memory-gib");
+  if (!a.gpu_memory_gib)
+    return a.memory_gib ? std::optional(gib_to_bytes(*a.memory_gib, "--memory-gib")) : std::nullopt;
+  if (a.memory_gib)
+    throw std::invalid_argument("give --memory-gib or --gpu-memory-gib (with --reserved-gib), not both");
+  const double reserved = a.reserved_gib.value_or(0.0);
+  if (!(reserved >= 0.0) || !std::isfinite(reserved))
+    throw std::invalid_argument(fmt::format("--reserved-gib must be >= 0, got {}", reserved));
+  if (!(reserved < *a.gpu_memory_gib))
+    throw std::invalid_argument(fmt::format(
+        "--reserved-gib ({}) must be below --gpu-memory-gib ({}): no KV budget left", reserved, *a.gpu_memory_gib));
+  return gib_to_bytes(*a.gpu_memory_gib - reserved, "--gpu-memory-gib minus --reserved-gib");
+}
 
 /// The allocation policy named by --engine; SGLang is refused with the reason.
 inline allocation_policy engine_policy(const std::string& name, bool overlap) {
@@ -150,12 +201,12 @@ inline planner_result compute(const planner_args& a) {
   planner_result r;
   if (!a.config_path.empty()) {
     r.model = load_model_config(a.config_path);
-  } else if (a.preset == "flash") {
+  } else if (a.preset == "flash" || a.preset == "v4-flash") {
     r.model = deepseek_v4_flash;
-  } else if (a.preset == "pro") {
+  } else if (a.preset == "pro" || a.preset == "v4-pro") {
     r.model = deepseek_v4_pro;
   } else {
-    throw std::invalid_argument("--preset must be flash or pro, got '" + a.preset + "'");
+    throw std::invalid_argument("--preset must be v4-flash (flash) or v4-pro (pro), got '" + a.preset + "'");
   }
   plan_options o;
   if (a.indexer == "fp8") {
@@ -173,13 +224,43 @@ inline planner_result compute(const planner_args& a) {
   o.policy = engine_policy(a.engine, a.overlap);
   if (a.context == 0)
     throw std::invalid_argument("--context must be >= 1, got 0 (omit it for the model's max_position_embeddings)");
-  if (a.memory_gib) r.budget_bytes = gib_to_bytes(*a.memory_gib);
+  r.budget_bytes = budget_from(a);
+  if (a.role == "prefill") {
+    o.role = deployment_role::prefill;
+  } else if (a.role == "decode") {
+    o.role = deployment_role::decode;
+  } else if (a.role != "colocated") {
+    throw std::invalid_argument("--role must be colocated, prefill or decode, got '" + a.role + "'");
+  }
+  o.handover_requests = a.handover;
+  if (a.tp != 1 || a.dp != 1 || a.pp != 1 || a.dcp != 1 || a.dcp_interleave != 1 || !a.pp_layers.empty()) {
+    parallel_config pc;
+    pc.tp = a.tp;
+    pc.dp = a.dp;
+    pc.pp = a.pp;
+    pc.dcp = a.dcp;
+    pc.dcp_interleave_rows = a.dcp_interleave;
+    if (!a.pp_layers.empty()) parse_pp_layers(a.pp_layers, pc);
+    r.parallel = pc;
+  }
   try {  // errors from here on depend on the model: say which one
     r.schema = build_model_schema(r.model, o.indexer);
     r.plan = build_memory_plan(r.model, o);
     if (r.budget_bytes) {
       r.requests_fit = max_requests_for_budget(r.model, o, *r.budget_bytes);
       r.context_fit = max_context_for_budget(r.model, o, *r.budget_bytes);
+    }
+    if (r.parallel) {
+      validate(*r.parallel, r.model);
+      if (r.parallel->world_size() > 4096)
+        throw std::invalid_argument(fmt::format("the planner prints every rank: dp x pp x tp must be <= 4096, got {}",
+                                                r.parallel->world_size()));
+      for (std::int64_t rank = 0; rank < r.parallel->world_size(); ++rank) {
+        r.ranks.push_back(rank_plan(r.model, o, *r.parallel, rank));
+        const std::uint64_t b = r.ranks.back().plan.total_bytes;
+        if (rank == 0 || b > r.worst.worst_bytes) r.worst = {rank, b};
+      }
+      if (r.budget_bytes) r.cluster_fit = cluster_capacity_for_budget(r.model, o, *r.parallel, *r.budget_bytes);
     }
     if (a.simulate) {
       const memory_plan& p = r.plan;
@@ -198,6 +279,42 @@ inline planner_result compute(const planner_args& a) {
     throw std::invalid_argument((a.config_path.empty() ? "--preset " + a.preset : a.config_path) + ": " + e.what());
   }
   return r;
+}
+
+/// The "groups" array of a plan (the top-level one, or a rank's), with the simulator's peaks if given.
+inline nlohmann::ordered_json groups_json(const memory_plan& p, const sim_result* simulated) {
+  using json = nlohmann::ordered_json;
+  json groups = json::array();
+  for (int gi = 0; gi < p.num_groups; ++gi) {
+    const group_plan& g = p.groups[static_cast<std::size_t>(gi)];
+    const paged_cache_group_spec& s = g.spec;
+    json pools = json::array();
+    for (int i = 0; i < s.num_pools; ++i) {
+      const pool_spec& ps = s.pools[static_cast<std::size_t>(i)];
+      pools.push_back({{"format", std::string(to_string(ps.format))},
+                       {"row_bytes", ps.row_bytes},
+                       {"page_bytes", ps.page_bytes},
+                       {"pages_per_layer", g.pool_pages[static_cast<std::size_t>(i)]}});
+    }
+    groups.push_back({{"id", to_string(s.id)},
+                      {"family", std::string(to_string(s.family))},
+                      {"retention", std::string(to_string(s.retention))},
+                      {"rows_per_page", s.rows_per_page},
+                      {"entry_stride_tokens", s.entry_stride_tokens},
+                      {"page_size_tokens", s.page_size_tokens()},
+                      {"sliding_window_tokens", s.has_sliding_window() ? json(g.window_tokens) : json(nullptr)},
+                      {"num_layers", s.num_layers},
+                      {"row_bytes", s.row_bytes()},
+                      {"page_bytes", s.page_bytes()},
+                      {"pools", pools},
+                      {"pages_per_request", g.pages_per_request},
+                      {"shared_pages", g.shared_pages},
+                      {"pages", g.total_pages()},
+                      {"bytes", g.bytes},
+                      {"ideal_bytes", g.ideal_bytes}});
+    if (simulated) groups.back()["simulated_peak_pages"] = simulated->peak_pages[static_cast<std::size_t>(gi)] + 1;
+  }
+  return groups;
 }
 
 inline nlohmann::ordered_json to_json(const planner_result& r) {
@@ -222,35 +339,7 @@ inline nlohmann::ordered_json to_json(const planner_result& r) {
                            {"cached", !l.mtp || p.options.cache_mtp},
                            {"bytes_per_context_token", bytes_per_context_token(l)},
                            {"fixed_bytes_per_request", fixed[static_cast<std::size_t>(l.layer_idx)]}});
-  j["groups"] = json::array();
-  for (int gi = 0; gi < p.num_groups; ++gi) {
-    const group_plan& g = p.groups[static_cast<std::size_t>(gi)];
-    const paged_cache_group_spec& s = g.spec;
-    json pools = json::array();
-    for (int i = 0; i < s.num_pools; ++i) {
-      const pool_spec& ps = s.pools[static_cast<std::size_t>(i)];
-      pools.push_back(
-          {{"format", std::string(to_string(ps.format))}, {"row_bytes", ps.row_bytes}, {"page_bytes", ps.page_bytes}});
-    }
-    j["groups"].push_back({{"id", to_string(s.id)},
-                           {"family", std::string(to_string(s.family))},
-                           {"retention", std::string(to_string(s.retention))},
-                           {"rows_per_page", s.rows_per_page},
-                           {"entry_stride_tokens", s.entry_stride_tokens},
-                           {"page_size_tokens", s.page_size_tokens()},
-                           {"sliding_window_tokens", s.has_sliding_window() ? json(g.window_tokens) : json(nullptr)},
-                           {"num_layers", s.num_layers},
-                           {"row_bytes", s.row_bytes()},
-                           {"page_bytes", s.page_bytes()},
-                           {"pools", pools},
-                           {"pages_per_request", g.pages_per_request},
-                           {"shared_pages", g.shared_pages},
-                           {"pages", g.total_pages()},
-                           {"bytes", g.bytes},
-                           {"ideal_bytes", g.ideal_bytes}});
-    if (r.simulated)
-      j["groups"].back()["simulated_peak_pages"] = r.simulated->peak_pages[static_cast<std::size_t>(gi)] + 1;
-  }
+  j["groups"] = groups_json(p, r.simulated ? &*r.simulated : nullptr);
   json plan = {{"requests", p.options.requests},
                {"context_tokens", p.options.context_tokens},
                {"tokens_per_step", p.options.tokens_per_step},
@@ -274,7 +363,43 @@ inline nlohmann::ordered_json to_json(const planner_result& r) {
     plan["simulated_peak_bytes"] = r.simulated->peak_bytes;
     plan["simulations"] = r.simulated->simulations;
   }
+  if (p.options.role != deployment_role::colocated) {
+    plan["role"] = std::string(to_string(p.options.role));
+    plan["handover_requests"] = p.options.handover_requests;
+  }
   j["plan"] = plan;
+  if (r.parallel) {
+    const parallel_config& pc = *r.parallel;
+    j["parallel"] = {{"tp", pc.tp},
+                     {"dp", pc.dp},
+                     {"pp", pc.pp},
+                     {"dcp", pc.dcp},
+                     {"dcp_interleave_rows", pc.dcp_interleave_rows},
+                     {"world_size", pc.world_size()}};
+    j["ranks"] = json::array();
+    for (const rank_plan_result& rp : r.ranks) {
+      json layers = json::array();
+      for (int l = rp.main_layers.first; l < rp.main_layers.end; ++l) layers.push_back(l);
+      if (rp.mtp_layers && p.options.cache_mtp)
+        for (int l = r.model.num_hidden_layers; l < r.model.num_layers(); ++l) layers.push_back(l);
+      j["ranks"].push_back({{"rank", rp.coords.rank},
+                            {"tp_rank", rp.coords.tp_rank},
+                            {"dp_rank", rp.coords.dp_rank},
+                            {"dcp_rank", rp.coords.dcp_rank},
+                            {"stage", rp.coords.stage},
+                            {"layers", layers},
+                            {"requests", rp.requests},
+                            {"groups", groups_json(rp.plan, nullptr)},
+                            {"total_bytes", rp.plan.total_bytes}});
+    }
+    json cluster = {{"worst_rank", r.worst.worst_rank}, {"worst_rank_bytes", r.worst.worst_bytes}};
+    if (r.cluster_fit) {
+      cluster["budget_bytes_per_gpu"] = *r.budget_bytes;
+      cluster["max_requests"] = r.cluster_fit->max_requests;
+      cluster["max_context_tokens"] = r.cluster_fit->max_context_tokens;
+    }
+    j["cluster"] = cluster;
+  }
   return j;
 }
 
@@ -367,6 +492,29 @@ inline std::string to_text(const planner_result& r) {
                    r.context_fit->max_context_tokens,
                    r.context_fit->limited_by_model ? " (the model's whole context fits)" : "");
   }
+  if (r.parallel) {
+    const parallel_config& pc = *r.parallel;
+    fmt::format_to(out, "\nranks: tp {} x dp {} x pp {} = {} GPUs, dcp {} (interleave {} rows)\n", pc.tp, pc.dp, pc.pp,
+                   pc.world_size(), pc.dcp, pc.dcp_interleave_rows);
+    fmt::format_to(out, "{:>6} {:>4} {:>4} {:>4} {:>5} {:>13} {:>9} {:>16}\n", "rank", "tp", "dp", "dcp", "stage",
+                   "layers", "requests", "bytes");
+    for (const rank_plan_result& rp : r.ranks)
+      fmt::format_to(out, "{:>6} {:>4} {:>4} {:>4} {:>5} {:>13} {:>9} {:>16}\n", rp.coords.rank, rp.coords.tp_rank,
+                     rp.coords.dp_rank, rp.coords.dcp_rank, rp.coords.stage,
+                     fmt::format("{}-{}{}", rp.main_layers.first, rp.main_layers.end - 1,
+                                 rp.mtp_layers && p.options.cache_mtp ? "+MTP" : ""),
+                     rp.requests, rp.plan.total_bytes);
+    fmt::format_to(out, "worst rank {}: {} B ({})\n", r.worst.worst_rank, r.worst.worst_bytes,
+                   human_bytes(r.worst.worst_bytes));
+    if (r.cluster_fit)
+      fmt::format_to(out,
+                     "cluster, {} B per GPU: max requests at {} tokens: {}; max context for {} request(s): {} tokens\n",
+                     *r.budget_bytes, p.options.context_tokens,
+                     r.cluster_fit->max_requests == std::numeric_limits<std::int64_t>::max()
+                         ? std::string("any number")
+                         : std::to_string(r.cluster_fit->max_requests),
+                     p.options.requests, r.cluster_fit->max_context_tokens);
+  }
   return s;
 }
 
@@ -374,8 +522,9 @@ inline std::string to_text(const planner_result& r) {
 /// --config, --context, --requests, --memory-gib (described by `memory_gib_help`), --indexer.
 /// The defaults shown by --help are the values `a` holds now (context 0 = the model's max).
 inline void add_model_options(CLI::App& app, planner_args& a, const std::string& memory_gib_help) {
-  app.add_option("--preset", a.preset, "Built-in model: flash (DeepSeek-V4-Flash) or pro (DeepSeek-V4-Pro)")
-      ->check(CLI::IsMember({"flash", "pro"}))
+  app.add_option("--preset", a.preset,
+                 "Built-in model: v4-flash or flash (DeepSeek-V4-Flash), v4-pro or pro (DeepSeek-V4-Pro)")
+      ->check(CLI::IsMember({"flash", "pro", "v4-flash", "v4-pro"}))
       ->capture_default_str();
   app.add_option("--config", a.config_path, "A V4 config.json, or a model directory holding one (overrides --preset)")
       ->check(kNonEmpty);
@@ -406,6 +555,32 @@ inline int run_planner(const std::vector<std::string>& args, std::ostream& out, 
       ->check(CLI::IsMember({"vllm", "tokenspeed", "tokenspeed-default", "sglang"}))
       ->capture_default_str();
   app.add_flag("--overlap", a.overlap, "Async scheduling: one more step in flight (2s in place of s)");
+  app.add_option("--tp", a.tp, "Tensor parallel size: replicates the cache")->check(kDecimalInt)->capture_default_str();
+  app.add_option("--dp", a.dp, "Data parallel (attention) size: splits the requests")
+      ->check(kDecimalInt)
+      ->capture_default_str();
+  app.add_option("--pp", a.pp, "Pipeline stages: split the main layers (vLLM's get_pp_indices)")
+      ->check(kDecimalInt)
+      ->capture_default_str();
+  app.add_option("--pp-layers", a.pp_layers, "Explicit main layers per stage, e.g. 22,21 (needs --pp)");
+  app.add_option("--dcp", a.dcp, "Decode context parallel size (divides --tp): shards the compressed KV")
+      ->check(kDecimalInt)
+      ->capture_default_str();
+  app.add_option("--dcp-interleave", a.dcp_interleave, "Rows dealt to one DCP rank in turn")
+      ->check(kDecimalInt)
+      ->capture_default_str();
+  app.add_option("--role", a.role,
+                 "colocated; prefill (N prompts held whole until transferred) or decode (N decoding + --handover)")
+      ->check(CLI::IsMember({"colocated", "prefill", "decode"}))
+      ->capture_default_str();
+  app.add_option("--handover", a.handover, "Decode role: requests being received at once")
+      ->check(kDecimalInt)
+      ->capture_default_str();
+  app.add_option("--gpu-memory-gib", a.gpu_memory_gib, "GPU memory in GiB; the KV budget is this minus --reserved-gib")
+      ->check(kDecimalNumber);
+  app.add_option("--reserved-gib", a.reserved_gib,
+                 "GiB of each GPU for weights and activations (with --gpu-memory-gib)")
+      ->check(kDecimalNumber);
   app.add_flag("--simulate", a.simulate,
                "Also replay the engine's allocator (every concrete rule, prompt lengths, arrivals) and print its "
                "peak pages beside the plan's; refused above requests x context = 64 x 131072 or 4096 requests");
