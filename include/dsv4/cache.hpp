@@ -4,7 +4,9 @@
 #pragma once
 
 #include "dsv4/cache/alloc_sim.hpp"
+#include "dsv4/cache/arena_layout.hpp"
 #include "dsv4/cache/checked.hpp"
+#include "dsv4/cache/chunk_codec.hpp"
 #include "dsv4/cache/group_spec.hpp"
 #include "dsv4/cache/layer_schedule.hpp"
 #include "dsv4/cache/layer_schema.hpp"

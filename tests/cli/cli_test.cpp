@@ -302,6 +302,13 @@ TEST(CliParallel, ProOn32GpusPrintsEveryRankAndTheClusterCapacity) {
   EXPECT_EQ(j["cluster"]["worst_rank_bytes"], worst);
 }
 
+// Fresh-eyes finding: CLI11 read a leading 0 as octal ("0100" = 64 tokens, "08" an error).
+TEST(CliParallel, LeadingZerosAreDecimal) {
+  EXPECT_EQ(run_json({"--context", "0100"})["plan"]["context_tokens"], 100);
+  EXPECT_EQ(run_json({"--requests", "08"})["plan"]["requests"], 8);
+  EXPECT_EQ(run_json({"--tp", "010"})["parallel"]["tp"], 10);
+}
+
 TEST(CliParallel, WithoutParallelFlagsNoRanks) {
   const json j = run_json({});
   EXPECT_FALSE(j.contains("ranks"));
@@ -327,6 +334,10 @@ TEST(CliParallel, RefusedInputsExit2) {
       {{"--tp", "64", "--dp", "128"}, "dp x pp x tp must be <= 4096"},
       {{"--handover", "2"}, "handover_requests are for the decode role only"},
       {{"--role", "router"}, "--role"},
+      {{"--pp", "2", "--pp-layers", ""}, "--pp-layers: must not be empty"},
+      {{"--simulate", "--role", "decode", "--context", "300"}, "--simulate replays colocated engines only"},
+      {{"--gpu-memory-gib", "-1"}, "--gpu-memory-gib must be at least 1 byte"},
+      {{"--context", "-1"}, "--context must be >= 1, got -1"},
   };
   for (const auto& [args, message] : cases) {
     const run_result r = run(args);

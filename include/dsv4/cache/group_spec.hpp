@@ -74,7 +74,7 @@ namespace detail {
     }
   }
   msg += s.size() > 64 ? "\"...)" : "\")";
-  throw std::invalid_argument(msg);
+  raise_invalid_argument(msg);
 }
 }  // namespace detail
 

@@ -128,17 +128,20 @@ namespace detail {
 
 /// Overflow-tracking arithmetic for the plan: the inverse searches need "does not fit"
 /// instead of an exception, so the sizing core records overflow and callers decide.
+/// Results saturate at UINT64_MAX, so arithmetic after an overflow never wraps either.
 struct guard {
   bool overflow = false;
   constexpr std::uint64_t mul(std::uint64_t a, std::uint64_t b) {
     std::uint64_t r = 0;
-    overflow |= __builtin_mul_overflow(a, b, &r);
-    return r;
+    if (!__builtin_mul_overflow(a, b, &r)) return r;
+    overflow = true;
+    return std::numeric_limits<std::uint64_t>::max();
   }
   constexpr std::uint64_t add(std::uint64_t a, std::uint64_t b) {
     std::uint64_t r = 0;
-    overflow |= __builtin_add_overflow(a, b, &r);
-    return r;
+    if (!__builtin_add_overflow(a, b, &r)) return r;
+    overflow = true;
+    return std::numeric_limits<std::uint64_t>::max();
   }
   /// ceil(a / b), b > 0.
   static constexpr std::uint64_t cdiv(std::uint64_t a, std::uint64_t b) { return a / b + (a % b != 0 ? 1 : 0); }
@@ -200,7 +203,7 @@ constexpr group_pages pages_of(const paged_cache_group_spec& spec, const plan_op
       u(effective_window(spec.sliding_window_tokens, spec.step_window_base_tokens, p, o.tokens_per_step));
   out.window = w;
   // A decoding request spans W - 1 history + sf verified + (sf - 1) lookahead or lag tokens.
-  const std::uint64_t ring = guard::cdiv(g.add(w, 2 * sf) - 3, r) + 1;
+  const std::uint64_t ring = guard::cdiv(g.add(w, g.mul(2, sf)) - 3, r) + 1;
   if (o.role == deployment_role::decode) {  // rings, and whole received prompts' windows: no prefill here
     out.per_request = min_u(cap, ring);
     return out;

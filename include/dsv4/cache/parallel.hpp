@@ -160,29 +160,34 @@ constexpr group_spec_list stage_specs(const group_spec_list& all, layer_range r,
 }
 }  // namespace detail
 
+namespace detail {
+/// rank_plan on a validated config and resolved options; false if the plan overflows 64 bits.
+constexpr bool try_rank_plan(const model_config& c, plan_options o, const parallel_config& p, std::int64_t rank,
+                             rank_plan_result& r) {
+  r.coords = rank_of(p, rank);
+  r.main_layers = stage_layers(p, c.num_hidden_layers, r.coords.stage);
+  r.mtp_layers = r.coords.stage == p.pp - 1;
+  r.requests = dp_share(o.requests, p.dp, r.coords.dp_rank);
+  if (o.role == deployment_role::decode) o.handover_requests = dp_share(o.handover_requests, p.dp, r.coords.dp_rank);
+  o.requests = r.requests;
+  o.dcp = p.dcp;
+  o.dcp_interleave_rows = p.dcp_interleave_rows;
+  const group_spec_list specs =
+      stage_specs(build_cache_specs(c, o.indexer, o.cache_mtp), r.main_layers, r.mtp_layers, c.num_hidden_layers);
+  return size_plan(specs, resolve(c, o, 0), r.plan);
+}
+}  // namespace detail
+
 /// The plan of GPU `rank` for `o.requests` requests over the whole deployment `p`: its stage's
 /// layers (MTP layers on the last stage), its data-parallel share of the requests and, on the
 /// main-KV pools of full-history groups, the DCP divisor. Options as `build_memory_plan`
 /// (o.dcp and o.dcp_interleave_rows are taken from `p`). Throws std::invalid_argument for a bad
 /// config (`validate`), a rank out of range, bad options, or a plan that overflows 64 bits.
-constexpr rank_plan_result rank_plan(const model_config& c, plan_options o, const parallel_config& p,
+constexpr rank_plan_result rank_plan(const model_config& c, const plan_options& o, const parallel_config& p,
                                      std::int64_t rank) {
   validate(p, c);
   rank_plan_result r;
-  r.coords = rank_of(p, rank);
-  r.main_layers = stage_layers(p, c.num_hidden_layers, r.coords.stage);
-  r.mtp_layers = r.coords.stage == p.pp - 1;
-  const plan_options whole = detail::resolve(c, o, 1);
-  r.requests = dp_share(whole.requests, p.dp, r.coords.dp_rank);
-  o = whole;
-  o.requests = r.requests;
-  o.dcp = p.dcp;
-  o.dcp_interleave_rows = p.dcp_interleave_rows;
-  if (o.role == deployment_role::decode)
-    o.handover_requests = dp_share(whole.handover_requests, p.dp, r.coords.dp_rank);
-  const group_spec_list specs = detail::stage_specs(build_cache_specs(c, o.indexer, o.cache_mtp), r.main_layers,
-                                                    r.mtp_layers, c.num_hidden_layers);
-  if (!detail::size_plan(specs, detail::resolve(c, o, 0), r.plan))
+  if (!detail::try_rank_plan(c, detail::resolve(c, o, 1), p, rank, r))
     fail("rank plan overflows 64 bits", {"rank", rank}, {"requests", o.requests});
   return r;
 }
@@ -214,20 +219,19 @@ struct cluster_capacity {
 /// searches (every rank's plan grows with N and L); the ranks of one (dp_rank, stage) pair are
 /// alike but for the DCP interleave, so each search step checks one rank per (dp, stage, dcp).
 /// Throws as `rank_plan` for bad options or config.
-inline cluster_capacity cluster_capacity_for_budget(const model_config& c, plan_options o, const parallel_config& p,
-                                                    std::uint64_t budget_bytes) {
+constexpr cluster_capacity cluster_capacity_for_budget(const model_config& c, plan_options o, const parallel_config& p,
+                                                       std::uint64_t budget_bytes) {
   validate(p, c);
   o = detail::resolve(c, o, 1);
   const auto fits = [&](const plan_options& q) {
+    rank_plan_result rp;
     for (std::int64_t dp_rank = 0; dp_rank < p.dp; ++dp_rank)
       for (std::int64_t stage = 0; stage < p.pp; ++stage)
         for (std::int64_t tp_rank = 0; tp_rank < p.dcp; ++tp_rank) {  // dcp_rank = tp_rank for tp_rank < dcp
-          try {
-            if (rank_plan(c, q, p, (dp_rank * p.pp + stage) * p.tp + tp_rank).plan.total_bytes > budget_bytes)
-              return false;
-          } catch (const std::invalid_argument&) {  // overflow: does not fit
+          // A plan that overflows 64 bits does not fit.
+          if (!detail::try_rank_plan(c, q, p, (dp_rank * p.pp + stage) * p.tp + tp_rank, rp) ||
+              rp.plan.total_bytes > budget_bytes)
             return false;
-          }
         }
     return true;
   };

@@ -2,12 +2,14 @@
 //
 // Every builder in this library reports misuse through `fail()`. On the host it
 // throws `std::invalid_argument` whose message names the rule and the offending
-// values; inside a constant expression (a `static_assert`) the call is not a
+// values (built without exceptions, -fno-exceptions, it prints the message and
+// traps); inside a constant expression (a `static_assert`) the call is not a
 // constant expression, so a bad compile-time input is a compile error. In device
 // code it traps, since CUDA kernels cannot throw.
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -36,7 +38,19 @@ struct named_value {
 };
 
 namespace detail {
-/// Builds "dsv4::cache: <rule> (a=1, b=2)" and throws it. Host only.
+/// Throws std::invalid_argument(msg). In a translation unit built without exceptions
+/// (-fno-exceptions) it writes msg and a newline to stderr and traps instead. Host only.
+[[noreturn]] inline void raise_invalid_argument(const std::string& msg) {
+#if defined(__cpp_exceptions) || defined(__EXCEPTIONS)
+  throw std::invalid_argument(msg);
+#else
+  std::fputs(msg.c_str(), stderr);
+  std::fputc('\n', stderr);
+  __builtin_trap();
+#endif
+}
+
+/// Builds "dsv4::cache: <rule> (a=1, b=2)" and raises it (`raise_invalid_argument`). Host only.
 [[noreturn]] inline void throw_invalid_argument(const char* rule, named_value a, named_value b, named_value c) {
   std::string msg = "dsv4::cache: ";
   msg += rule;
@@ -50,7 +64,7 @@ namespace detail {
     msg += v.is_signed ? std::to_string(static_cast<std::int64_t>(v.bits)) : std::to_string(v.bits);
   }
   if (!first) msg += ')';
-  throw std::invalid_argument(msg);
+  raise_invalid_argument(msg);
 }
 }  // namespace detail
 

@@ -37,6 +37,7 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <string_view>
 
 #include "dsv4/cache/platform.hpp"
@@ -87,7 +88,11 @@ struct allocation_policy {
     return (first_chunk_lookaheads & static_cast<std::uint8_t>(r)) != 0;
   }
   /// Tokens in flight per request beyond those computed: s, or 2s with overlap.
-  [[nodiscard]] constexpr std::int64_t in_flight_tokens(std::int64_t s) const { return overlap ? 2 * s : s; }
+  /// (Saturated at INT64_MAX: the plan then reports an overflow, never a wrapped number.)
+  [[nodiscard]] constexpr std::int64_t in_flight_tokens(std::int64_t s) const {
+    if (!overlap) return s;
+    return s > std::numeric_limits<std::int64_t>::max() / 2 ? std::numeric_limits<std::int64_t>::max() : 2 * s;
+  }
 };
 
 /// vLLM v1 (default): bounds both first-chunk lookahead rules.
@@ -182,9 +187,12 @@ constexpr policy_variants concrete_variants(const allocation_policy& p) {
 /// step-window base (CSA states: 4), the largest of the two: max(W, base + s).
 constexpr std::int64_t effective_window(std::int64_t window_tokens, std::int64_t step_window_base_tokens,
                                         const allocation_policy& p, std::int64_t s) {
-  if (step_window_base_tokens > 0 && p.has(window_rule::grows_with_step) && step_window_base_tokens + s > window_tokens)
-    return step_window_base_tokens + s;
-  return window_tokens;
+  if (step_window_base_tokens <= 0 || !p.has(window_rule::grows_with_step) ||
+      s <= window_tokens - step_window_base_tokens)
+    return window_tokens;
+  // Saturates for a huge s: the plan then reports an overflow.
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  return s > kMax - step_window_base_tokens ? kMax : step_window_base_tokens + s;
 }
 
 }  // namespace dsv4::cache

@@ -85,6 +85,7 @@ inline const CLI::Validator kDecimalInt(
       if (s.empty()) return "must not be empty";
       if (ec == std::errc::result_out_of_range) return "'" + s + "' does not fit in 64 bits";
       if (ec != std::errc() || ptr != end) return "'" + s + "' is not a decimal integer";
+      s = std::to_string(v);  // CLI11 would read a leading 0 as octal ("0100" = 64): pass it plain decimal
       return {};
     },
     "INT");
@@ -177,6 +178,7 @@ inline std::optional<std::uint64_t> budget_from(const planner_args& a) {
     return a.memory_gib ? std::optional(gib_to_bytes(*a.memory_gib, "--memory-gib")) : std::nullopt;
   if (a.memory_gib)
     throw std::invalid_argument("give --memory-gib or --gpu-memory-gib (with --reserved-gib), not both");
+  (void)gib_to_bytes(*a.gpu_memory_gib, "--gpu-memory-gib");  // a valid size of its own first
   const double reserved = a.reserved_gib.value_or(0.0);
   if (!(reserved >= 0.0) || !std::isfinite(reserved))
     throw std::invalid_argument(fmt::format("--reserved-gib must be >= 0, got {}", reserved));
@@ -222,8 +224,6 @@ inline planner_result compute(const planner_args& a) {
   o.prefill_chunk_tokens = a.prefill_chunk;
   o.cache_mtp = !a.no_mtp;
   o.policy = engine_policy(a.engine, a.overlap);
-  if (a.context == 0)
-    throw std::invalid_argument("--context must be >= 1, got 0 (omit it for the model's max_position_embeddings)");
   r.budget_bytes = budget_from(a);
   if (a.role == "prefill") {
     o.role = deployment_role::prefill;
@@ -233,6 +233,12 @@ inline planner_result compute(const planner_args& a) {
     throw std::invalid_argument("--role must be colocated, prefill or decode, got '" + a.role + "'");
   }
   o.handover_requests = a.handover;
+  if (a.context && *a.context < 1)
+    throw std::invalid_argument(
+        fmt::format("--context must be >= 1, got {} (omit it for the model's max_position_embeddings)", *a.context));
+  if (a.simulate && o.role != deployment_role::colocated)
+    throw std::invalid_argument(
+        "--simulate replays colocated engines only: a --role prefill or decode instance is not simulated");
   if (a.tp != 1 || a.dp != 1 || a.pp != 1 || a.dcp != 1 || a.dcp_interleave != 1 || !a.pp_layers.empty()) {
     parallel_config pc;
     pc.tp = a.tp;
@@ -460,10 +466,14 @@ inline std::string to_text(const planner_result& r) {
                              : "");
   fmt::format_to(out,
                  "\nplan: {} request(s) x {} tokens (indexer {}, {} token(s)/step, prefill chunk {}, MTP {}), "
-                 "engine {}{}; {} request(s) hold pages at once\n",
+                 "engine {}{}{}; {} request(s) hold pages at once\n",
                  p.options.requests, p.options.context_tokens, p.options.indexer, p.options.tokens_per_step,
                  p.options.prefill_chunk_tokens, p.options.cache_mtp ? "cached" : "not cached",
                  to_string(p.options.policy.engine), p.options.policy.overlap ? " with overlap" : "",
+                 p.options.role == deployment_role::prefill ? ", prefill role (prompts held until transferred)"
+                 : p.options.role == deployment_role::decode
+                     ? fmt::format(", decode role with {} request(s) being received", p.options.handover_requests)
+                     : std::string(),
                  p.holding_requests);
   fmt::format_to(out, "  total {} B ({}), ideal {} B ({}), overhead {:.3f}x\n", p.total_bytes,
                  human_bytes(p.total_bytes), p.ideal_bytes, human_bytes(p.ideal_bytes), p.overhead());
@@ -530,8 +540,8 @@ inline void add_model_options(CLI::App& app, planner_args& a, const std::string&
       ->check(kNonEmpty);
   app.add_option("--context", a.context,
                  "Max context tokens per request L (default: the model's max_position_embeddings)")
-      ->check(kDecimalInt);
-  app.add_option("--requests", a.requests, "Concurrent requests N")->check(kDecimalInt)->capture_default_str();
+      ->transform(kDecimalInt);
+  app.add_option("--requests", a.requests, "Concurrent requests N")->transform(kDecimalInt)->capture_default_str();
   app.add_option("--memory-gib", a.memory_gib, memory_gib_help)->check(kDecimalNumber);
   app.add_option("--indexer", a.indexer, "Indexer key format: fp8 (132 B/row) or mxfp4 (68 B/row)")
       ->check(CLI::IsMember({"fp8", "mxfp4"}))
@@ -544,10 +554,10 @@ inline int run_planner(const std::vector<std::string>& args, std::ostream& out, 
   CLI::App app{"dsv4-cache-plan: KV-cache layout and memory plan of a DeepSeek V4 model", "dsv4-cache-plan"};
   add_model_options(app, a, "A memory budget in GiB: also print the largest N and L that fit");
   app.add_option("--tokens-per-step", a.tokens_per_step, "Tokens per decode step s (1 + speculative tokens)")
-      ->check(kDecimalInt)
+      ->transform(kDecimalInt)
       ->capture_default_str();
   app.add_option("--prefill-chunk", a.prefill_chunk, "Prefill chunk tokens B: the token budget of one scheduler step")
-      ->check(kDecimalInt)
+      ->transform(kDecimalInt)
       ->capture_default_str();
   app.add_option("--engine", a.engine,
                  "Allocation rules to plan for: vllm, tokenspeed (mixed batches) or tokenspeed-default; "
@@ -555,26 +565,29 @@ inline int run_planner(const std::vector<std::string>& args, std::ostream& out, 
       ->check(CLI::IsMember({"vllm", "tokenspeed", "tokenspeed-default", "sglang"}))
       ->capture_default_str();
   app.add_flag("--overlap", a.overlap, "Async scheduling: one more step in flight (2s in place of s)");
-  app.add_option("--tp", a.tp, "Tensor parallel size: replicates the cache")->check(kDecimalInt)->capture_default_str();
+  app.add_option("--tp", a.tp, "Tensor parallel size: replicates the cache")
+      ->transform(kDecimalInt)
+      ->capture_default_str();
   app.add_option("--dp", a.dp, "Data parallel (attention) size: splits the requests")
-      ->check(kDecimalInt)
+      ->transform(kDecimalInt)
       ->capture_default_str();
   app.add_option("--pp", a.pp, "Pipeline stages: split the main layers (vLLM's get_pp_indices)")
-      ->check(kDecimalInt)
+      ->transform(kDecimalInt)
       ->capture_default_str();
-  app.add_option("--pp-layers", a.pp_layers, "Explicit main layers per stage, e.g. 22,21 (needs --pp)");
+  app.add_option("--pp-layers", a.pp_layers, "Explicit main layers per stage, e.g. 22,21 (needs --pp)")
+      ->check(kNonEmpty);
   app.add_option("--dcp", a.dcp, "Decode context parallel size (divides --tp): shards the compressed KV")
-      ->check(kDecimalInt)
+      ->transform(kDecimalInt)
       ->capture_default_str();
   app.add_option("--dcp-interleave", a.dcp_interleave, "Rows dealt to one DCP rank in turn")
-      ->check(kDecimalInt)
+      ->transform(kDecimalInt)
       ->capture_default_str();
   app.add_option("--role", a.role,
                  "colocated; prefill (N prompts held whole until transferred) or decode (N decoding + --handover)")
       ->check(CLI::IsMember({"colocated", "prefill", "decode"}))
       ->capture_default_str();
   app.add_option("--handover", a.handover, "Decode role: requests being received at once")
-      ->check(kDecimalInt)
+      ->transform(kDecimalInt)
       ->capture_default_str();
   app.add_option("--gpu-memory-gib", a.gpu_memory_gib, "GPU memory in GiB; the KV budget is this minus --reserved-gib")
       ->check(kDecimalNumber);
