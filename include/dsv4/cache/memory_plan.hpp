@@ -286,6 +286,20 @@ constexpr bool size_plan(const group_spec_list& specs, const plan_options& o, me
   return !g.overflow;
 }
 
+/// The largest x in [lo, hi] with fits(x), given fits(lo) and that fits is monotone (true up to
+/// some x, false after). A binary search that never computes hi - lo + 1 (hi may be INT64_MAX).
+template <class Fits>
+constexpr std::int64_t largest_fitting(std::int64_t lo, std::int64_t hi, Fits&& fits) {
+  while (lo < hi) {
+    const std::int64_t mid = lo + (hi - lo) / 2 + (hi - lo) % 2;  // ceil((lo + hi) / 2), no overflow
+    if (fits(mid))
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return lo;
+}
+
 /// Validates the options against the model and resolves context_tokens = 0.
 /// `min_requests` is 1 for a plan, 0 for the inverse searches.
 constexpr plan_options resolve(const model_config& c, plan_options o, std::int64_t min_requests) {
@@ -371,22 +385,12 @@ constexpr request_capacity max_requests_for_budget(const model_config& c, plan_o
   r.fixed_bytes = ok0 ? b0 : kSaturated;
   r.bytes_per_request = ok0 && ok1 ? b1 - b0 : kSaturated;
   if (!ok0 || !ok1 || b1 > budget_bytes) return r;  // not even one request fits
-  std::int64_t lo = 1;                              // fits
-  std::int64_t hi = std::numeric_limits<std::int64_t>::max();
   std::uint64_t bytes = 0;
-  if (bytes_at(hi, bytes) && bytes <= budget_bytes) {
-    lo = hi;
-  } else {
-    while (hi - lo > 1) {  // lo fits, hi does not
-      const std::int64_t mid = lo + (hi - lo) / 2;
-      if (bytes_at(mid, bytes) && bytes <= budget_bytes)
-        lo = mid;
-      else
-        hi = mid;
-    }
-  }
-  bytes_at(lo, bytes);
-  r.max_requests = lo;
+  const std::int64_t n = detail::largest_fitting(1, std::numeric_limits<std::int64_t>::max(), [&](std::int64_t m) {
+    return bytes_at(m, bytes) && bytes <= budget_bytes;
+  });
+  bytes_at(n, bytes);
+  r.max_requests = n;
   r.total_bytes = bytes;
   r.bytes_left = budget_bytes - bytes;
   return r;
@@ -414,20 +418,10 @@ constexpr context_capacity max_context_for_budget(const model_config& c, plan_op
     return detail::size_plan(specs, q, p) && p.total_bytes <= budget_bytes;
   };
   context_capacity r;
-  std::int64_t lo = 0;  // largest L known to fit (0 = none)
-  std::int64_t hi = c.max_position_embeddings;
   // A context shorter than tokens_per_step is no valid plan (resolve() rejects it): search [s, max] only.
-  if (fits(base.tokens_per_step))
-    lo = base.tokens_per_step;
-  else
-    hi = 0;
-  while (lo < hi) {
-    const std::int64_t mid = lo + (hi - lo) / 2 + (hi - lo) % 2;  // ceil; hi - lo + 1 overflows for hi = INT64_MAX
-    if (fits(mid))
-      lo = mid;
-    else
-      hi = mid - 1;
-  }
+  const std::int64_t lo = fits(base.tokens_per_step)
+                              ? detail::largest_fitting(base.tokens_per_step, c.max_position_embeddings, fits)
+                              : 0;  // 0: none fits
   r.max_context_tokens = lo;
   r.limited_by_model = lo == c.max_position_embeddings;
   if (lo > 0) {

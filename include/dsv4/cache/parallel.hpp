@@ -236,38 +236,20 @@ constexpr cluster_capacity cluster_capacity_for_budget(const model_config& c, pl
     return true;
   };
   cluster_capacity r;
-  plan_options q = o;
-  q.requests = 1;
-  if (fits(q)) {
-    std::int64_t lo = 1;
-    std::int64_t hi = std::numeric_limits<std::int64_t>::max();
-    q.requests = hi;
-    if (fits(q)) {
-      lo = hi;
-    } else {
-      while (hi - lo > 1) {
-        q.requests = lo + (hi - lo) / 2;
-        (fits(q) ? lo : hi) = q.requests;
-      }
-    }
-    r.max_requests = lo;
-  }
-  q = o;
-  std::int64_t lo = 0;
-  std::int64_t hi = c.max_position_embeddings;
-  q.context_tokens = o.tokens_per_step;
-  if (fits(q)) {
-    lo = o.tokens_per_step;
-    while (lo < hi) {
-      const std::int64_t mid = lo + (hi - lo) / 2 + (hi - lo) % 2;
-      q.context_tokens = mid;
-      if (fits(q))
-        lo = mid;
-      else
-        hi = mid - 1;
-    }
-  }
-  r.max_context_tokens = lo;
+  const auto fits_requests = [&](std::int64_t n) {
+    plan_options q = o;
+    q.requests = n;
+    return fits(q);
+  };
+  const auto fits_context = [&](std::int64_t l) {
+    plan_options q = o;
+    q.context_tokens = l;
+    return fits(q);
+  };
+  if (fits_requests(1))
+    r.max_requests = detail::largest_fitting(1, std::numeric_limits<std::int64_t>::max(), fits_requests);
+  if (fits_context(o.tokens_per_step))
+    r.max_context_tokens = detail::largest_fitting(o.tokens_per_step, c.max_position_embeddings, fits_context);
   return r;
 }
 
