@@ -1,7 +1,7 @@
 // Tests of arena_layout.hpp: the device arena's offsets, computed on the host.
 //
 // Golden values are derived by hand from the memory-plan formula (memory_plan.hpp) and the
-// page bytes of the facts sheet (section 3), not by running the code under test.
+// page bytes of docs/facts.md (section 3), not by running the code under test.
 #include "dsv4/cache/arena_layout.hpp"
 
 #include <gtest/gtest.h>

@@ -1,7 +1,7 @@
 // Bad input at every boundary of the library: one test per row of docs/bad-input.md, named
 // after the row. Each checks the exception type, and that the message names the rule and the
 // offending value. The overflow rows compare with an independent 128-bit oracle built from the
-// facts sheet (page bytes of section 3, the plan formula of memory_plan.hpp), so a clear error
+// docs/facts.md (page bytes of section 3, the plan formula of memory_plan.hpp), so a clear error
 // is proven necessary and a saturated or exact answer is proven right, never wrapped.
 #include <gtest/gtest.h>
 
@@ -66,7 +66,7 @@ void expect_config_error(const json& j, std::initializer_list<const char*> parts
   expect_error<config_error>([&] { (void)parse_model_config(j.dump()); }, parts);
 }
 
-// ---- The independent oracle: DeepSeek-V4-Flash plan bytes from the facts sheet ----
+// ---- The independent oracle: DeepSeek-V4-Flash plan bytes from docs/facts.md ----
 
 struct oracle_group {
   std::uint64_t page_bytes;  // one layer, all pools (facts section 3, FP8 indexer)

@@ -234,5 +234,16 @@ TEST(MemoryPlan, OptionErrors) {
                  {"prefill_chunk_tokens must be >= 1", "prefill_chunk_tokens=-1"});
 }
 
+// Mutation audit: ideal bytes that ignore contexts shorter than a window survived every test
+// but the fuzzer. Flash, N = 1, L = 100 (below the 128-token SWA and HCA-state windows), by hand:
+//   SWA 44 x min(100, 128) x 584 + CSA state 21 x min(100, 8) x 8,192 + CSA KV 21 x floor(100 / 4) x (584 + 132)
+//   + HCA state 20 x min(100, 128) x 4,096 + HCA KV 20 x floor(100 / 128) x 584 + indexer state 21 x 8 x 2,048
+TEST(MemoryPlan, IdealBytesOfAContextShorterThanTheWindows) {
+  const memory_plan p = build_memory_plan(deepseek_v4_flash, {.context_tokens = 100});
+  EXPECT_EQ(p.ideal_bytes,
+            44ULL * 100 * 584 + 21ULL * 8 * 8192 + 21ULL * 25 * 716 + 20ULL * 100 * 4096 + 0 + 21ULL * 8 * 2048);
+  EXPECT_EQ(p.ideal_bytes, 12'857'820ULL);
+}
+
 }  // namespace
 }  // namespace dsv4::cache

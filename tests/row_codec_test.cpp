@@ -659,5 +659,22 @@ TEST(RowCodec, NanFloatOutputIsCanonical) {
   EXPECT_EQ(detail::float_bits(canonical_nan(-0.0f)), 0x80000000U);
 }
 
+// Mutation audit: the MXFP4 path for blocks other than 32 values (n = 8, 16, 64) had no test, so
+// a nibble swap there survived. Hand values: amax 6 gives e = ceil(log2(6 / 6)) = 0 (scale byte
+// 127), codes are E2M1 of x: 0.5 -> 1, 1 -> 2, 1.5 -> 3, 2 -> 4, 3 -> 5, 4 -> 6, 6 -> 7, sign
+// bit 8; value 2i in the low nibble of byte i.
+TEST(Mxfp4Block, OtherBlockSizesPackEvenValuesLow) {
+  const float pattern[16] = {0.5f, 1, 1.5f, 2, 3, 4, 6, 0, -0.5f, -1, -1.5f, -2, -3, -4, -6, 0};
+  const std::uint8_t packed[8] = {0x21, 0x43, 0x65, 0x07, 0xA9, 0xCB, 0xED, 0x0F};
+  for (const int n : {8, 16, 32, 64}) {
+    SCOPED_TRACE(n);
+    std::vector<bf16> in(static_cast<std::size_t>(n));
+    for (int i = 0; i < n; ++i) in[static_cast<std::size_t>(i)] = bf(pattern[i % 16]);
+    std::vector<std::uint8_t> out(static_cast<std::size_t>(n / 2), 0xEE);
+    EXPECT_EQ(quantize_mxfp4_block(in.data(), n, out.data()), 127);
+    for (int i = 0; i < n / 2; ++i) EXPECT_EQ(out[static_cast<std::size_t>(i)], packed[i % 8]) << "byte " << i;
+  }
+}
+
 }  // namespace
 }  // namespace dsv4::cache

@@ -1,6 +1,6 @@
 // Compile-time checks: the DeepSeek V4 Flash and Pro layouts, proven with static_assert only.
 // This translation unit is built as part of the test tree; if any check fails, the build does.
-// Expected values come from the facts sheet (sections 2-3) and hand sums in the comments.
+// Expected values come from docs/facts.md (sections 2-3) and hand sums in the comments.
 #include "dsv4/cache.hpp"
 
 namespace {

@@ -1,6 +1,6 @@
 // dsv4-cache: the per-layer attention schedule (SWA / CSA / HCA) of a DeepSeek V4 model.
 //
-// Source: HF `compress_ratios` (facts sheet section 1). Ratio 0 or 1: sliding-window-only
+// Source: HF `compress_ratios` (docs/facts.md section 1). Ratio 0 or 1: sliding-window-only
 // attention (SWA). Ratio 4: compressed sparse attention with a lightning indexer (CSA).
 // Ratio 128: heavily compressed attention (HCA). Every layer, whatever its kind, also keeps
 // the SWA window. MTP layers follow the main layers and are marked.
