@@ -1,8 +1,10 @@
 # CUDA flags for the project's own CUDA targets (GPU tests, sample, benchmark). Included by
 # tests/cuda.cmake and examples/cuda.cmake only when DSV4_CACHE_HAS_CUDA is ON.
 #
-# --expt-relaxed-constexpr: the layout structs' constexpr members (row_format.hpp) are called
-#   from __host__ __device__ code without being marked DSV4_HOST_DEVICE.
+# --expt-relaxed-constexpr: the kernels use std::array-based structs (the arena layout), whose
+#   members are not __device__ without it. The row-format, page-layout and group-spec members an
+#   engine kernel needs are DSV4_HOST_DEVICE and are compiled without it
+#   (tests/cuda/host_device_layout.cu).
 # -Werror all-warnings: nvcc's own warnings are errors; the host compiler gets -Wall -Wextra.
 # No --use_fast_math: the codecs are integer bit manipulation, but the scale division in
 #   scale_exponent_for_amax must stay an IEEE division to match the host bit for bit.

@@ -157,22 +157,26 @@ struct paged_cache_group_spec {
   /// compressor and indexer states, whose window (1 + overlap) x ratio exceeds the ratio; else 0.
   std::int64_t step_window_base_tokens = 0;
   cache_family family = cache_family::state;
-  int num_pools = 0;  ///< 2 for c4a.compressed_kv (KV + indexer keys), else 1.
-  std::array<pool_spec, 2> pools{};
+  int num_pools = 0;                     ///< 2 for c4a.compressed_kv (KV + indexer keys), else 1.
+  pool_spec pools[2]{};                  ///< A plain array: its members are callable in device code.
   int num_layers = 0;                    ///< Layers that keep a pool of this group.
   std::array<int, kMaxLayers> layers{};  ///< Their indices, ascending.
 
-  [[nodiscard]] constexpr bool has_sliding_window() const { return retention == cache_retention::sliding_window; }
+  [[nodiscard]] DSV4_HOST_DEVICE constexpr bool has_sliding_window() const {
+    return retention == cache_retention::sliding_window;
+  }
   /// Original tokens covered by one page: rows_per_page x entry_stride_tokens (256 for compressed).
-  [[nodiscard]] constexpr std::int64_t page_size_tokens() const { return rows_per_page * entry_stride_tokens; }
+  [[nodiscard]] DSV4_HOST_DEVICE constexpr std::int64_t page_size_tokens() const {
+    return rows_per_page * entry_stride_tokens;
+  }
   /// Bytes of one page of this group in one layer: the sum of its pools' pages.
-  [[nodiscard]] constexpr std::int64_t page_bytes() const {
+  [[nodiscard]] DSV4_HOST_DEVICE constexpr std::int64_t page_bytes() const {
     std::int64_t b = 0;
     for (int i = 0; i < num_pools; ++i) b += pools[static_cast<std::size_t>(i)].page_bytes;
     return b;
   }
   /// Bytes of one row of this group in one layer (all pools), without page padding.
-  [[nodiscard]] constexpr std::int64_t row_bytes() const {
+  [[nodiscard]] DSV4_HOST_DEVICE constexpr std::int64_t row_bytes() const {
     std::int64_t b = 0;
     for (int i = 0; i < num_pools; ++i) b += pools[static_cast<std::size_t>(i)].row_bytes;
     return b;
@@ -234,7 +238,9 @@ constexpr void add_layer(paged_cache_group_spec& g, int layer) {
 /// (pool 0) of a full-history group. The indexer keys (pool 1) stay whole on every rank, since the
 /// indexer scores every key, and so do the sliding windows and compressor states (tokenspeed PR
 /// #1498, `DeepseekV4Recipe._declare_groups`: only the compressed KV gets `shard_count = dcp`).
-constexpr bool dcp_sharded(const paged_cache_group_spec& g, int pool) { return !g.has_sliding_window() && pool == 0; }
+DSV4_HOST_DEVICE constexpr bool dcp_sharded(const paged_cache_group_spec& g, int pool) {
+  return !g.has_sliding_window() && pool == 0;
+}
 
 /// Builds the groups of a model from its layer schemas, which must use the 256-token logical
 /// block (`build_model_schema(c, fmt, kCompressedLogicalBlockTokens)`): a compressed group's

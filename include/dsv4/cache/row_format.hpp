@@ -41,7 +41,7 @@ inline constexpr std::int64_t kFp32Bytes = 4;
 
 /// NoPE width head_dim - rope_dim, in values. Fails unless head_dim > rope_dim (seed rule)
 /// and rope_dim >= 0 (stricter than the seed).
-constexpr std::int64_t nope_dim(std::int64_t head_dim, std::int64_t rope_dim) {
+DSV4_HOST_DEVICE constexpr std::int64_t nope_dim(std::int64_t head_dim, std::int64_t rope_dim) {
   require(rope_dim >= 0, "rope_dim must be >= 0", {"rope_dim", rope_dim});
   require(head_dim > rope_dim, "head_dim must be larger than rope_dim", {"head_dim", head_dim}, {"rope_dim", rope_dim});
   return head_dim - rope_dim;
@@ -49,20 +49,20 @@ constexpr std::int64_t nope_dim(std::int64_t head_dim, std::int64_t rope_dim) {
 
 /// Token data bytes of one row: NoPE as E4M3 (1 B each) + RoPE as BF16 (2 B each); 576 for
 /// D = 512, R = 64. Errors as `nope_dim`.
-constexpr std::int64_t swa_token_stride(std::int64_t head_dim, std::int64_t rope_dim) {
+DSV4_HOST_DEVICE constexpr std::int64_t swa_token_stride(std::int64_t head_dim, std::int64_t rope_dim) {
   return checked_add(nope_dim(head_dim, rope_dim), checked_mul(rope_dim, kBf16Bytes));
 }
 
 /// Scale bytes of one row: one UE8M0 per 64 NoPE values + 1 pad byte; 8 for D = 512, R = 64.
 /// Fails if the NoPE width is not a multiple of 64 (seed rule), or as `nope_dim`.
-constexpr std::int64_t swa_scale_dim(std::int64_t head_dim, std::int64_t rope_dim) {
+DSV4_HOST_DEVICE constexpr std::int64_t swa_scale_dim(std::int64_t head_dim, std::int64_t rope_dim) {
   const std::int64_t nope = nope_dim(head_dim, rope_dim);
   require(nope % kFp8QuantBlock == 0, "DeepSeek V4 FP8 NoPE dim must be divisible by 64", {"nope_dim", nope});
   return nope / kFp8QuantBlock + 1;
 }
 
 /// Bytes of one fp8_ds_mla row: token stride + scale bytes; 584 for D = 512, R = 64.
-constexpr std::int64_t swa_row_bytes(std::int64_t head_dim, std::int64_t rope_dim) {
+DSV4_HOST_DEVICE constexpr std::int64_t swa_row_bytes(std::int64_t head_dim, std::int64_t rope_dim) {
   return checked_add(swa_token_stride(head_dim, rope_dim), swa_scale_dim(head_dim, rope_dim));
 }
 
@@ -90,7 +90,7 @@ struct fp8_ds_mla_format {
 };
 
 /// Validated fp8_ds_mla format for (head_dim, rope_dim); errors as `swa_row_bytes`.
-constexpr fp8_ds_mla_format make_fp8_ds_mla_format(std::int64_t head_dim, std::int64_t rope_dim) {
+DSV4_HOST_DEVICE constexpr fp8_ds_mla_format make_fp8_ds_mla_format(std::int64_t head_dim, std::int64_t rope_dim) {
   (void)swa_row_bytes(head_dim, rope_dim);  // every seed check, overflow included
   return {head_dim, rope_dim};
 }
@@ -114,16 +114,19 @@ struct fp8_ds_mla_page_layout {
     return rows_per_page * format.token_stride() + r * format.scale_bytes();
   }
   /// Unpadded bytes of the page: rows_per_page * row_bytes.
-  [[nodiscard]] constexpr std::int64_t used_bytes() const {
+  [[nodiscard]] DSV4_HOST_DEVICE constexpr std::int64_t used_bytes() const {
     return checked_mul(rows_per_page, format.row_bytes(),
                        "fp8_ds_mla page bytes (rows_per_page x row_bytes) overflow 64 bits");
   }
   /// Page bytes, padded up to a multiple of token_stride: 37,440 for 64 rows, 1,728 for 2.
-  [[nodiscard]] constexpr std::int64_t page_bytes() const { return round_up(used_bytes(), format.token_stride()); }
+  [[nodiscard]] DSV4_HOST_DEVICE constexpr std::int64_t page_bytes() const {
+    return round_up(used_bytes(), format.token_stride());
+  }
 };
 
 /// Validated page layout; fails unless rows_per_page > 0 or on overflow.
-constexpr fp8_ds_mla_page_layout make_fp8_ds_mla_page_layout(const fp8_ds_mla_format& f, std::int64_t rows_per_page) {
+DSV4_HOST_DEVICE constexpr fp8_ds_mla_page_layout make_fp8_ds_mla_page_layout(const fp8_ds_mla_format& f,
+                                                                              std::int64_t rows_per_page) {
   require(rows_per_page > 0, "rows_per_page must be > 0", {"rows_per_page", rows_per_page});
   const fp8_ds_mla_page_layout l{make_fp8_ds_mla_format(f.head_dim, f.rope_dim), rows_per_page};
   (void)l.page_bytes();  // overflow check
@@ -134,7 +137,7 @@ constexpr fp8_ds_mla_page_layout make_fp8_ds_mla_page_layout(const fp8_ds_mla_fo
 
 /// Packed E2M1 bytes of an MXFP4 indexer key: index_head_dim / 2 (two values per byte, value
 /// 2i in the low nibble). Fails if index_head_dim is odd (seed rule) or <= 0 (stricter).
-constexpr std::int64_t indexer_mxfp4_value_bytes(std::int64_t index_head_dim) {
+DSV4_HOST_DEVICE constexpr std::int64_t indexer_mxfp4_value_bytes(std::int64_t index_head_dim) {
   require(index_head_dim > 0, "index_head_dim must be > 0", {"index_head_dim", index_head_dim});
   require(index_head_dim % 2 == 0, "MXFP4 index head dim must be even", {"index_head_dim", index_head_dim});
   return index_head_dim / 2;
@@ -142,7 +145,7 @@ constexpr std::int64_t indexer_mxfp4_value_bytes(std::int64_t index_head_dim) {
 
 /// E8M0 scale bytes of an MXFP4 indexer key: one per 32 values. Fails unless
 /// index_head_dim % 32 == 0 (seed rule) and > 0 (stricter).
-constexpr std::int64_t indexer_mxfp4_scale_dim(std::int64_t index_head_dim) {
+DSV4_HOST_DEVICE constexpr std::int64_t indexer_mxfp4_scale_dim(std::int64_t index_head_dim) {
   require(index_head_dim > 0, "index_head_dim must be > 0", {"index_head_dim", index_head_dim});
   require(index_head_dim % kMxfp4Block == 0, "MXFP4 index head dim must be divisible by 32",
           {"index_head_dim", index_head_dim});
@@ -150,7 +153,7 @@ constexpr std::int64_t indexer_mxfp4_scale_dim(std::int64_t index_head_dim) {
 }
 
 /// Bytes of one MXFP4 indexer key: value bytes + scale bytes; 64 + 4 = 68 for d = 128.
-constexpr std::int64_t indexer_mxfp4_row_bytes(std::int64_t index_head_dim) {
+DSV4_HOST_DEVICE constexpr std::int64_t indexer_mxfp4_row_bytes(std::int64_t index_head_dim) {
   return indexer_mxfp4_value_bytes(index_head_dim) + indexer_mxfp4_scale_dim(index_head_dim);
 }
 
@@ -164,7 +167,7 @@ struct indexer_mxfp4_layout {
 
 /// Inverse of `indexer_mxfp4_row_bytes`: 68 -> {128, 64, 4}. Fails unless row_bytes is a
 /// positive whole number of 17-byte (16 value + 1 scale) blocks.
-constexpr indexer_mxfp4_layout indexer_mxfp4_layout_from_row_bytes(std::int64_t row_bytes) {
+DSV4_HOST_DEVICE constexpr indexer_mxfp4_layout indexer_mxfp4_layout_from_row_bytes(std::int64_t row_bytes) {
   constexpr std::int64_t value_bytes_per_block = kMxfp4Block / 2;
   constexpr std::int64_t bytes_per_block = value_bytes_per_block + kMxfp4ScaleBytes;
   require(row_bytes > 0, "MXFP4 indexer row bytes must be > 0", {"row_bytes", row_bytes});
@@ -181,7 +184,7 @@ constexpr indexer_mxfp4_layout indexer_mxfp4_layout_from_row_bytes(std::int64_t 
 
 /// fp32 scale bytes of an FP8 indexer key: 4 per 128 values. Fails unless
 /// index_head_dim % 128 == 0 (seed rule) and > 0 (stricter).
-constexpr std::int64_t indexer_fp8_scale_bytes(std::int64_t index_head_dim) {
+DSV4_HOST_DEVICE constexpr std::int64_t indexer_fp8_scale_bytes(std::int64_t index_head_dim) {
   require(index_head_dim > 0, "index_head_dim must be > 0", {"index_head_dim", index_head_dim});
   require(index_head_dim % kFp8IndexerBlock == 0, "FP8 index head dim must be divisible by 128",
           {"index_head_dim", index_head_dim});
@@ -189,7 +192,7 @@ constexpr std::int64_t indexer_fp8_scale_bytes(std::int64_t index_head_dim) {
 }
 
 /// Bytes of one FP8 indexer key: index_head_dim E4M3 bytes + scale bytes; 132 for d = 128.
-constexpr std::int64_t indexer_fp8_row_bytes(std::int64_t index_head_dim) {
+DSV4_HOST_DEVICE constexpr std::int64_t indexer_fp8_row_bytes(std::int64_t index_head_dim) {
   return checked_add(index_head_dim, indexer_fp8_scale_bytes(index_head_dim));
 }
 
@@ -202,7 +205,7 @@ struct indexer_fp8_layout {
 
 /// Inverse of `indexer_fp8_row_bytes`: 132 -> {128, 4}. Fails unless row_bytes is a positive
 /// whole number of 132-byte (128 value + 4 scale) blocks.
-constexpr indexer_fp8_layout indexer_fp8_layout_from_row_bytes(std::int64_t row_bytes) {
+DSV4_HOST_DEVICE constexpr indexer_fp8_layout indexer_fp8_layout_from_row_bytes(std::int64_t row_bytes) {
   constexpr std::int64_t bytes_per_block = kFp8IndexerBlock + kFp8ScaleBytes;
   require(row_bytes > 0, "FP8 indexer row bytes must be > 0", {"row_bytes", row_bytes});
   require(row_bytes % bytes_per_block == 0, "FP8 indexer row bytes must be value+scale aligned (a multiple of 132)",
@@ -229,7 +232,7 @@ struct indexer_row_format {
 };
 
 /// Validated indexer row format; errors as the seed function of that format.
-constexpr indexer_row_format make_indexer_row_format(indexer_format f, std::int64_t index_head_dim) {
+DSV4_HOST_DEVICE constexpr indexer_row_format make_indexer_row_format(indexer_format f, std::int64_t index_head_dim) {
   if (f == indexer_format::fp8) {
     (void)indexer_fp8_row_bytes(index_head_dim);  // the seed's checks, and the row bytes must fit in 64 bits
     return {f, index_head_dim, index_head_dim, indexer_fp8_scale_bytes(index_head_dim)};
@@ -252,11 +255,14 @@ struct indexer_page_layout {
   [[nodiscard]] DSV4_HOST_DEVICE constexpr std::int64_t scale_offset(std::int64_t r) const {
     return rows_per_page * format.value_bytes + r * format.scale_bytes;
   }
-  [[nodiscard]] constexpr std::int64_t page_bytes() const { return rows_per_page * format.row_bytes(); }
+  [[nodiscard]] DSV4_HOST_DEVICE constexpr std::int64_t page_bytes() const {
+    return rows_per_page * format.row_bytes();
+  }
 };
 
 /// Validated indexer page layout; fails unless rows_per_page > 0 or on overflow.
-constexpr indexer_page_layout make_indexer_page_layout(const indexer_row_format& f, std::int64_t rows_per_page) {
+DSV4_HOST_DEVICE constexpr indexer_page_layout make_indexer_page_layout(const indexer_row_format& f,
+                                                                        std::int64_t rows_per_page) {
   require(rows_per_page > 0, "rows_per_page must be > 0", {"rows_per_page", rows_per_page});
   const indexer_row_format v = make_indexer_row_format(f.format, f.index_head_dim);  // validated before row_bytes()
   (void)checked_mul(rows_per_page, v.row_bytes(), "indexer page bytes (rows_per_page x row_bytes) overflow 64 bits");
@@ -266,23 +272,23 @@ constexpr indexer_page_layout make_indexer_page_layout(const indexer_row_format&
 // ---- Compressor state rows ----
 
 /// Overlap factor coff of a compressor: 2 for ratio 4 (overlapping windows), 1 otherwise.
-constexpr std::int64_t compressor_overlap_factor(std::int64_t ratio) { return ratio == 4 ? 2 : 1; }
+DSV4_HOST_DEVICE constexpr std::int64_t compressor_overlap_factor(std::int64_t ratio) { return ratio == 4 ? 2 : 1; }
 
 /// fp32 values of one compressor-state row, [kv state | score state] of coff x dim each:
 /// 2048 (CSA, D = 512), 1024 (HCA), 512 (CSA indexer, D = 128). Fails unless ratio > 1, dim > 0.
-constexpr std::int64_t compressor_state_row_floats(std::int64_t ratio, std::int64_t dim) {
+DSV4_HOST_DEVICE constexpr std::int64_t compressor_state_row_floats(std::int64_t ratio, std::int64_t dim) {
   require(ratio > 1, "compressor ratio must be > 1", {"ratio", ratio});
   require(dim > 0, "compressor state dim must be > 0", {"dim", dim});
   return checked_mul(checked_mul<std::int64_t>(2, compressor_overlap_factor(ratio)), dim);
 }
 
 /// Bytes of one compressor-state row: 4 x `compressor_state_row_floats`.
-constexpr std::int64_t compressor_state_row_bytes(std::int64_t ratio, std::int64_t dim) {
+DSV4_HOST_DEVICE constexpr std::int64_t compressor_state_row_bytes(std::int64_t ratio, std::int64_t dim) {
   return checked_mul(compressor_state_row_floats(ratio, dim), kFp32Bytes);
 }
 
 /// Tokens a compressor must keep: (1 + overlap) x ratio = 8 for CSA, 128 for HCA.
-constexpr std::int64_t compressor_state_window_tokens(std::int64_t ratio) {
+DSV4_HOST_DEVICE constexpr std::int64_t compressor_state_window_tokens(std::int64_t ratio) {
   require(ratio > 1, "compressor ratio must be > 1", {"ratio", ratio});
   return checked_mul(compressor_overlap_factor(ratio), ratio);
 }
