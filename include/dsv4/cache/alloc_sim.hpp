@@ -158,7 +158,7 @@ class simulator {
             {"step_budget_tokens", w.step_budget_tokens});
 
     result_.num_groups = specs.num_groups;
-    period_ = 1;
+    page_token_lcm_ = 1;
     for (int g = 0; g < specs.num_groups; ++g) {
       const paged_cache_group_spec& s = specs[g];
       sim_group& sg = groups_[static_cast<std::size_t>(g)];
@@ -170,12 +170,11 @@ class simulator {
           sg.sliding ? effective_window(s.sliding_window_tokens, s.step_window_base_tokens, p, w.tokens_per_step) : 0;
       sg.layer_page_bytes =
           checked_mul(static_cast<std::uint64_t>(s.page_bytes()), static_cast<std::uint64_t>(s.num_layers));
-      if (sg.sliding) period_ = std::lcm(period_, sg.page_tokens);
+      if (sg.sliding) page_token_lcm_ = std::lcm(page_token_lcm_, sg.page_tokens);
     }
     total_arrivals_ = w.arrivals == arrival_pattern::closed_loop
                           ? (w.completions > 0 ? std::max(w.completions, w.requests) : 2 * w.requests)
                           : w.requests;
-    completions_target_ = total_arrivals_;
   }
 
   sim_result run() {
@@ -185,7 +184,7 @@ class simulator {
     std::vector<sim_sched> prev;
     std::vector<sim_sched> cur;
     // Every request finishes after at most (P + L) steps alone; a generous guard against a bug.
-    while (finished_ < completions_target_ || zombies_ > 0) {
+    while (finished_ < total_arrivals_ || zombies_ > 0) {  // every arrival finishes
       arrive(step);
       release_held(prev);
       cur.clear();
@@ -327,6 +326,11 @@ class simulator {
     return event;
   }
 
+  /// Tokens a request scheduled as `sc` adds to its computed count at the end of the step: the
+  /// chunk, or the accepted part of a decode (rejected drafts roll back).
+  [[nodiscard]] std::int64_t kept_tokens(const sim_sched& sc) const {
+    return sc.decode ? std::min(w_.accepted_tokens, sc.tokens) : sc.tokens;
+  }
   /// Position whose window an allocation at c computed tokens keeps: c, or for a tokenspeed
   /// decode, admitted at TokenSize - s, c - (s - 1).
   [[nodiscard]] std::int64_t expiry_position(std::int64_t c, const sim_sched& sc) const {
@@ -369,8 +373,8 @@ class simulator {
   /// True if the tables of a request scheduled as `sc` last step are exactly what that
   /// allocation alone gives (no larger earlier extent or expiry still showing): then they
   /// are periodic in the computed tokens from here on.
-  [[nodiscard]] bool tables_current(const sim_request& r, const sim_sched& sc, std::int64_t per_step) const {
-    const std::int64_t c = r.computed - per_step;  // computed tokens at the last allocation
+  [[nodiscard]] bool tables_current(const sim_request& r, const sim_sched& sc) const {
+    const std::int64_t c = r.computed - kept_tokens(sc);  // computed tokens at the last allocation
     for (int g = 0; g < result_.num_groups; ++g) {
       const sim_group& sg = groups_[static_cast<std::size_t>(g)];
       const sim_table& t = r.tables[static_cast<std::size_t>(g)];
@@ -398,11 +402,10 @@ class simulator {
     for (const sim_sched& sc : sched) {
       sim_request& r = reqs_[sc.index];
       std::int64_t tokens = 0;  // num_tokens after the step
+      r.computed += kept_tokens(sc);
       if (sc.decode) {
-        r.computed += std::min(w_.accepted_tokens, sc.tokens);  // rejected drafts roll back
         tokens = r.computed + 1;
       } else {
-        r.computed += sc.tokens;
         if (r.computed < w_.prompt_tokens) continue;
         r.phase = req_phase::decode;  // the first token is sampled with the prompt's last chunk
         tokens = r.computed + 1;
@@ -437,8 +440,8 @@ class simulator {
     std::int64_t period = 1;
     for (const sim_sched& sc : sched) {
       const sim_request& r = reqs_[sc.index];
-      const std::int64_t per_step = sc.decode ? std::min(w_.accepted_tokens, sc.tokens) : sc.tokens;
-      period = std::lcm(period, period_ / std::gcd(period_, per_step));
+      const std::int64_t per_step = kept_tokens(sc);
+      period = std::lcm(period, page_token_lcm_ / std::gcd(page_token_lcm_, per_step));
       // prefill: c + k x (n + 1) < P keeps the chunk size and phase for n more steps
       // decode: c + a x n + s < L - 1 keeps k = s and no finish
       const std::int64_t left = sc.decode ? w_.context_tokens - 2 - w_.tokens_per_step - r.computed
@@ -448,14 +451,13 @@ class simulator {
     const std::int64_t jump = (room - period - 2) / period * period;
     if (jump <= 0) return 0;
     for (const sim_sched& sc : sched) {
-      const std::int64_t per_step = sc.decode ? std::min(w_.accepted_tokens, sc.tokens) : sc.tokens;
-      if (!tables_current(reqs_[sc.index], sc, per_step)) return 0;
+      if (!tables_current(reqs_[sc.index], sc)) return 0;
     }
     // Replay the last two skipped steps of each scheduled request: its tables are functions of
     // its most recent allocations (monotone lengths and freed prefixes).
     for (const sim_sched& sc : sched) {
       sim_request& r = reqs_[sc.index];
-      const std::int64_t per_step = sc.decode ? std::min(w_.accepted_tokens, sc.tokens) : sc.tokens;
+      const std::int64_t per_step = kept_tokens(sc);
       r.computed += (jump - 2) * per_step;
       for (int k = 0; k < 2; ++k) {
         for (int g = 0; g < result_.num_groups; ++g) {
@@ -475,9 +477,8 @@ class simulator {
   sim_workload w_;
   sim_options o_;
   std::array<sim_group, kMaxGroups> groups_{};
-  std::int64_t period_ = 1;
+  std::int64_t page_token_lcm_ = 1;
   std::int64_t total_arrivals_ = 0;
-  std::int64_t completions_target_ = 0;
   std::int64_t arrived_ = 0;
   std::int64_t live_requests_ = 0;
   std::array<std::int64_t, kMaxGroups> live_pages_{};  ///< Per group: live pages of all requests, one layer.

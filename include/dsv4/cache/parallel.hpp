@@ -21,9 +21,9 @@
 // - DCP shards the main-KV pool of every full-history group: a request's rows are dealt to the
 //   dcp ranks `dcp_interleave_rows` at a time, and every rank allocates every virtual block of
 //   dcp pages (vLLM `BlockTable.compute_slot_mapping`, `SingleTypeKVCacheManager`: block size x
-//   dcp), so a rank holds ceil(pages / dcp) pages of a request, or more for the first rank when
-//   the interleave exceeds a page; the indexer keys (the indexer scores every key), the sliding
-//   windows and the compressor states stay whole on every rank (tokenspeed PR #1498,
+//   dcp), so a rank holds ceil(pages / dcp) pages of a request, or, when the interleave exceeds
+//   a page, the first rank's (largest) share, planned for every rank; the indexer keys (the indexer scores every key),
+//   the sliding windows and the compressor states stay whole on every rank (tokenspeed PR #1498,
 //   `DeepseekV4Recipe._declare_groups`). vLLM itself rejects DCP for DeepSeek V4 today.
 #pragma once
 
