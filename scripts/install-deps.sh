@@ -12,8 +12,8 @@ set -euo pipefail
 packages=(
   cmake ninja-build g++ clang clang-tidy clang-format  # compilers and tools
   libclang-rt-14-dev                                    # ASan/UBSan/libFuzzer runtimes of clang 14
-  libfmt-dev nlohmann-json3-dev libcli11-dev            # library dependencies (formatters, JSON, CLI)
-  libgtest-dev libgmock-dev libbenchmark-dev            # tests and benchmarks
+  libfmt-dev nlohmann-json3-dev libcli11-dev libssl-dev  # library dependencies (formatters, JSON, CLI, SHA-256)
+  libgtest-dev libgmock-dev libbenchmark-dev libxxhash-dev  # tests and benchmarks
 )
 
 missing=()

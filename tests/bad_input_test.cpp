@@ -5,14 +5,18 @@
 // is proven necessary and a saturated or exact answer is proven right, never wrapped.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <initializer_list>
 #include <limits>
+#include <numeric>
+#include <random>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -20,6 +24,7 @@
 #include "dsv4/cache.hpp"
 #include "dsv4/cache/arena_layout.hpp"
 #include "dsv4/cache/config_json.hpp"
+#include "dsv4/cache/slot_work.hpp"
 
 // The planner rows need CLI11 (header-only), as the planner does.
 #if __has_include(<CLI/CLI.hpp>)
@@ -182,8 +187,9 @@ TEST(BadInput, ConfigNonIntegralNumber) {
 
 TEST(BadInput, ConfigNonV4ModelType) {
   json j = flash_json();
-  j["model_type"] = "deepseek_v32";
-  expect_config_error(j, {"key 'model_type' must be \"deepseek_v4\"", "\"deepseek_v32\""});
+  j["model_type"] = "deepseek_v3";  // DeepSeek V3: MLA without the indexer, not a layout this library knows
+  expect_config_error(
+      j, {"key 'model_type' must be \"deepseek_v4\" (DeepSeek V4) or \"deepseek_v32\"", "\"deepseek_v3\""});
 }
 
 TEST(BadInput, ConfigZeroDim) {
@@ -350,9 +356,15 @@ TEST(BadInput, DimsConfigIndexerDimThePlanRejects) {
   const model_config c = parse_model_config(j.dump());
   expect_error([&] { (void)build_memory_plan(c); },
                {"FP8 index head dim must be divisible by 128", "index_head_dim=96"});
+  // 96 = 3 x 32 passes the seed's MXFP4 rule, but no registered indexer format stores 96 values:
+  // the row formats are the engines' fixed layouts (128-value keys).
   plan_options o;
   o.indexer = indexer_format::mxfp4;
-  EXPECT_NO_THROW((void)build_memory_plan(c, o));  // 96 = 3 x 32: a valid MXFP4 key
+  expect_error([&] { (void)build_memory_plan(c, o); },
+               {"the row format stores another number of values per row", "format_values=128", "model_values=96"});
+  expect_error(
+      [&] { check_formats(c, default_formats(c.family, indexer_format::mxfp4)); },
+      {"row format 'v4.indexer_mxfp4'", "indexer keys of v4.c4a.compressed_kv", "128 values", "model v4: 96 values"});
 }
 
 TEST(BadInput, DimsRowsPerPageZero) {
@@ -732,7 +744,8 @@ TEST(BadInput, BudgetCliJustBelow2e64Bytes) {
   const cli_result r = run_cli({"--memory-gib", "17179869183", "--json"});
   ASSERT_EQ(r.rc, 0) << r.err;
   const json j = json::parse(r.out);
-  EXPECT_EQ(j["plan"]["budget_bytes"].get<std::uint64_t>(), std::uint64_t{17'179'869'183} << 30);
+  // 17,179,869,183 GiB = (2^34 - 1) x 2^30 B = 2^64 - 2^30 = 18,446,744,073,709,551,616 - 1,073,741,824.
+  EXPECT_EQ(j["plan"]["budget_bytes"].get<std::uint64_t>(), 18'446'744'072'635'809'792U);
 }
 
 #endif  // DSV4_HAS_PLANNER
@@ -758,6 +771,53 @@ TEST(BadInput, CliBadArguments) {
   }
 }
 
+/// Runs the planner on `args`, expecting exit 2, nothing on stdout and one stderr line holding every `parts`.
+void expect_cli_error(const std::vector<std::string>& args, const std::vector<std::string>& parts) {
+  const cli_result r = run_cli(args);
+  EXPECT_EQ(r.rc, 2) << args[0] << " " << r.err;
+  EXPECT_EQ(r.out, "") << args[0];
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;
+  for (const std::string& p : parts) EXPECT_NE(r.err.find(p), std::string::npos) << "'" << p << "' in: " << r.err;
+}
+
+TEST(BadInput, FormatUnknownName) {
+  expect_cli_error({"--kv-format", "v4.fp8"},
+                   {"--kv-format: unknown row format 'v4.fp8'", "registered: v4.fp8_ds_mla,"});
+  expect_cli_error({"--indexer-format", "mxfp4"}, {"--indexer-format: unknown row format 'mxfp4'"});
+  expect_cli_error({"--format", "v4.swa_kv=v4.fp8"}, {"--format v4.swa_kv: unknown row format 'v4.fp8'"});
+}
+
+TEST(BadInput, FormatDoesNotFit) {
+  // A format of another kind of row, another family, or another width names both sides.
+  expect_cli_error(
+      {"--kv-format", "v4.indexer_fp8"},
+      {"row format 'v4.indexer_fp8' (v4, indexer_k) cannot hold the SWA rows of v4.swa_kv", "another kind of row"});
+  expect_cli_error(
+      {"--kv-format", "v3.2.fp8_ds_mla"},
+      {"row format 'v3.2.fp8_ds_mla' (v3.2, main_kv) cannot hold the SWA rows of v4.swa_kv", "another model family"});
+  expect_cli_error({"--preset", "v3.2", "--kv-format", "v4.fp8_ds_mla"},
+                   {"row format 'v4.fp8_ds_mla' (v4, main_kv) cannot hold the latent rows of v3.2.mla_kv"});
+  expect_cli_error({"--indexer-format", "fp32_state"},
+                   {"row format 'fp32_state'", "indexer keys of v4.c4a.compressed_kv"});
+  expect_cli_error({"--preset", "v3.2", "--indexer", "mxfp4"},
+                   {"--indexer mxfp4: DeepSeek V3.2 indexer keys are FP8 only"});
+  // The core refuses the same without names (a constant expression: a static_assert would not compile).
+  format_selection s;
+  s.swa_kv = formats::v4_indexer_fp8::layout;
+  expect_error([&] { (void)build_cache_specs(deepseek_v4_flash, s); }, {"another kind of row"});
+}
+
+TEST(BadInput, FormatGroupFlag) {
+  expect_cli_error({"--format", "v4.swa_kv"}, {"--format must be GROUP=NAME", "got 'v4.swa_kv'"});
+  expect_cli_error({"--format", "v4.c4a.compressor_state=fp32_state"},
+                   {"group 'v4.c4a.compressor_state' has no format to choose for a v4 model",
+                    "compressor states are always fp32_state"});
+  expect_cli_error({"--format", "v3.2.mla_kv=v3.2.bf16"},
+                   {"group 'v3.2.mla_kv' has no format to choose for a v4 model"});
+  expect_cli_error({"--preset", "v3.2", "--format", "v4.swa_kv=v4.bf16"},
+                   {"group 'v4.swa_kv' has no format to choose for a v3.2 model"});
+}
+
 #endif  // DSV4_HAS_PLANNER
 
 // ================================ arena and slots ================================
@@ -773,7 +833,7 @@ TEST(BadInput, ArenaPlanOfAnotherModel) {
   model_config other = deepseek_v4_flash;
   other.head_dim = 576;  // (576 - 64) % 64 == 0: a valid model, other rows
   expect_error([&] { (void)build_arena_layout(other, p); },
-               {"plan's fp8_ds_mla pool does not match the model's head_dim / qk_rope_head_dim"});
+               {"plan's pool format does not hold the model's rows", "row_bytes=584"});
 }
 
 TEST(BadInput, ArenaRegionIndex) {
@@ -785,14 +845,127 @@ TEST(BadInput, ArenaRegionIndex) {
 }
 
 TEST(BadInput, SlotsNullPageAndRange) {
-  // What the kernels may write: slots [rows_per_page, num_slots) of a region; page 0 is the null
-  // page. (The kernels skip slot -1 and count any other slot outside that range: GPU tests.)
+  // Facts 5.10 on the lane work of the generic kernels (slot_work.hpp: `insert_unit`,
+  // `gather_unit`), run on the host with emulated lanes in shuffled order on a buffer standing in
+  // for an arena region of a 4,096-token Flash plan: slot -1 (padding), a slot in page 0 (the
+  // null page) and a slot past the pool write nothing, byte for byte, and gather gives a zero row
+  // for them; slot rows_per_page writes page 1 row 0 and nothing else. The buffer has one guard
+  // page before and after the region (the arena's neighbours), and page 0 is zero (the arena is
+  // zero-filled); the other pages hold a pattern that any stray write would change.
+  struct slot_case {
+    const char* what;
+    pool_region r;
+    std::int64_t page_bytes, rows, pages;  // facts section 3; pages from ArenaLayout.FlashGoldenOffsets
+    std::int64_t data_begin, data_end;     // page 1 row 0, from the region's first byte (facts section 2)
+    std::int64_t scale_begin, scale_end;
+  };
   const arena_layout a = build_arena_layout(deepseek_v4_flash, short_context());
-  for (int i = 0; i < a.num_regions; ++i) {
-    const pool_region r = a.region(i);
-    EXPECT_EQ(r.first_usable_slot(), r.rows_per_page);
-    EXPECT_EQ(r.num_slots(), r.num_pages * r.rows_per_page);
-    EXPECT_GE(r.num_pages, 2);  // the null page and at least one usable page
+  plan_options mx = short_context();
+  mx.indexer = indexer_format::mxfp4;
+  const arena_layout amx = build_arena_layout(deepseek_v4_flash, mx);
+  const std::vector<slot_case> cases = {
+      // 64 rows of 576 + 8 B, page 37,440: data 37,440 + [0, 576); scales 37,440 + 64 x 576 = 74,304.
+      {"swa layer 0 (region 0)", a.region(0), 37'440, 64, 65, 37'440, 38'016, 74'304, 74'312},
+      // 64 FP8 keys of 128 + 4 B, page 8,448: values 8,448 + [0, 128); scale 8,448 + 64 x 128 = 16,640.
+      {"c4a keys layer 2", a.find(parse_group_id("v4.c4a.compressed_kv"), 2, 1), 8'448, 64, 17, 8'448, 8'576, 16'640,
+       16'644},
+      // 2 rows of 576 + 8 B, page 1,728: data 1,728 + [0, 576); scales 1,728 + 2 x 576 = 2,880.
+      {"c128a kv layer 3", a.find(parse_group_id("v4.c128a.compressed_kv"), 3), 1'728, 2, 17, 1'728, 2'304, 2'880,
+       2'888},
+      // 64 MXFP4 keys of 64 + 4 B, page 4,352: values 4,352 + [0, 64); scales 4,352 + 64 x 64 = 8,448.
+      {"c4a MXFP4 keys layer 2", amx.find(parse_group_id("v4.c4a.compressed_kv"), 2, 1), 4'352, 64, 17, 4'352, 4'416,
+       8'448, 8'452},
+  };
+  std::mt19937 rng(5);
+  for (const slot_case& c : cases) {
+    SCOPED_TRACE(c.what);
+    const pool_region& r = c.r;
+    ASSERT_EQ(r.page_bytes, c.page_bytes);
+    ASSERT_EQ(r.rows_per_page, c.rows);
+    ASSERT_EQ(r.num_pages, c.pages);
+    const std::int64_t region_bytes = c.pages * c.page_bytes;
+    const std::int64_t guard = c.page_bytes;
+    std::vector<std::uint8_t> buf(static_cast<std::size_t>(guard + region_bytes + guard));
+    for (std::size_t k = 0; k < buf.size(); ++k) buf[k] = static_cast<std::uint8_t>(k * 131 + 7);
+    std::fill_n(buf.begin() + guard, c.page_bytes, std::uint8_t{0});  // the null page
+    const std::vector<std::uint8_t> before = buf;
+    const pool_pages pool{buf.data() + guard, r.page_bytes, r.num_pages, r.rows_per_page};
+    const std::int64_t slots = c.pages * c.rows;
+    visit_format(format_index(r.format.name), [&]<row_format F>() {
+      if constexpr (!std::is_same_v<typename F::input_type, bf16>) {
+        ADD_FAILURE() << "not a BF16-input format: " << F::layout.name;
+        return;
+      } else {
+        const format_layout& l = r.format;
+        validate_pool_pages<F>(l, pool);
+        std::vector<typename F::input_type> in(static_cast<std::size_t>(l.values));
+        for (std::size_t i = 0; i < in.size(); ++i)  // nonzero everywhere: every code byte is nonzero
+          in[i] = float_to_bf16((i % 2 == 0 ? 1.0f : -1.0f) * (1.0f + static_cast<float>(i % 13) / 4.0f));
+        std::vector<int> lanes(static_cast<std::size_t>(F::units(l)));
+        std::iota(lanes.begin(), lanes.end(), 0);
+        const auto insert = [&](std::int64_t slot) {
+          std::shuffle(lanes.begin(), lanes.end(), rng);
+          std::vector<slot_status> st;
+          for (const int u : lanes) st.push_back(insert_unit<F>(l, F::default_policy, pool, slot, in.data(), u));
+          return st;
+        };
+        const auto gather = [&](std::int64_t slot) {
+          std::shuffle(lanes.begin(), lanes.end(), rng);
+          std::vector<float> out(static_cast<std::size_t>(l.values), -7.0f);
+          for (const int u : lanes)
+            EXPECT_EQ(gather_unit<F>(l, F::default_policy, pool, slot, out.data(), u), classify_slot(pool, slot));
+          return out;
+        };
+        // Refused and padding slots: -1; the null page's first and last rows; one past the pool,
+        // a page past it; other negatives; the extremes.
+        const std::int64_t kMin = std::numeric_limits<std::int64_t>::min();
+        for (const std::int64_t s : {std::int64_t{-1}, std::int64_t{0}, c.rows - 1, slots, slots + c.rows,
+                                     std::int64_t{-2}, -c.rows, kMin, kI64Max}) {
+          SCOPED_TRACE(testing::Message() << "slot " << s);
+          const slot_status want = s == -1 ? slot_status::padding : slot_status::refused;
+          EXPECT_EQ(classify_slot(pool, s), want);
+          for (const slot_status st : insert(s)) EXPECT_EQ(st, want);
+          EXPECT_TRUE(buf == before) << "a refused slot changed the buffer";
+          for (const float v : gather(s)) ASSERT_EQ(v, 0.0f);
+        }
+        // The first and the last usable slot.
+        EXPECT_EQ(classify_slot(pool, c.rows), slot_status::written);
+        EXPECT_EQ(classify_slot(pool, slots - 1), slot_status::written);
+        for (const slot_status st : insert(c.rows)) EXPECT_EQ(st, slot_status::written);
+        std::int64_t changed = 0;
+        for (std::int64_t k = 0; k < static_cast<std::int64_t>(buf.size()); ++k) {
+          if (buf[static_cast<std::size_t>(k)] == before[static_cast<std::size_t>(k)]) continue;
+          const std::int64_t at = k - guard;  // from the region's first byte
+          EXPECT_TRUE((at >= c.data_begin && at < c.data_end) || (at >= c.scale_begin && at < c.scale_end))
+              << "byte " << at << " of the region written";
+          ++changed;
+        }
+        EXPECT_GT(changed, (c.data_end - c.data_begin) / 2);
+        // What was written decodes as the row codec's page 1 row 0 (row_codec.hpp, another implementation).
+        std::vector<float> want(static_cast<std::size_t>(l.values));
+        std::vector<std::uint8_t> page(static_cast<std::size_t>(c.page_bytes));
+        if (l.name == "v4.fp8_ds_mla") {
+          quantize_fp8_ds_mla_row(a.fp8_ds_mla_layout(r), page.data(), 0, in.data());
+          dequantize_fp8_ds_mla_row(a.fp8_ds_mla_layout(r), page.data(), 0, want.data());
+        } else {
+          const indexer_page_layout il = (l.name == "v4.indexer_fp8" ? a : amx).indexer_layout(r);
+          quantize_indexer_row(il, page.data(), 0, in.data());
+          dequantize_indexer_row(il, page.data(), 0, want.data());
+        }
+        for (std::int64_t k = 0; k < c.page_bytes; ++k) {
+          const bool row0 = (k >= c.data_begin - c.page_bytes && k < c.data_end - c.page_bytes) ||
+                            (k >= c.scale_begin - c.page_bytes && k < c.scale_end - c.page_bytes);
+          if (row0) {
+            EXPECT_EQ(buf[static_cast<std::size_t>(guard + c.page_bytes + k)], page[static_cast<std::size_t>(k)]) << k;
+          }
+        }
+        EXPECT_EQ(gather(c.rows), want);
+        // Refused slots still read zeros with page 1 written.
+        for (const std::int64_t s : {std::int64_t{-1}, std::int64_t{0}, slots}) {
+          for (const float v : gather(s)) ASSERT_EQ(v, 0.0f) << "slot " << s;
+        }
+      }
+    });
   }
 }
 

@@ -7,4 +7,26 @@ if(TARGET dsv4-cache-plan)
   # The built binary, run as a user would (exit codes, stdout/stderr separation).
   target_compile_definitions(cli_test PRIVATE DSV4_PLAN_BIN="$<TARGET_FILE:dsv4-cache-plan>")
   add_dependencies(cli_test dsv4-cache-plan)
+  # The layout CLI: in-process tests of run_layout, and its built binary.
+  dsv4_cache_add_test(layout_cli_test ${CMAKE_CURRENT_SOURCE_DIR}/cli/layout_cli_test.cpp)
+  target_link_libraries(layout_cli_test PRIVATE CLI11::CLI11 dsv4_cache_tools)
+  target_compile_definitions(layout_cli_test PRIVATE DSV4_LAYOUT_BIN="$<TARGET_FILE:dsv4-cache-layout>")
+  add_dependencies(layout_cli_test dsv4-cache-layout)
+  # The layout contract: describe, fingerprint (against libxxhash), diff, check.
+  dsv4_cache_add_test(contract_test ${CMAKE_CURRENT_SOURCE_DIR}/cli/contract_test.cpp)
+  target_link_libraries(contract_test PRIVATE CLI11::CLI11 dsv4_cache_tools ${XXHASH_LIBRARY})
+  target_include_directories(contract_test PRIVATE ${XXHASH_INCLUDE_DIR})
+  # Golden pages: in-process tests of run_golden, byte-compared with an independent Python writer
+  # (skipped, saying why, without a Python 3 interpreter).
+  dsv4_cache_add_test(golden_test ${CMAKE_CURRENT_SOURCE_DIR}/cli/golden_test.cpp)
+  target_link_libraries(golden_test PRIVATE CLI11::CLI11 dsv4_cache_tools)
+  find_package(Python3 COMPONENTS Interpreter)
+  set(dsv4_golden_python "")
+  if(Python3_Interpreter_FOUND)
+    set(dsv4_golden_python "${Python3_EXECUTABLE}")
+  endif()
+  target_compile_definitions(golden_test PRIVATE DSV4_LAYOUT_BIN="$<TARGET_FILE:dsv4-cache-layout>")
+  add_dependencies(golden_test dsv4-cache-layout)
+  target_compile_definitions(golden_test PRIVATE DSV4_PYTHON3="${dsv4_golden_python}"
+                                                 DSV4_GOLDEN_WRITER_PY="${CMAKE_CURRENT_SOURCE_DIR}/golden/fp8_ds_mla_writer.py")
 endif()

@@ -138,8 +138,8 @@ TEST_F(ConfigJsonErrors, FractionalDim) {
   expect({"key 'head_dim' must be an integer", "512.5"});
 }
 TEST_F(ConfigJsonErrors, NotV4) {
-  j["model_type"] = "deepseek_v32";
-  expect({"model_type", "deepseek_v4", "deepseek_v32"});
+  j["model_type"] = "deepseek_v3";
+  expect({"model_type", "deepseek_v4", "deepseek_v32", "got \"deepseek_v3\""});
 }
 TEST_F(ConfigJsonErrors, MissingModelType) {
   j.erase("model_type");
@@ -185,7 +185,8 @@ TEST_F(ConfigJsonErrors, BadIndexHeadDimForFp8IsLaterAPlanError) {
   j["index_head_dim"] = 96;  // a valid config; FP8 indexer rows need 128 | d, MXFP4 accepts it
   const model_config c = model_config_from_json(j);
   expect_invalid([&] { (void)build_cache_specs(c, indexer_format::fp8); }, {"divisible by 128", "index_head_dim=96"});
-  EXPECT_EQ(build_cache_specs(c, indexer_format::mxfp4)[2].pools[1].row_bytes, 48 + 3);
+  // The seed's MXFP4 rule accepts 96 (3 x 32); no registered format stores 96-value keys.
+  expect_invalid([&] { (void)build_cache_specs(c, indexer_format::mxfp4); }, {"another number of values per row"});
 }
 
 TEST(ConfigJson, OnlyRegularFilesOfBoundedSize) {

@@ -54,7 +54,7 @@ TEST(GroupSpecs, FlashInSeedOrderWithFactsPageBytes) {
   EXPECT_EQ(g[2].page_size_tokens(), 256);
   EXPECT_EQ(g[4].page_size_tokens(), 256);
   EXPECT_EQ(g[2].num_pools, 2);
-  EXPECT_EQ(g[2].pools[1].format, pool_format::indexer_mxfp4);
+  EXPECT_EQ(g[2].pools[1].format.name, "v4.indexer_mxfp4");
   EXPECT_EQ(g[2].pools[1].page_bytes, 4'352);
   EXPECT_EQ(g[2].layers[0], 2);
   EXPECT_EQ(g[4].layers[19], 41);

@@ -16,9 +16,42 @@ TEST(RowFormat, Fp8DsMlaRowOfV4) {
   EXPECT_EQ(swa_token_stride(512, 64), 576);
   EXPECT_EQ(swa_scale_dim(512, 64), 8);
   EXPECT_EQ(swa_row_bytes(512, 64), 584);
+  // Each member against the byte sum of facts section 2, worked by hand:
+  // 584 = 448 e4m3 NoPE + 2 x 64 bf16 RoPE + 448 / 64 = 7 ue8m0 scales + 1 pad.
   const fp8_ds_mla_format f = make_fp8_ds_mla_format(512, 64);
-  EXPECT_EQ(f.nope_bytes() + f.rope_bytes() + f.num_scales() + 1, f.row_bytes());
-  EXPECT_EQ(f.num_scales(), 7);
+  EXPECT_EQ(f.nope_values(), 448);   // 512 - 64
+  EXPECT_EQ(f.nope_bytes(), 448);    // 1 B per e4m3 value
+  EXPECT_EQ(f.rope_bytes(), 128);    // 2 x 64
+  EXPECT_EQ(f.token_stride(), 576);  // 448 + 128
+  EXPECT_EQ(f.num_scales(), 7);      // 448 / 64
+  EXPECT_EQ(f.scale_bytes(), 8);     // 7 + 1 pad
+  EXPECT_EQ(f.row_bytes(), 584);     // 448 + 2 x 64 + 7 + 1
+  // Page of 64 rows (facts 2): 64 x 584 = 37,376 B used = 64.89 x 576, padded to 65 x 576 = 37,440;
+  // row 1's data at 1 x 576, its scales after all 64 rows' data: 64 x 576 + 1 x 8 = 36,872.
+  const fp8_ds_mla_page_layout p64 = make_fp8_ds_mla_page_layout(f, 64);
+  EXPECT_EQ(p64.used_bytes(), 37'376);
+  EXPECT_EQ(p64.page_bytes(), 37'440);
+  EXPECT_EQ(p64.data_offset(1), 576);
+  EXPECT_EQ(p64.scale_offset(0), 36'864);
+  EXPECT_EQ(p64.scale_offset(1), 36'872);
+  // Another shape, so that no constant of the V4 row can stand in for the rule: D = 256, R = 64:
+  // NoPE 192 (3 blocks), stride 192 + 2 x 64 = 320, scales 3 + 1 = 4, row 324. Page of 3 rows:
+  // 3 x 324 = 972 B = 3.04 x 320, padded to 4 x 320 = 1,280; row 2's data at 2 x 320 = 640, its
+  // scales at 3 x 320 + 2 x 4 = 968.
+  EXPECT_EQ(swa_token_stride(256, 64), 320);
+  EXPECT_EQ(swa_scale_dim(256, 64), 4);
+  EXPECT_EQ(swa_row_bytes(256, 64), 324);
+  const fp8_ds_mla_format g = make_fp8_ds_mla_format(256, 64);
+  EXPECT_EQ(g.num_scales(), 3);
+  EXPECT_EQ(g.scale_bytes(), 4);
+  EXPECT_EQ(g.row_bytes(), 324);
+  const fp8_ds_mla_page_layout p3 = make_fp8_ds_mla_page_layout(g, 3);
+  EXPECT_EQ(p3.page_bytes(), 1'280);
+  EXPECT_EQ(p3.data_offset(2), 640);
+  EXPECT_EQ(p3.scale_offset(2), 968);
+  // No RoPE (R = 0): D = 128: stride 128, scales 2 + 1 = 3, row 131; 2 rows: 262 B padded to 3 x 128 = 384.
+  EXPECT_EQ(swa_row_bytes(128, 0), 131);
+  EXPECT_EQ(make_fp8_ds_mla_page_layout(make_fp8_ds_mla_format(128, 0), 2).page_bytes(), 384);
 }
 
 TEST(RowFormat, SeedErrors) {

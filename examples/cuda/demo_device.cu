@@ -78,7 +78,7 @@ int run(const model_config& model, const memory_plan& plan, std::int64_t max_tok
       const pool_region r = layout.region(g, 0, p);
       char line[256];
       std::snprintf(line, sizeof line, "  %-33s %4d  %-21s %6lld %8lld %7lld %7d %10s\n", to_string(gp.spec.id).c_str(),
-                    p, std::string(to_string(r.format)).c_str(), static_cast<long long>(r.row_bytes),
+                    p, std::string(r.format.name).c_str(), static_cast<long long>(r.row_bytes),
                     static_cast<long long>(r.page_bytes), static_cast<long long>(r.num_pages), gp.spec.num_layers,
                     mib(r.bytes * static_cast<std::uint64_t>(gp.spec.num_layers)).c_str());
       out << line;
@@ -94,7 +94,7 @@ int run(const model_config& model, const memory_plan& plan, std::int64_t max_tok
   for (int g = 0; g < plan.num_groups; ++g) {
     const group_plan& gp = plan.groups[static_cast<std::size_t>(g)];
     for (int p = 0; p < gp.spec.num_pools; ++p) {
-      if (gp.spec.pools[static_cast<std::size_t>(p)].format == pool_format::compressor_state_fp32) continue;
+      if (gp.spec.pools[static_cast<std::size_t>(p)].format.role == format_role::state) continue;
       const int last = gp.spec.num_layers - 1;
       for (int slot : {0, last}) {
         const pool_region r = layout.region(g, slot, p);
@@ -105,7 +105,7 @@ int run(const model_config& model, const memory_plan& plan, std::int64_t max_tok
         char line[256];
         std::snprintf(line, sizeof line,
                       "  %-33s layer %3d pool %d %-14s %7lld rows  insert %8s GB/s  gather %8s GB/s  %s\n",
-                      to_string(gp.spec.id).c_str(), r.layer, p, std::string(to_string(r.format)).c_str(),
+                      to_string(gp.spec.id).c_str(), r.layer, p, std::string(r.format.name).c_str(),
                       static_cast<long long>(res.tokens), gbps(res.insert_bytes, res.insert_ms).c_str(),
                       gbps(res.gather_bytes, res.gather_ms).c_str(), res.error.empty() ? "bit-exact" : "MISMATCH");
         out << line;

@@ -316,17 +316,17 @@ round_trip_result round_trip(const device_arena& arena, const pool_region& r, co
   return res;
 }
 
-/// `round_trip<F>` with F = r.format (fp8_ds_mla, indexer_fp8 or indexer_mxfp4). Throws
-/// std::invalid_argument for a compressor-state region (no row codec).
+/// `round_trip<F>` with the specialized kernels of r.format (v4.fp8_ds_mla, the FP8 indexers,
+/// v4.indexer_mxfp4). Throws std::invalid_argument for any other format.
 inline round_trip_result round_trip_any(const device_arena& arena, const pool_region& r,
                                         const round_trip_options& opt) {
-  switch (r.format) {
+  switch (fast_format(r.format)) {
     case pool_format::fp8_ds_mla: return round_trip<pool_format::fp8_ds_mla>(arena, r, opt);
     case pool_format::indexer_fp8: return round_trip<pool_format::indexer_fp8>(arena, r, opt);
     case pool_format::indexer_mxfp4: return round_trip<pool_format::indexer_mxfp4>(arena, r, opt);
     default: break;
   }
-  fail("round_trip: compressor-state pools have no row codec");
+  fail("round_trip: the region's format has no specialized kernels (use insert_rows<F> / gather_rows<F>)");
 }
 
 }  // namespace dsv4::cache::cuda::sample

@@ -1,4 +1,5 @@
-// dsv4-cache umbrella header: the whole core (layouts, plan, codecs). Standard library only.
+// dsv4-cache umbrella header: the whole core (formats, layouts, plan, codecs, layout contract).
+// Standard library only.
 // Formatters (dsv4/cache/format.hpp, fmt) and config.json loading (dsv4/cache/config_json.hpp,
 // nlohmann_json) are separate so that the core needs neither.
 #pragma once
@@ -7,6 +8,8 @@
 #include "dsv4/cache/arena_layout.hpp"
 #include "dsv4/cache/checked.hpp"
 #include "dsv4/cache/chunk_codec.hpp"
+#include "dsv4/cache/descriptor.hpp"
+#include "dsv4/cache/formats/registry.hpp"
 #include "dsv4/cache/group_spec.hpp"
 #include "dsv4/cache/layer_schedule.hpp"
 #include "dsv4/cache/layer_schema.hpp"
@@ -18,3 +21,5 @@
 #include "dsv4/cache/row_codec.hpp"
 #include "dsv4/cache/row_format.hpp"
 #include "dsv4/cache/scalar_codec.hpp"
+#include "dsv4/cache/slot_work.hpp"
+#include "dsv4/cache/xxh64.hpp"

@@ -49,11 +49,11 @@ inline constexpr int kMaxPoolsPerGroup = 2;
 /// One pool of one layer of one group: `[num_pages, page_bytes]` at `offset_bytes` from the
 /// arena base. Slot s (the kernels' `page * rows_per_page + row`) lies in page s / rows_per_page.
 struct pool_region {
-  int group = 0;       ///< Index into memory_plan::groups (the seed's group order).
-  int layer_slot = 0;  ///< Index into the group's layer list.
-  int layer = 0;       ///< Model layer index (MTP layers follow the main ones).
-  int pool = 0;        ///< Index into the group's pools: 0 = KV/state, 1 = indexer keys.
-  pool_format format = pool_format::fp8_ds_mla;
+  int group = 0;                   ///< Index into memory_plan::groups (the seed's group order).
+  int layer_slot = 0;              ///< Index into the group's layer list.
+  int layer = 0;                   ///< Model layer index (MTP layers follow the main ones).
+  int pool = 0;                    ///< Index into the group's pools: 0 = KV/state, 1 = indexer keys.
+  format_layout format{};          ///< The pool's registry format (fp32_state bound to its row bytes).
   std::uint64_t offset_bytes = 0;  ///< From the arena base; a multiple of the arena alignment.
   std::int64_t page_bytes = 0;     ///< Bytes of one page (fp8_ds_mla pages padded to 576 B multiples).
   std::int64_t num_pages = 0;      ///< = group_plan::pool_pages[pool], null page included.
@@ -86,8 +86,8 @@ struct arena_group_layout {
 /// kernels need (the plan knows row bytes; the row formats come from the model).
 struct arena_layout {
   memory_plan plan{};               ///< The plan this arena holds.
-  fp8_ds_mla_format kv_format{};    ///< fp8_ds_mla rows (SWA window, compressed KV).
-  indexer_row_format indexer{};     ///< Indexer keys; index_head_dim 0 when no CSA layer.
+  fp8_ds_mla_format kv_format{};    ///< V4: the model's fp8_ds_mla row, for `fp8_ds_mla_layout`.
+  indexer_row_format indexer{};     ///< The model's FP8 indexer row (index_head_dim), for `indexer_layout`.
   std::uint64_t alignment = 0;      ///< Region alignment, a power of two.
   std::uint64_t total_bytes = 0;    ///< Bytes to allocate: payload + padding.
   std::uint64_t payload_bytes = 0;  ///< Unpadded region bytes; equals plan.total_bytes.
@@ -156,20 +156,27 @@ struct arena_layout {
          {"ratio", id.ratio});
   }
 
-  /// Page layout of an fp8_ds_mla region (SWA window or compressed KV). Throws
-  /// std::invalid_argument if the region holds another format.
+  /// The typed page layout of a `v4.fp8_ds_mla` region, for the V4 fast-path codecs and kernels
+  /// (row_codec.hpp, cuda/kernels.cuh). Throws std::invalid_argument for any other format
+  /// (other formats go through the generic codecs: `quantize_row<F>(r.format, ...)`).
   [[nodiscard]] constexpr fp8_ds_mla_page_layout fp8_ds_mla_layout(const pool_region& r) const {
-    require(r.format == pool_format::fp8_ds_mla, "region is not an fp8_ds_mla pool",
-            {"format", static_cast<int>(r.format)});
+    require(r.format.name == formats::v4_fp8_ds_mla::layout.name, "region is not a v4.fp8_ds_mla pool",
+            {"format_index", format_index(r.format.name)});
     return make_fp8_ds_mla_page_layout(kv_format, r.rows_per_page);
   }
 
-  /// Page layout of an indexer-key region (FP8 or MXFP4). Throws std::invalid_argument if the
-  /// region holds another format.
+  /// The typed page layout of an FP8 (`v4.indexer_fp8`, `v3.2.indexer_fp8`: the same bytes) or
+  /// `v4.indexer_mxfp4` region, for the fast-path codecs and kernels. Throws
+  /// std::invalid_argument for any other format.
   [[nodiscard]] constexpr indexer_page_layout indexer_layout(const pool_region& r) const {
-    require(r.format == pool_format::indexer_fp8 || r.format == pool_format::indexer_mxfp4,
-            "region is not an indexer-key pool", {"format", static_cast<int>(r.format)});
-    return make_indexer_page_layout(indexer, r.rows_per_page);
+    const bool fp8 =
+        r.format.name == formats::v4_indexer_fp8::layout.name || r.format.name == formats::v32_indexer_fp8::layout.name;
+    require(fp8 || r.format.name == formats::v4_indexer_mxfp4::layout.name,
+            "region is not a v4.indexer_fp8, v3.2.indexer_fp8 or v4.indexer_mxfp4 pool",
+            {"format_index", format_index(r.format.name)});
+    return make_indexer_page_layout(
+        make_indexer_row_format(fp8 ? indexer_format::fp8 : indexer_format::mxfp4, indexer.index_head_dim),
+        r.rows_per_page);
   }
 };
 
@@ -190,7 +197,8 @@ constexpr arena_layout build_arena_layout(const model_config& c, const memory_pl
   arena_layout a;
   a.plan = plan;
   a.alignment = alignment;
-  a.kv_format = make_fp8_ds_mla_format(c.head_dim, c.qk_rope_head_dim);
+  if (c.family == model_family::v4) a.kv_format = make_fp8_ds_mla_format(c.head_dim, c.qk_rope_head_dim);
+  a.indexer = make_indexer_row_format(indexer_format::fp8, c.index_head_dim);
   std::uint64_t offset = 0;
   std::uint64_t payload = 0;
   for (int g = 0; g < plan.num_groups; ++g) {
@@ -211,20 +219,21 @@ constexpr arena_layout build_arena_layout(const model_config& c, const memory_pl
       const pool_spec& ps = s.pools[static_cast<std::size_t>(p)];
       require(ps.page_bytes > 0 && ps.rows_per_page > 0 && ps.row_bytes > 0, "pool spec has an empty page",
               {"group", g}, {"pool", p});
-      // The plan only knows byte counts; the kernels need the model's row formats. They must agree.
-      if (ps.format == pool_format::fp8_ds_mla) {
-        require(make_fp8_ds_mla_page_layout(a.kv_format, ps.rows_per_page).page_bytes() == ps.page_bytes &&
-                    a.kv_format.row_bytes() == ps.row_bytes,
-                "plan's fp8_ds_mla pool does not match the model's head_dim / qk_rope_head_dim", {"group", g},
-                {"page_bytes", ps.page_bytes}, {"row_bytes", ps.row_bytes});
-      } else if (ps.format == pool_format::indexer_fp8 || ps.format == pool_format::indexer_mxfp4) {
-        const indexer_format f = ps.format == pool_format::indexer_fp8 ? indexer_format::fp8 : indexer_format::mxfp4;
-        require(f == plan.options.indexer, "plan's indexer pool format differs from its options", {"group", g});
-        a.indexer = make_indexer_row_format(f, c.index_head_dim);
-        require(make_indexer_page_layout(a.indexer, ps.rows_per_page).page_bytes() == ps.page_bytes &&
-                    a.indexer.row_bytes() == ps.row_bytes,
-                "plan's indexer pool does not match the model's index_head_dim", {"group", g},
-                {"page_bytes", ps.page_bytes}, {"row_bytes", ps.row_bytes});
+      // The plan's byte counts must be its formats' (a registered format, bound row bytes for
+      // fp32 state), and each format must hold the model's rows.
+      const int fi = format_index(ps.format.name);
+      require(fi >= 0, "plan's pool format is not in the registry", {"group", g}, {"pool", p});
+      require(ps.format.row_bytes == ps.row_bytes && ps.format.page_bytes(ps.rows_per_page) == ps.page_bytes &&
+                  (ps.format.role == format_role::state ||
+                   kFormats[static_cast<std::size_t>(fi)].row_bytes == ps.row_bytes),
+              "plan's pool bytes differ from its format's", {"group", g}, {"page_bytes", ps.page_bytes},
+              {"row_bytes", ps.row_bytes});
+      if (ps.format.role != format_role::state) {
+        const bool keys = ps.format.role == format_role::indexer_k;
+        require(format_mismatch(ps.format, ps.format.role, c.family, keys ? c.index_head_dim : c.head_dim,
+                                keys ? 0 : c.qk_rope_head_dim) == nullptr,
+                "plan's pool format does not hold the model's rows (head_dim, qk_rope_head_dim or index_head_dim)",
+                {"group", g}, {"pool", p}, {"row_bytes", ps.row_bytes});
       }
       const std::int64_t pool_pages = gp.pool_pages[static_cast<std::size_t>(p)];
       require(pool_pages >= 1, "a pool needs at least its null page", {"group", g}, {"pool", p});

@@ -1,7 +1,7 @@
 // dsv4-cache: loading a DeepSeek V4 HF `config.json` into a `model_config` (nlohmann_json).
 //
 // Kept out of the core so that the layout headers need no third-party library. Reads:
-//   model_type                 must be "deepseek_v4"
+//   model_type                 "deepseek_v4", or "deepseek_v32" (DeepSeek V3.2, see below)
 //   num_hidden_layers          > 0
 //   num_nextn_predict_layers   >= 0, optional (0 when absent: a config without MTP layers)
 //   head_dim, index_head_dim, sliding_window, max_position_embeddings   > 0
@@ -12,6 +12,9 @@
 //     "compressed_sparse_attention", "heavily_compressed_attention" per main layer, the rates
 //     of the two compressed types in the `compress_rates` object; MTP layers not listed are SWA.
 // A key missing at the top level is also looked up in a `text_config` object.
+// deepseek_v32 reads num_hidden_layers, num_nextn_predict_layers, kv_lora_rank (> 0),
+// qk_rope_head_dim, index_head_dim and max_position_embeddings; the cached latent row is
+// head_dim = kv_lora_rank + qk_rope_head_dim (576); V3.2 has no sliding window and no ratios.
 #pragma once
 
 #include <cmath>
@@ -118,6 +121,30 @@ inline int ratio_of_layer_type(const nlohmann::json& types, const nlohmann::json
 
 }  // namespace detail
 
+namespace detail {
+/// The deepseek_v32 fields of `root` into `c` (named, family v3.2). Errors as below.
+inline model_config v32_config_from_json(const nlohmann::json& root, model_config c) {
+  c.family = model_family::v3_2;
+  c.num_hidden_layers = static_cast<int>(required_int(root, "num_hidden_layers", 1, kMaxLayers));
+  const nlohmann::json* mtp = find_key(root, "num_nextn_predict_layers");
+  c.num_nextn_predict_layers =
+      mtp ? static_cast<int>(int_value(*mtp, "num_nextn_predict_layers", 0, kMaxLayers - c.num_hidden_layers)) : 0;
+  const std::int64_t rank = required_int(root, "kv_lora_rank", 1, kIntMax / 2);
+  c.qk_rope_head_dim = static_cast<int>(required_int(root, "qk_rope_head_dim", 1, kIntMax / 2));
+  c.head_dim = static_cast<int>(rank + c.qk_rope_head_dim);
+  c.index_head_dim = static_cast<int>(required_int(root, "index_head_dim", 1, kIntMax));
+  c.sliding_window = 0;
+  c.max_position_embeddings =
+      required_int(root, "max_position_embeddings", 1, std::numeric_limits<std::int64_t>::max());
+  try {
+    (void)build_layer_schedule(c);  // validates every field
+  } catch (const std::invalid_argument& e) {
+    config_fail(core_message(e));
+  }
+  return c;
+}
+}  // namespace detail
+
 /// Reads a parsed config.json object. `name` labels the model (e.g. the file name). Throws
 /// config_error naming the key for a missing or ill-typed key, a non-V4 `model_type`, a
 /// zero or negative dim, a ratio list shorter than the layer count, or a ratio other than
@@ -128,11 +155,14 @@ inline model_config model_config_from_json(const nlohmann::json& root, std::stri
   if (!root.is_object()) config_fail("top level must be a JSON object");
   const nlohmann::json* type = detail::find_key(root, "model_type");
   if (type == nullptr) config_fail("missing key 'model_type'");
-  if (!type->is_string() || type->get_ref<const std::string&>() != "deepseek_v4")
-    config_fail("key 'model_type' must be \"deepseek_v4\" (DeepSeek V4), got " + detail::quote(*type));
+  const bool v32 = type->is_string() && type->get_ref<const std::string&>() == "deepseek_v32";
+  if (!v32 && (!type->is_string() || type->get_ref<const std::string&>() != "deepseek_v4"))
+    config_fail(R"(key 'model_type' must be "deepseek_v4" (DeepSeek V4) or "deepseek_v32" (DeepSeek V3.2), got )" +
+                detail::quote(*type));
 
   model_config c;
   c.name = model_name(name);
+  if (v32) return detail::v32_config_from_json(root, c);
   c.num_hidden_layers = static_cast<int>(detail::required_int(root, "num_hidden_layers", 1, kMaxLayers));
   const nlohmann::json* mtp = detail::find_key(root, "num_nextn_predict_layers");
   c.num_nextn_predict_layers =

@@ -56,4 +56,7 @@ template <>
 struct fmt::formatter<dsv4::cache::cache_retention>
     : dsv4::cache::detail::to_string_formatter<dsv4::cache::cache_retention> {};
 template <>
-struct fmt::formatter<dsv4::cache::pool_format> : dsv4::cache::detail::to_string_formatter<dsv4::cache::pool_format> {};
+struct fmt::formatter<dsv4::cache::model_family> : dsv4::cache::detail::to_string_formatter<dsv4::cache::model_family> {
+};
+template <>
+struct fmt::formatter<dsv4::cache::page_rule> : dsv4::cache::detail::to_string_formatter<dsv4::cache::page_rule> {};

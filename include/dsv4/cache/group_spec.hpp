@@ -20,6 +20,7 @@
 #include <string>
 #include <string_view>
 
+#include "dsv4/cache/formats/registry.hpp"
 #include "dsv4/cache/layer_schema.hpp"
 
 namespace dsv4::cache {
@@ -35,7 +36,15 @@ constexpr std::int64_t compressor_state_rows_per_page(std::int64_t ratio) {
 }
 
 /// What a group stores.
-enum class group_kind : std::uint8_t { swa_kv, compressor_state, compressed_kv, indexer_compressor_state };
+/// V3.2 adds mla_kv (latent rows) and indexer_k (indexer keys), both full history.
+enum class group_kind : std::uint8_t {
+  swa_kv,
+  compressor_state,
+  compressed_kv,
+  indexer_compressor_state,
+  mla_kv,
+  indexer_k
+};
 
 /// A group's identity: its kind and, for compressor-state / compressed-KV groups, the ratio.
 /// Prints as and parses from the seed's ids: `v4.swa_kv`, `v4.c<R>a.compressor_state`,
@@ -53,6 +62,8 @@ inline std::string to_string(group_id id) {
     case group_kind::compressor_state: return "v4.c" + std::to_string(id.ratio) + "a.compressor_state";
     case group_kind::compressed_kv: return "v4.c" + std::to_string(id.ratio) + "a.compressed_kv";
     case group_kind::indexer_compressor_state: return "v4.c4a.indexer_compressor_state";
+    case group_kind::mla_kv: return "v3.2.mla_kv";
+    case group_kind::indexer_k: return "v3.2.indexer_k";
   }
   return "?";
 }
@@ -78,13 +89,15 @@ namespace detail {
 }
 }  // namespace detail
 
-/// Parses a seed group id. Accepts exactly the four id shapes above with a ratio of 4 or 128
+/// Parses a group id. Accepts `v3.2.mla_kv`, `v3.2.indexer_k` and the seed's four V4 id shapes with a ratio of 4 or 128
 /// written in plain decimal (no sign, no leading zero, no spaces). Throws
 /// std::invalid_argument for anything else (the seed's parser returns None for malformed ids
 /// and accepts any integer ratio; V4 has only 4 and 128).
 constexpr group_id parse_group_id(std::string_view s) {
   if (s == "v4.swa_kv") return {group_kind::swa_kv, 0};
   if (s == "v4.c4a.indexer_compressor_state") return {group_kind::indexer_compressor_state, kCsaRatio};
+  if (s == "v3.2.mla_kv") return {group_kind::mla_kv, 0};
+  if (s == "v3.2.indexer_k") return {group_kind::indexer_k, 0};
   constexpr std::string_view prefix = "v4.c";
   constexpr std::string_view state_suffix = "a.compressor_state";
   constexpr std::string_view kv_suffix = "a.compressed_kv";
@@ -123,27 +136,82 @@ constexpr std::string_view to_string(cache_retention r) {
   return r == cache_retention::sliding_window ? "sliding_window" : "full_history";
 }
 
-/// The row format of one pool.
-enum class pool_format : std::uint8_t { fp8_ds_mla, indexer_fp8, indexer_mxfp4, compressor_state_fp32 };
+/// One pool of a group in one layer: pages of `rows_per_page` rows of `row_bytes` each.
+/// `format` is the registry format (fp32_state bound to the group's row bytes); row and page
+/// bytes are the format's, kept beside it for the plan's arithmetic.
+struct pool_spec {
+  format_layout format{};
+  std::int64_t rows_per_page = 0;
+  std::int64_t row_bytes = 0;   ///< format.row_bytes: 584, 132, 68, 8,192, 4,096, 2,048, 656, ...
+  std::int64_t page_bytes = 0;  ///< format.page_bytes(rows_per_page), padding included.
+};
 
-/// "fp8_ds_mla", "indexer_fp8", "indexer_mxfp4" or "compressor_state_fp32".
-constexpr std::string_view to_string(pool_format f) {
-  switch (f) {
-    case pool_format::fp8_ds_mla: return "fp8_ds_mla";
-    case pool_format::indexer_fp8: return "indexer_fp8";
-    case pool_format::indexer_mxfp4: return "indexer_mxfp4";
-    case pool_format::compressor_state_fp32: return "compressor_state_fp32";
+/// The registry formats a model's pools use. V4: the main-KV format of the SWA, CSA and HCA
+/// groups and the CSA indexer-key format; V3.2: the latent rows and the indexer keys. Compressor
+/// states are always `fp32_state`.
+struct format_selection {
+  format_layout swa_kv = formats::v4_fp8_ds_mla::layout;
+  format_layout csa_kv = formats::v4_fp8_ds_mla::layout;
+  format_layout hca_kv = formats::v4_fp8_ds_mla::layout;
+  format_layout mla_kv = formats::v32_fp8_ds_mla::layout;
+  format_layout indexer = formats::v4_indexer_fp8::layout;
+};
+
+/// The default formats of a family: V4 `v4.fp8_ds_mla` everywhere and `v4.indexer_fp8` or
+/// `v4.indexer_mxfp4` keys; V3.2 `v3.2.fp8_ds_mla` and `v3.2.indexer_fp8` (V3.2 has no MXFP4
+/// indexer: `indexer` must be fp8 there, else this fails).
+constexpr format_selection default_formats(model_family family, indexer_format indexer = indexer_format::fp8) {
+  format_selection s;
+  if (family == model_family::v3_2) {
+    require(indexer == indexer_format::fp8, "DeepSeek V3.2 indexer keys are FP8 only (v3.2.indexer_fp8)");
+    s.indexer = formats::v32_indexer_fp8::layout;
+  } else if (indexer == indexer_format::mxfp4) {
+    s.indexer = formats::v4_indexer_mxfp4::layout;
   }
-  return "?";
+  return s;
 }
 
-/// One pool of a group in one layer: pages of `rows_per_page` rows of `row_bytes` each.
-struct pool_spec {
-  pool_format format = pool_format::fp8_ds_mla;
-  std::int64_t rows_per_page = 0;
-  std::int64_t row_bytes = 0;   ///< 584, 132, 68, 8,192, 4,096 or 2,048.
-  std::int64_t page_bytes = 0;  ///< With the fp8_ds_mla padding to a multiple of 576 B.
+/// Registry indices chosen over a family's defaults (-1: keep the default). `kv` sets every
+/// main-KV pool (planner `--kv-format`); the per-group fields override it (`--format GROUP=NAME`);
+/// `indexer` sets the indexer keys (`--indexer-format`).
+struct format_overrides {
+  int kv = -1;
+  int swa_kv = -1;  ///< v4.swa_kv
+  int csa_kv = -1;  ///< v4.c4a.compressed_kv pool 0
+  int hca_kv = -1;  ///< v4.c128a.compressed_kv
+  int mla_kv = -1;  ///< v3.2.mla_kv
+  int indexer = -1;
+  friend constexpr bool operator==(const format_overrides&, const format_overrides&) = default;
 };
+
+/// `default_formats(family, indexer)` with `o` applied. Fails for an index outside the registry.
+constexpr format_selection resolve_formats(model_family family, indexer_format indexer, const format_overrides& o) {
+  format_selection s = default_formats(family, indexer);
+  const auto pick = [](format_layout& slot, int i) {
+    if (i < 0) return;
+    require(i < static_cast<int>(kFormats.size()), "format index outside the registry", {"index", i});
+    slot = kFormats[static_cast<std::size_t>(i)];
+  };
+  for (format_layout* f : {&s.swa_kv, &s.csa_kv, &s.hca_kv, &s.mla_kv}) pick(*f, o.kv);
+  pick(s.swa_kv, o.swa_kv);
+  pick(s.csa_kv, o.csa_kv);
+  pick(s.hca_kv, o.hca_kv);
+  pick(s.mla_kv, o.mla_kv);
+  pick(s.indexer, o.indexer);
+  return s;
+}
+
+/// Why `f` cannot hold a pool of `role` with `values` values per row (`rope` of them RoPE) for a
+/// model of `family`, or nullptr if it can. Used by the group builder (a constant expression:
+/// a bad static_assert input does not compile) and by `check_formats` (host, names both).
+constexpr const char* format_mismatch(const format_layout& f, format_role role, model_family family,
+                                      std::int64_t values, std::int64_t rope) {
+  if (f.role != role) return "the row format stores another kind of row (main KV, indexer key or state)";
+  if (f.model != family && f.model != model_family::any) return "the row format belongs to another model family";
+  if (f.values != values) return "the row format stores another number of values per row";
+  if (role == format_role::main_kv && f.rope.count != rope) return "the row format stores another RoPE width";
+  return nullptr;
+}
 
 /// The seed's `PagedCacheGroupSpec`, plus its pools and the layers that use it.
 struct paged_cache_group_spec {
@@ -205,13 +273,57 @@ struct group_spec_list {
   }
 };
 
+/// Host check of `formats` against model `c` before any group is built, with names: throws
+/// std::invalid_argument("dsv4::cache: row format 'v4.indexer_mxfp4' cannot hold the indexer keys
+/// of v4.c4a.compressed_kv: <reason> (format: 128 values, 0 RoPE; model: 96, 0)") for the first
+/// pool whose format does not fit (`format_mismatch`). Pools the model does not have are not checked.
+inline void check_formats(const model_config& c, const format_selection& formats) {
+  const auto check = [&c](const format_layout& f, format_role role, const char* what, const char* group) {
+    const bool keys = role == format_role::indexer_k;
+    const std::int64_t values = keys ? c.index_head_dim : c.head_dim;
+    const std::int64_t rope = keys ? 0 : c.qk_rope_head_dim;
+    const char* why = format_mismatch(f, role, c.family, values, rope);
+    if (why == nullptr) return;
+    detail::raise_invalid_argument("dsv4::cache: row format '" + std::string(f.name) + "' (" +
+                                   std::string(to_string(f.model)) + ", " + std::string(to_string(f.role)) +
+                                   ") cannot hold the " + what + " of " + group + ": " + why +
+                                   " (format: " + std::to_string(f.values) + " values, " +
+                                   std::to_string(f.rope.count) + " RoPE; model " + std::string(to_string(c.family)) +
+                                   ": " + std::to_string(values) + " values, " + std::to_string(rope) + " RoPE)");
+  };
+  if (c.family == model_family::v3_2) {
+    check(formats.mla_kv, format_role::main_kv, "latent rows", "v3.2.mla_kv");
+    check(formats.indexer, format_role::indexer_k, "indexer keys", "v3.2.indexer_k");
+    return;
+  }
+  bool csa = false;
+  bool hca = false;
+  for (int i = 0; i < c.num_layers(); ++i) {
+    csa = csa || c.compress_ratios[static_cast<std::size_t>(i)] == kCsaRatio;
+    hca = hca || c.compress_ratios[static_cast<std::size_t>(i)] == kHcaRatio;
+  }
+  check(formats.swa_kv, format_role::main_kv, "SWA rows", "v4.swa_kv");
+  if (csa) check(formats.csa_kv, format_role::main_kv, "compressed rows", "v4.c4a.compressed_kv");
+  if (csa) check(formats.indexer, format_role::indexer_k, "indexer keys", "v4.c4a.compressed_kv");
+  if (hca) check(formats.hca_kv, format_role::main_kv, "compressed rows", "v4.c128a.compressed_kv");
+}
+
 namespace detail {
-constexpr pool_spec fp8_ds_mla_pool(const layer_cache_schema& l, std::int64_t rows) {
-  const fp8_ds_mla_page_layout p = make_fp8_ds_mla_page_layout(l.kv_format, rows);
-  return {pool_format::fp8_ds_mla, rows, l.kv_row_bytes(), p.page_bytes()};
+/// A pool of format `f` with `rows` rows per page; fails (naming the values) if `f` cannot hold
+/// the rows (`format_mismatch`).
+constexpr pool_spec format_pool(const format_layout& f, std::int64_t rows, format_role role, model_family family,
+                                std::int64_t values, std::int64_t rope) {
+  const char* why = format_mismatch(f, role, family, values, rope);
+  if (why != nullptr) fail(why, {"format_values", f.values}, {"model_values", values}, {"model_rope", rope});
+  return {f, rows, f.row_bytes, f.page_bytes(rows)};
+}
+constexpr pool_spec main_kv_pool(const format_layout& f, const layer_cache_schema& l, model_family family,
+                                 std::int64_t rows) {
+  return format_pool(f, rows, format_role::main_kv, family, l.entry_head_dim, l.rope_dim);
 }
 constexpr pool_spec fp32_pool(std::int64_t row_bytes, std::int64_t rows) {
-  return {pool_format::compressor_state_fp32, rows, row_bytes, checked_mul(rows, row_bytes)};
+  const format_layout f = bind_state_row_bytes(row_bytes);
+  return {f, rows, row_bytes, f.page_bytes(rows)};
 }
 /// An empty compressor-state group (sliding, one fp32 pool, 4 or 8 rows per page by ratio).
 constexpr paged_cache_group_spec compressor_state_group(group_id id) {
@@ -242,15 +354,51 @@ DSV4_HOST_DEVICE constexpr bool dcp_sharded(const paged_cache_group_spec& g, int
   return !g.has_sliding_window() && pool == 0;
 }
 
+namespace detail {
+/// The V3.2 groups: `v3.2.mla_kv` (latent rows) and `v3.2.indexer_k` (indexer keys), both full
+/// history with 64 rows of one token per page, every cached layer (the MTP layer too: it keeps
+/// its own indexer cache, vLLM PR #25896, `deepseek_v32/nvidia/mtp.py`).
+constexpr group_spec_list build_v32_specs(const model_cache_schema& schema, const format_selection& formats,
+                                          bool include_mtp) {
+  group_spec_list out;
+  paged_cache_group_spec kv;
+  kv.id = {group_kind::mla_kv, 0};
+  kv.retention = cache_retention::full_history;
+  kv.rows_per_page = kKernelBlockRows;
+  kv.entry_stride_tokens = 1;
+  kv.family = cache_family::history;
+  kv.num_pools = 1;
+  paged_cache_group_spec keys = kv;
+  keys.id = {group_kind::indexer_k, 0};
+  for (const layer_cache_schema& l : schema) {
+    if (l.mtp && !include_mtp) continue;
+    kv.pools[0] = main_kv_pool(formats.mla_kv, l, model_family::v3_2, kKernelBlockRows);
+    keys.pools[0] = format_pool(formats.indexer, kKernelBlockRows, format_role::indexer_k, model_family::v3_2,
+                                l.indexer_head_dim, 0);
+    add_layer(kv, l.layer_idx);
+    add_layer(keys, l.layer_idx);
+  }
+  require(kv.num_layers > 0, "no cached layers (all layers are MTP layers and MTP is excluded)");
+  out.groups[0] = kv;
+  out.groups[1] = keys;
+  out.num_groups = 2;
+  return out;
+}
+}  // namespace detail
+
 /// Builds the groups of a model from its layer schemas, which must use the 256-token logical
 /// block (`build_model_schema(c, fmt, kCompressedLogicalBlockTokens)`): a compressed group's
-/// rows per page is then the schema's `entries_per_block`. MTP layers are included only when
-/// `include_mtp`. Throws std::invalid_argument for another block size or an empty schedule.
-constexpr group_spec_list build_cache_specs(const model_cache_schema& schema, bool include_mtp = true) {
+/// rows per page is then the schema's `entries_per_block`. Each pool takes its format from
+/// `formats`. MTP layers are included only when `include_mtp`.
+/// Throws std::invalid_argument for another block size, an empty schedule, or a format that
+/// cannot hold the group's rows (`format_mismatch`: role, family, values or RoPE width differ).
+constexpr group_spec_list build_cache_specs(const model_cache_schema& schema, const format_selection& formats,
+                                            bool include_mtp = true) {
   require(schema.num_layers > 0, "schema has no layers");
   require(schema[0].block_size_tokens == kCompressedLogicalBlockTokens,
           "group specs need schemas built with the 256-token logical block",
           {"block_size_tokens", schema[0].block_size_tokens});
+  if (schema[0].attn_type == attention_kind::mla) return detail::build_v32_specs(schema, formats, include_mtp);
   group_spec_list out;
   const auto push = [&out]() -> paged_cache_group_spec& {
     return out.groups[static_cast<std::size_t>(out.num_groups++)];
@@ -267,7 +415,7 @@ constexpr group_spec_list build_cache_specs(const model_cache_schema& schema, bo
   for (const layer_cache_schema& l : schema) {
     if (l.mtp && !include_mtp) continue;
     swa.sliding_window_tokens = l.swa_window_size;
-    swa.pools[0] = detail::fp8_ds_mla_pool(l, kKernelBlockRows);
+    swa.pools[0] = detail::main_kv_pool(formats.swa_kv, l, model_family::v4, kKernelBlockRows);
     detail::add_layer(swa, l.layer_idx);
   }
   require(swa.num_layers > 0, "no cached layers (all layers are MTP layers and MTP is excluded)");
@@ -281,6 +429,7 @@ constexpr group_spec_list build_cache_specs(const model_cache_schema& schema, bo
     kv.retention = cache_retention::full_history;
     kv.entry_stride_tokens = ratio;
     kv.family = cache_family::history;
+    const format_layout& kv_format = ratio == kCsaRatio ? formats.csa_kv : formats.hca_kv;
     for (const layer_cache_schema& l : schema) {
       if (l.compress_ratio != ratio || (l.mtp && !include_mtp)) continue;
       state.sliding_window_tokens = l.compressor_state_window_tokens;
@@ -288,12 +437,11 @@ constexpr group_spec_list build_cache_specs(const model_cache_schema& schema, bo
       state.pools[0] = detail::fp32_pool(l.compressor_state_row_bytes, state.rows_per_page);
       detail::add_layer(state, l.layer_idx);
       kv.rows_per_page = l.entries_per_block;
-      kv.pools[0] = detail::fp8_ds_mla_pool(l, l.entries_per_block);
+      kv.pools[0] = detail::main_kv_pool(kv_format, l, model_family::v4, l.entries_per_block);
       kv.num_pools = 1;
       if (l.indexer_head_dim > 0) {
-        const indexer_page_layout ip = make_indexer_page_layout(l.indexer, l.entries_per_block);
-        kv.pools[1] = {l.indexer.format == indexer_format::fp8 ? pool_format::indexer_fp8 : pool_format::indexer_mxfp4,
-                       l.entries_per_block, l.indexer_row_bytes(), ip.page_bytes()};
+        kv.pools[1] = detail::format_pool(formats.indexer, l.entries_per_block, format_role::indexer_k,
+                                          model_family::v4, l.indexer_head_dim, 0);
         kv.num_pools = 2;
         idx.sliding_window_tokens = l.compressor_state_window_tokens;
         idx.step_window_base_tokens = detail::step_window_base(l);
@@ -310,10 +458,29 @@ constexpr group_spec_list build_cache_specs(const model_cache_schema& schema, bo
   return out;
 }
 
-/// Groups of `c` for indexer format `fmt`: `build_cache_specs(build_model_schema(c, fmt, 256))`.
+/// `build_cache_specs(schema, default_formats(family, indexer))`, with the indexer format the
+/// schema was built with.
+constexpr group_spec_list build_cache_specs(const model_cache_schema& schema, bool include_mtp = true) {
+  require(schema.num_layers > 0, "schema has no layers");
+  indexer_format fmt = indexer_format::fp8;
+  for (const layer_cache_schema& l : schema)
+    if (l.indexer_head_dim > 0) fmt = l.indexer.format;
+  const model_family family = schema[0].attn_type == attention_kind::mla ? model_family::v3_2 : model_family::v4;
+  return build_cache_specs(schema, default_formats(family, fmt), include_mtp);
+}
+
+/// Groups of `c` with the formats of `formats`: `build_cache_specs(build_model_schema(c, fp8, 256), formats)`.
+constexpr group_spec_list build_cache_specs(const model_config& c, const format_selection& formats,
+                                            bool include_mtp = true) {
+  const indexer_format seed =
+      formats.indexer.data.type == element_type::e2m1 ? indexer_format::mxfp4 : indexer_format::fp8;
+  return build_cache_specs(build_model_schema(c, seed, kCompressedLogicalBlockTokens), formats, include_mtp);
+}
+
+/// Groups of `c` for indexer format `fmt`, every other pool in its family's default format.
 constexpr group_spec_list build_cache_specs(const model_config& c, indexer_format fmt = indexer_format::fp8,
                                             bool include_mtp = true) {
-  return build_cache_specs(build_model_schema(c, fmt, kCompressedLogicalBlockTokens), include_mtp);
+  return build_cache_specs(c, default_formats(c.family, fmt), include_mtp);
 }
 
 }  // namespace dsv4::cache

@@ -15,14 +15,16 @@
 namespace dsv4::cache {
 
 /// The attention kind of one layer.
-enum class attention_kind : std::uint8_t { swa, csa, hca };
+/// V4: swa, csa, hca. V3.2: mla (every layer; full-history latent rows + indexer keys).
+enum class attention_kind : std::uint8_t { swa, csa, hca, mla };
 
-/// "swa", "csa" or "hca".
+/// "swa", "csa", "hca" or "mla".
 constexpr std::string_view to_string(attention_kind k) {
   switch (k) {
     case attention_kind::swa: return "swa";
     case attention_kind::csa: return "csa";
     case attention_kind::hca: return "hca";
+    case attention_kind::mla: return "mla";
   }
   return "?";
 }
@@ -77,6 +79,12 @@ constexpr layer_schedule build_layer_schedule(const model_config& c) {
   layer_schedule s;
   s.num_layers = c.num_layers();
   for (int i = 0; i < s.num_layers; ++i) {
+    if (c.family == model_family::v3_2) {  // V3.2: no compression, every layer MLA
+      require(c.compress_ratios[static_cast<std::size_t>(i)] == 0, "a V3.2 model has no compress ratios", {"layer", i},
+              {"compress_ratio", c.compress_ratios[static_cast<std::size_t>(i)]});
+      s.layers[static_cast<std::size_t>(i)] = {i, attention_kind::mla, 1, i >= c.num_hidden_layers};
+      continue;
+    }
     const int ratio = c.compress_ratios[static_cast<std::size_t>(i)];
     const attention_kind k = attention_from_ratio(i, ratio);
     s.layers[static_cast<std::size_t>(i)] = {i, k, k == attention_kind::swa ? 1 : ratio, i >= c.num_hidden_layers};

@@ -49,7 +49,7 @@ struct layer_cache_schema {
   int compress_ratio = 1;                               ///< 1 (SWA), 4 (CSA) or 128 (HCA).
   bool mtp = false;                                     ///< An MTP layer.
   std::int64_t block_size_tokens = 0;                   ///< Original tokens per block of this schema.
-  fp8_ds_mla_format kv_format{};                        ///< SWA window rows and compressed KV rows.
+  fp8_ds_mla_format kv_format{};                        ///< V4: SWA window and compressed KV rows (seed sizes).
   indexer_row_format indexer{};                         ///< CSA only; index_head_dim 0 elsewhere.
   std::int64_t compressor_state_window_tokens = 0;      ///< (1 + overlap) x ratio; 0 for SWA.
   std::int64_t compressor_state_row_bytes = 0;          ///< fp32 [kv | score] row; 0 for SWA.
@@ -61,9 +61,11 @@ struct layer_cache_schema {
   [[nodiscard]] constexpr std::int64_t indexer_row_bytes() const {
     return indexer_head_dim == 0 ? 0 : indexer.row_bytes();
   }
-  /// Bytes stored per compressed entry: KV row + indexer key (CSA 584 + 132), 0 for SWA.
+  /// Seed sizes of a V4 compressed entry: KV row + indexer key (CSA 584 + 132); 0 for SWA and
+  /// for V3.2 MLA layers (their row bytes come from the group specs' formats).
   [[nodiscard]] constexpr std::int64_t compressed_entry_bytes() const {
-    return attn_type == attention_kind::swa ? 0 : kv_row_bytes() + indexer_row_bytes();
+    return attn_type == attention_kind::swa || attn_type == attention_kind::mla ? 0
+                                                                                : kv_row_bytes() + indexer_row_bytes();
   }
 };
 
@@ -83,8 +85,15 @@ constexpr layer_cache_schema build_schema(const model_config& c, const layer_spe
   s.block_size_tokens = block_size_tokens;
   s.entry_head_dim = c.head_dim;
   s.rope_dim = c.qk_rope_head_dim;
-  s.kv_format = make_fp8_ds_mla_format(c.head_dim, c.qk_rope_head_dim);
   s.swa_window_size = c.sliding_window;
+  if (spec.kind == attention_kind::mla) {  // V3.2: one latent row and one indexer key per token
+    s.entries_per_block = block_size_tokens;
+    s.indexer_entries_per_block = block_size_tokens;
+    s.indexer_head_dim = c.index_head_dim;
+    s.indexer = make_indexer_row_format(indexer_format::fp8, c.index_head_dim);
+    return s;
+  }
+  s.kv_format = make_fp8_ds_mla_format(c.head_dim, c.qk_rope_head_dim);
   if (spec.kind == attention_kind::swa) return s;
 
   const std::int64_t ratio = s.compress_ratio;

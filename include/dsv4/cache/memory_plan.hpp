@@ -74,7 +74,8 @@ constexpr std::string_view to_string(deployment_role r) {
 
 /// What to plan for. `context_tokens == 0` means the model's max_position_embeddings.
 struct plan_options {
-  indexer_format indexer = indexer_format::fp8;  ///< Indexer key format of CSA layers.
+  indexer_format indexer = indexer_format::fp8;  ///< Indexer key format of CSA layers (family default).
+  format_overrides formats{};                    ///< Registry formats over the family's defaults.
   std::int64_t context_tokens = 0;               ///< L: max context per request, tokens (0 = model max).
   std::int64_t requests = 1;                     ///< N: concurrent requests.
   std::int64_t tokens_per_step = 1;              ///< s: tokens per decode step (1 + speculative tokens).
@@ -341,10 +342,16 @@ constexpr memory_plan build_memory_plan(const model_config& c, const group_spec_
   return plan;
 }
 
-/// The memory plan of model `c` with options `o`: groups from `build_cache_specs(c,
-/// o.indexer, o.cache_mtp)`. Errors as `build_cache_specs` and the overload above.
+/// The groups a plan of `c` with options `o` covers: `build_cache_specs(c, resolve_formats(
+/// c.family, o.indexer, o.formats), o.cache_mtp)`. Errors as `build_cache_specs`.
+constexpr group_spec_list plan_cache_specs(const model_config& c, const plan_options& o) {
+  return build_cache_specs(c, resolve_formats(c.family, o.indexer, o.formats), o.cache_mtp);
+}
+
+/// The memory plan of model `c` with options `o`: groups from `plan_cache_specs(c, o)`.
+/// Errors as `plan_cache_specs` and the overload above.
 constexpr memory_plan build_memory_plan(const model_config& c, const plan_options& o = {}) {
-  return build_memory_plan(c, build_cache_specs(c, o.indexer, o.cache_mtp), o);
+  return build_memory_plan(c, plan_cache_specs(c, o), o);
 }
 
 /// How many requests fit in a byte budget (see `max_requests_for_budget`).
@@ -366,7 +373,7 @@ struct request_capacity {
 constexpr request_capacity max_requests_for_budget(const model_config& c, plan_options o, std::uint64_t budget_bytes) {
   o.requests = 0;
   o = detail::resolve(c, o, 0);
-  const group_spec_list specs = build_cache_specs(c, o.indexer, o.cache_mtp);
+  const group_spec_list specs = plan_cache_specs(c, o);
   memory_plan p;
   const auto bytes_at = [&](std::int64_t n, std::uint64_t& bytes) {
     plan_options q = o;
@@ -410,7 +417,7 @@ struct context_capacity {
 constexpr context_capacity max_context_for_budget(const model_config& c, plan_options o, std::uint64_t budget_bytes) {
   o.context_tokens = 0;
   const plan_options base = detail::resolve(c, o, 1);
-  const group_spec_list specs = build_cache_specs(c, base.indexer, base.cache_mtp);
+  const group_spec_list specs = plan_cache_specs(c, base);
   memory_plan p;
   const auto fits = [&](std::int64_t ctx) {
     plan_options q = base;

@@ -36,12 +36,31 @@ struct model_name {
   }
 };
 
-/// What the KV cache of a DeepSeek V4 model depends on.
+/// The DeepSeek model family, which decides what a config's fields and ratios mean.
+enum class model_family : std::uint8_t { v4, v4_1, v3_2, any };
+
+/// "v4", "v4.1", "v3.2" or "any" (the JSON spelling; `any` only for formats shared by all).
+constexpr std::string_view to_string(model_family m) {
+  switch (m) {
+    case model_family::v4: return "v4";
+    case model_family::v4_1: return "v4.1";
+    case model_family::v3_2: return "v3.2";
+    case model_family::any: return "any";
+  }
+  return "?";
+}
+
+/// What the KV cache of a DeepSeek V4 (or V3.2) model depends on.
 struct model_config {
   model_name name;
-  int num_hidden_layers = 0;                 ///< `num_hidden_layers`: main transformer layers.
-  int num_nextn_predict_layers = 0;          ///< `num_nextn_predict_layers`: MTP (draft) layers after them.
-  int head_dim = 0;                          ///< `head_dim`: latent KV width D (one KV head, MQA).
+  /// `model_type`: deepseek_v4 (V4) or deepseek_v32 (V3.2: every layer caches one MLA latent
+  /// row and one indexer key per token, full history; no SWA, no compression).
+  model_family family = model_family::v4;
+  int num_hidden_layers = 0;         ///< `num_hidden_layers`: main transformer layers.
+  int num_nextn_predict_layers = 0;  ///< `num_nextn_predict_layers`: MTP (draft) layers after them.
+  /// `head_dim`: latent KV width D with RoPE (one KV head, MQA). V3.2 has no such key: there
+  /// it is `kv_lora_rank` + `qk_rope_head_dim` = 512 + 64 = 576, the cached latent row.
+  int head_dim = 0;
   int qk_rope_head_dim = 0;                  ///< `qk_rope_head_dim`: RoPE part R of the KV row.
   int index_head_dim = 0;                    ///< `index_head_dim`: lightning-indexer key width.
   int sliding_window = 0;                    ///< `sliding_window`: SWA window in tokens.
@@ -69,7 +88,13 @@ constexpr void validate(const model_config& c) {
   require(c.head_dim > c.qk_rope_head_dim, "head_dim must be larger than qk_rope_head_dim", {"head_dim", c.head_dim},
           {"qk_rope_head_dim", c.qk_rope_head_dim});
   require(c.index_head_dim > 0, "index_head_dim must be > 0", {"index_head_dim", c.index_head_dim});
-  require(c.sliding_window > 0, "sliding_window must be > 0", {"sliding_window", c.sliding_window});
+  require(c.family == model_family::v4 || c.family == model_family::v3_2, "model family must be v4 or v3.2",
+          {"family", static_cast<int>(c.family)});
+  if (c.family == model_family::v4) {
+    require(c.sliding_window > 0, "sliding_window must be > 0", {"sliding_window", c.sliding_window});
+  } else {
+    require(c.sliding_window == 0, "a V3.2 model has no sliding window", {"sliding_window", c.sliding_window});
+  }
   require(c.max_position_embeddings > 0, "max_position_embeddings must be > 0",
           {"max_position_embeddings", c.max_position_embeddings});
 }
@@ -99,5 +124,25 @@ constexpr model_config make_v4(std::string_view name, int layers, int first_rati
 inline constexpr model_config deepseek_v4_flash = detail::make_v4("DeepSeek-V4-Flash", 43, 0);
 /// DeepSeek-V4-Pro: 61 layers + 1 MTP, ratios `[128,128] + [4,128]*29 + [4,0]`.
 inline constexpr model_config deepseek_v4_pro = detail::make_v4("DeepSeek-V4-Pro", 61, 128);
+
+namespace detail {
+constexpr model_config make_v32() {
+  model_config c;
+  c.name = model_name("DeepSeek-V3.2");
+  c.family = model_family::v3_2;
+  c.num_hidden_layers = 61;
+  c.num_nextn_predict_layers = 1;
+  c.head_dim = 512 + 64;  // kv_lora_rank + qk_rope_head_dim
+  c.qk_rope_head_dim = 64;
+  c.index_head_dim = 128;
+  c.sliding_window = 0;
+  c.max_position_embeddings = 163'840;
+  return c;  // compress_ratios all 0: no compression
+}
+}  // namespace detail
+
+/// DeepSeek-V3.2: 61 layers + 1 MTP, every layer MLA (latent 512 + RoPE 64) with an indexer key
+/// of 128; max_position_embeddings 163,840 (docs/layout-variants.md section 3.1).
+inline constexpr model_config deepseek_v3_2 = detail::make_v32();
 
 }  // namespace dsv4::cache

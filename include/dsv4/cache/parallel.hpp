@@ -172,8 +172,7 @@ constexpr bool try_rank_plan(const model_config& c, plan_options o, const parall
   o.requests = r.requests;
   o.dcp = p.dcp;
   o.dcp_interleave_rows = p.dcp_interleave_rows;
-  const group_spec_list specs =
-      stage_specs(build_cache_specs(c, o.indexer, o.cache_mtp), r.main_layers, r.mtp_layers, c.num_hidden_layers);
+  const group_spec_list specs = stage_specs(plan_cache_specs(c, o), r.main_layers, r.mtp_layers, c.num_hidden_layers);
   return size_plan(specs, resolve(c, o, 0), r.plan);
 }
 }  // namespace detail

@@ -160,8 +160,9 @@ DSV4_HOST_DEVICE constexpr float exp2i(int e) noexcept {
 }
 
 /// The exact ceil(log2(|x|)), from the float's exponent and mantissa bits (never
-/// `ceil(log2f(x))`, which is wrong one ulp above some powers of two: log2f(4 + 4 ulp) rounds
-/// to 2). Defined for every finite x != 0, subnormals included: [-149, 128].
+/// `ceil(log2f(x))`, which is wrong one ulp above most powers of two 2^k: log2f(2^-20 x (1 +
+/// 2^-23)) rounds to -20, so its ceiling is -20, not -19; `detail::ceil_float_log2` models that
+/// rounding where a writer does it on purpose). Defined for every finite x != 0, subnormals included: [-149, 128].
 /// Sign ignored. Out of domain, still defined: +-0 -> -150, +-inf and NaN -> 128.
 DSV4_HOST_DEVICE constexpr int ceil_log2(float x) noexcept {
   const std::uint32_t a = detail::float_bits(x) & detail::kF32AbsMask;

@@ -21,8 +21,35 @@
 #include "dsv4/cache/arena_layout.hpp"
 #include "dsv4/cache/cuda/error.cuh"
 #include "dsv4/cache/row_format.hpp"
+#include "dsv4/cache/slot_work.hpp"
 
 namespace dsv4::cache::cuda {
+
+/// The formats of the specialized kernels (kernels.cuh: warp-per-row, 16 B vector accesses):
+/// `v4.fp8_ds_mla`, FP8 indexer keys (`v4.indexer_fp8` and `v3.2.indexer_fp8`, the same bytes)
+/// and `v4.indexer_mxfp4`. Every registered format, these included, also has the generic kernels
+/// (`insert_rows<F>` / `gather_rows<F>`); `other` marks a format with the generic ones only.
+enum class pool_format : std::uint8_t { fp8_ds_mla, indexer_fp8, indexer_mxfp4, other };
+
+/// The registry name of a specialized-kernel format ("v4.indexer_fp8" for both FP8 indexers).
+constexpr std::string_view to_string(pool_format f) {
+  switch (f) {
+    case pool_format::fp8_ds_mla: return formats::v4_fp8_ds_mla::layout.name;
+    case pool_format::indexer_fp8: return formats::v4_indexer_fp8::layout.name;
+    case pool_format::indexer_mxfp4: return formats::v4_indexer_mxfp4::layout.name;
+    case pool_format::other: return "other";
+  }
+  return "?";
+}
+
+/// The specialized-kernel format of registry format `f` (`other` if none).
+constexpr pool_format fast_format(const format_layout& f) {
+  if (f.name == formats::v4_fp8_ds_mla::layout.name) return pool_format::fp8_ds_mla;
+  if (f.name == formats::v4_indexer_fp8::layout.name || f.name == formats::v32_indexer_fp8::layout.name)
+    return pool_format::indexer_fp8;
+  if (f.name == formats::v4_indexer_mxfp4::layout.name) return pool_format::indexer_mxfp4;
+  return pool_format::other;
+}
 
 /// The page layout type of a row format: fp8_ds_mla pages or indexer-key pages.
 template <pool_format F>
@@ -63,14 +90,16 @@ static_assert(std::is_trivially_copyable_v<fp8_ds_mla_pool_view>);
 static_assert(std::is_trivially_copyable_v<indexer_fp8_pool_view>);
 static_assert(std::is_trivially_copyable_v<indexer_mxfp4_pool_view>);
 
-/// Any pool (compressor states included) as raw bytes: no row format, no kernels.
+/// Any pool (compressor states included) with its registry format: what the generic kernels
+/// take (`pages()` is their `pool_pages`).
 struct raw_pool_view {
   std::uint8_t* base = nullptr;
   std::int64_t page_bytes = 0;
   std::int64_t num_pages = 0;
   std::int64_t rows_per_page = 0;
   std::int64_t row_bytes = 0;
-  pool_format format = pool_format::fp8_ds_mla;
+  format_layout format{};  ///< Bound (fp32_state with the pool's row bytes).
+  [[nodiscard]] constexpr pool_pages pages() const { return {base, page_bytes, num_pages, rows_per_page}; }
 };
 static_assert(std::is_trivially_copyable_v<raw_pool_view>);
 
@@ -163,8 +192,8 @@ class device_arena {
   /// another format, or as `region_data`.
   template <pool_format F>
   [[nodiscard]] pool_view<F> view(const pool_region& r) const {
-    require(r.format == F, "pool region has another row format", {"region_format", static_cast<int>(r.format)},
-            {"view_format", static_cast<int>(F)});
+    require(fast_format(r.format) == F, "pool region has another row format",
+            {"region_format", format_index(r.format.name)}, {"view_format", static_cast<int>(F)});
     pool_view<F> v;
     v.base = region_data(r);
     v.page_bytes = r.page_bytes;

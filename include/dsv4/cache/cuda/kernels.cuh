@@ -1,5 +1,10 @@
 // dsv4-cache: insert (quantize BF16 rows into paged pools) and gather (dequantize them back)
-// kernels for fp8_ds_mla, indexer FP8 and indexer MXFP4 pools. CUDA only.
+// kernels. CUDA only. Two kinds:
+//   generic (end of file): `insert_rows<F>` / `gather_rows<F>` for every registered format F,
+//     one lane per (token, unit of work), running slot_work.hpp's `insert_unit` / `gather_unit`
+//     (the functions the host tests run with emulated lanes);
+//   specialized (below): warp-per-row kernels with 16 B vector accesses for v4.fp8_ds_mla and
+//     the indexer keys, the V4 hot path.
 //
 // Slots: token k goes to slot s = slots[k] = page * rows_per_page + row of the pool.
 //   s == -1                          padding: skipped (insert writes nothing; gather writes zeros)
@@ -448,6 +453,92 @@ template <pool_format F>
   const auto values = static_cast<std::uint64_t>(row_values(pool));
   const auto row_bytes = static_cast<std::uint64_t>(pool.layout.format.row_bytes());
   return n * (8 + row_bytes + (out_bf16 ? values * 2 : 0) + (out_f32 ? values * 4 : 0));
+}
+
+// ---------------------------------------------------------------- generic kernels (every format)
+
+namespace detail {
+
+/// One lane per (token k, unit u): `insert_unit<F>` (slot_work.hpp), the same function the host
+/// tests run with emulated lanes. Counts refused slots once per token (unit 0's lane).
+template <row_format F>
+__global__ void __launch_bounds__(kThreadsPerBlock)
+    generic_insert_kernel(format_layout layout, format_policy policy, pool_pages pool, const typename F::input_type* in,
+                          std::int64_t in_row_stride, const std::int64_t* slots, std::int64_t num_tokens, int units,
+                          unsigned long long* error_counter) {
+  const std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (t >= num_tokens * units) return;
+  const std::int64_t k = t / units;
+  const int u = static_cast<int>(t % units);
+  const slot_status st = insert_unit<F>(layout, policy, pool, slots[k], in + k * in_row_stride, u);
+  if (st == slot_status::refused && u == 0 && error_counter != nullptr) atomicAdd(error_counter, 1ULL);
+}
+
+/// One lane per (token k, unit u): `gather_unit<F>` into float or BF16 rows.
+template <row_format F, class Out>
+__global__ void __launch_bounds__(kThreadsPerBlock)
+    generic_gather_kernel(format_layout layout, format_policy policy, pool_pages pool, const std::int64_t* slots,
+                          std::int64_t num_tokens, int units, Out* out, std::int64_t out_row_stride,
+                          unsigned long long* error_counter) {
+  const std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (t >= num_tokens * units) return;
+  const std::int64_t k = t / units;
+  const int u = static_cast<int>(t % units);
+  const slot_status st = gather_unit<F>(layout, policy, pool, slots[k], out + k * out_row_stride, u);
+  if (st == slot_status::refused && u == 0 && error_counter != nullptr) atomicAdd(error_counter, 1ULL);
+}
+
+template <row_format F>
+inline unsigned generic_grid(const format_layout& layout, std::int64_t num_tokens) {
+  const std::int64_t lanes = checked_mul<std::int64_t>(num_tokens, F::units(layout));
+  const std::int64_t blocks = ceil_div<std::int64_t>(lanes, kThreadsPerBlock);
+  require(blocks <= 0x7FFFFFFF, "too many tokens for one launch", {"num_tokens", num_tokens});
+  return static_cast<unsigned>(blocks);
+}
+
+}  // namespace detail
+
+/// Quantizes `num_tokens` rows of format F into the slots of `pool` (any registered format:
+/// the generic kernel, one lane per token and unit of work). `pool.format` is F's layout (bound
+/// for fp32_state); row k is `in + k * in_row_stride` (`layout.values` values of
+/// F::input_type, device memory); slots as in slot_work.hpp (refused ones counted in
+/// `error_counter` when not null). Enqueued on `stream`; num_tokens == 0 launches nothing.
+/// Throws std::invalid_argument for a view of another format or a bad shape (before anything is
+/// enqueued), `cuda_error` if the launch fails.
+template <row_format F>
+void insert_rows(const raw_pool_view& pool, const typename F::input_type* in, std::int64_t in_row_stride,
+                 const std::int64_t* slots, std::int64_t num_tokens, unsigned long long* error_counter,
+                 cudaStream_t stream, const format_policy& policy = F::default_policy) {
+  require(num_tokens >= 0, "num_tokens must be >= 0", {"num_tokens", num_tokens});
+  validate_pool_pages<F>(pool.format, pool.pages());
+  if (num_tokens == 0) return;
+  require(in != nullptr && slots != nullptr, "insert_rows needs input rows and slots");
+  require(in_row_stride >= pool.format.values, "in_row_stride must be >= the format's values per row",
+          {"in_row_stride", in_row_stride}, {"values", pool.format.values});
+  detail::generic_insert_kernel<F><<<detail::generic_grid<F>(pool.format, num_tokens), kThreadsPerBlock, 0, stream>>>(
+      pool.format, policy, pool.pages(), in, in_row_stride, slots, num_tokens, F::units(pool.format), error_counter);
+  check_last_launch("generic_insert_kernel<<<>>>", __FILE__, __LINE__);
+}
+
+/// Dequantizes the rows at `slots` of `pool` (format F) into `out` (float or BF16, device):
+/// row k at `out + k * out_row_stride`, `layout.values` values; padding and refused slots give
+/// zero rows (refused ones counted). Errors as `insert_rows<F>`.
+template <row_format F, class Out>
+requires std::is_same_v<Out, float> || std::is_same_v<Out, bf16>
+void gather_rows(const raw_pool_view& pool, const std::int64_t* slots, std::int64_t num_tokens, Out* out,
+                 std::int64_t out_row_stride, unsigned long long* error_counter, cudaStream_t stream,
+                 const format_policy& policy = F::default_policy) {
+  require(num_tokens >= 0, "num_tokens must be >= 0", {"num_tokens", num_tokens});
+  validate_pool_pages<F>(pool.format, pool.pages());
+  if (num_tokens == 0) return;
+  require(out != nullptr && slots != nullptr, "gather_rows needs an output and slots");
+  require(out_row_stride >= pool.format.values, "out_row_stride must be >= the format's values per row",
+          {"out_row_stride", out_row_stride}, {"values", pool.format.values});
+  detail::generic_gather_kernel<F, Out>
+      <<<detail::generic_grid<F>(pool.format, num_tokens), kThreadsPerBlock, 0, stream>>>(
+          pool.format, policy, pool.pages(), slots, num_tokens, F::units(pool.format), out, out_row_stride,
+          error_counter);
+  check_last_launch("generic_gather_kernel<<<>>>", __FILE__, __LINE__);
 }
 
 }  // namespace dsv4::cache::cuda

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -38,6 +39,9 @@ struct planner_args {
   std::int64_t requests = 1;
   std::optional<double> memory_gib;
   std::string indexer = "fp8";
+  std::string kv_format;                   // --kv-format NAME: every main-KV pool
+  std::vector<std::string> group_formats;  // --format GROUP=NAME, repeatable
+  std::string indexer_format;              // --indexer-format NAME
   std::int64_t tokens_per_step = 1;
   std::int64_t prefill_chunk = 8192;
   bool no_mtp = false;
@@ -117,11 +121,17 @@ inline std::string one_line(std::string_view msg) {
   return out;
 }
 
-/// Bytes per token of context a layer adds: compressed rows (KV + indexer) / ratio; 0 for SWA.
-inline double bytes_per_context_token(const layer_cache_schema& l) {
-  return l.attn_type == attention_kind::swa
-             ? 0.0
-             : static_cast<double>(l.compressed_entry_bytes()) / static_cast<double>(l.compress_ratio);
+/// Bytes per token of context each layer adds: over the plan's full-history groups that cover
+/// it, row bytes (all pools) / tokens per row. 0 for a layer with sliding groups only.
+inline std::vector<double> bytes_per_context_token(const memory_plan& p, int num_layers) {
+  std::vector<double> per(static_cast<std::size_t>(num_layers), 0.0);
+  for (const group_plan& g : p) {
+    if (g.spec.has_sliding_window()) continue;
+    for (int i = 0; i < g.spec.num_layers; ++i)
+      per[static_cast<std::size_t>(g.spec.layers[static_cast<std::size_t>(i)])] +=
+          static_cast<double>(g.spec.row_bytes()) / static_cast<double>(g.spec.entry_stride_tokens);
+  }
+  return per;
 }
 
 /// Bytes a request keeps in each layer whatever its context: the rows of every sliding group
@@ -199,25 +209,96 @@ inline allocation_policy engine_policy(const std::string& name, bool overlap) {
   throw std::invalid_argument("--engine must be vllm, tokenspeed or tokenspeed-default, got '" + name + "'");
 }
 
+/// A built-in model: its preset name, an older alias ("" if none) and the config.
+struct preset {
+  std::string_view name;
+  std::string_view alias;
+  const model_config* model;
+};
+
+/// The presets, in one list: --preset, --help and the errors take their names from it.
+inline constexpr std::array<preset, 3> kPresets = {{
+    {"v4-flash", "flash", &deepseek_v4_flash},
+    {"v4-pro", "pro", &deepseek_v4_pro},
+    {"v3.2", "", &deepseek_v3_2},
+}};
+
+/// Every preset name and alias ("v4-flash, flash, v4-pro, pro, v3.2").
+inline std::vector<std::string> preset_names() {
+  std::vector<std::string> names;
+  for (const preset& p : kPresets) {
+    names.emplace_back(p.name);
+    if (!p.alias.empty()) names.emplace_back(p.alias);
+  }
+  return names;
+}
+
+/// The registry index of format `name` for flag `flag`; throws naming the flag, the value and
+/// the registered names.
+inline int format_flag(const std::string& flag, const std::string& name) {
+  const int i = format_index(name);
+  if (i < 0)
+    throw std::invalid_argument(flag + ": unknown row format '" + name + "' (registered: " + format_names() + ")");
+  return i;
+}
+
+/// Applies --kv-format, --format GROUP=NAME and --indexer-format to `o`, then checks every chosen
+/// format against the model (`check_formats`: a format that does not fit names both).
+inline void apply_format_flags(const planner_args& a, const model_config& m, plan_options& o) {
+  if (!a.kv_format.empty()) o.formats.kv = format_flag("--kv-format", a.kv_format);
+  if (!a.indexer_format.empty()) o.formats.indexer = format_flag("--indexer-format", a.indexer_format);
+  for (const std::string& item : a.group_formats) {
+    const std::size_t eq = item.find('=');
+    if (eq == std::string::npos)
+      throw std::invalid_argument("--format must be GROUP=NAME (e.g. v4.swa_kv=v4.fp8_ds_mla.footer), got '" + item +
+                                  "'");
+    const std::string group = item.substr(0, eq);
+    const int f = format_flag("--format " + group, item.substr(eq + 1));
+    const bool v32 = m.family == model_family::v3_2;
+    if (!v32 && group == "v4.swa_kv") {
+      o.formats.swa_kv = f;
+    } else if (!v32 && group == "v4.c4a.compressed_kv") {
+      o.formats.csa_kv = f;
+    } else if (!v32 && group == "v4.c128a.compressed_kv") {
+      o.formats.hca_kv = f;
+    } else if (v32 && group == "v3.2.mla_kv") {
+      o.formats.mla_kv = f;
+    } else if (v32 && group == "v3.2.indexer_k") {
+      o.formats.indexer = f;
+    } else {
+      throw std::invalid_argument(
+          "--format: group '" + group + "' has no format to choose for a " + std::string(to_string(m.family)) +
+          " model (" +
+          (v32 ? "v3.2.mla_kv, v3.2.indexer_k" : "v4.swa_kv, v4.c4a.compressed_kv, v4.c128a.compressed_kv") +
+          "; compressor states are always fp32_state; use --indexer-format for V4 indexer keys)");
+    }
+  }
+  check_formats(m, resolve_formats(m.family, o.indexer, o.formats));
+}
+
 inline planner_result compute(const planner_args& a) {
   planner_result r;
   if (!a.config_path.empty()) {
     r.model = load_model_config(a.config_path);
-  } else if (a.preset == "flash" || a.preset == "v4-flash") {
-    r.model = deepseek_v4_flash;
-  } else if (a.preset == "pro" || a.preset == "v4-pro") {
-    r.model = deepseek_v4_pro;
   } else {
-    throw std::invalid_argument("--preset must be v4-flash (flash) or v4-pro (pro), got '" + a.preset + "'");
+    const auto it = std::find_if(kPresets.begin(), kPresets.end(),
+                                 [&](const preset& p) { return a.preset == p.name || a.preset == p.alias; });
+    if (it == kPresets.end())
+      throw std::invalid_argument("--preset must be one of " + fmt::format("{}", fmt::join(preset_names(), ", ")) +
+                                  ", got '" + a.preset + "'");
+    r.model = *it->model;
   }
   plan_options o;
   if (a.indexer == "fp8") {
     o.indexer = indexer_format::fp8;
   } else if (a.indexer == "mxfp4") {
+    if (r.model.family == model_family::v3_2)
+      throw std::invalid_argument("--indexer mxfp4: DeepSeek V3.2 indexer keys are FP8 only (v3.2.indexer_fp8)");
     o.indexer = indexer_format::mxfp4;
   } else {
     throw std::invalid_argument("--indexer must be fp8 or mxfp4, got '" + a.indexer + "'");
   }
+  apply_format_flags(a, r.model, o);
   o.context_tokens = a.context.value_or(0);  // 0: the model's max_position_embeddings
   o.requests = a.requests;
   o.tokens_per_step = a.tokens_per_step;
@@ -250,7 +331,7 @@ inline planner_result compute(const planner_args& a) {
     r.parallel = pc;
   }
   try {  // errors from here on depend on the model: say which one
-    r.schema = build_model_schema(r.model, o.indexer);
+    r.schema = build_model_schema(r.model, r.model.family == model_family::v3_2 ? indexer_format::fp8 : o.indexer);
     r.plan = build_memory_plan(r.model, o);
     if (r.budget_bytes) {
       r.requests_fit = max_requests_for_budget(r.model, o, *r.budget_bytes);
@@ -278,8 +359,8 @@ inline planner_result compute(const planner_args& a) {
             "--simulate is limited to requests x context <= {} (64 x 131072) and requests <= {} to bound its "
             "work, got {} x {}",
             kSimulateMaxRequestTokens, kSimulateMaxRequests, n, ctx));
-      r.simulated = simulate_worst_case(build_cache_specs(r.model, o.indexer, o.cache_mtp), o.policy, n, ctx,
-                                        p.options.tokens_per_step, p.options.prefill_chunk_tokens);
+      r.simulated = simulate_worst_case(plan_cache_specs(r.model, o), o.policy, n, ctx, p.options.tokens_per_step,
+                                        p.options.prefill_chunk_tokens);
     }
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument((a.config_path.empty() ? "--preset " + a.preset : a.config_path) + ": " + e.what());
@@ -297,7 +378,7 @@ inline nlohmann::ordered_json groups_json(const memory_plan& p, const sim_result
     json pools = json::array();
     for (int i = 0; i < s.num_pools; ++i) {
       const pool_spec& ps = s.pools[static_cast<std::size_t>(i)];
-      pools.push_back({{"format", std::string(to_string(ps.format))},
+      pools.push_back({{"format", std::string(ps.format.name)},
                        {"row_bytes", ps.row_bytes},
                        {"page_bytes", ps.page_bytes},
                        {"pages_per_layer", g.pool_pages[static_cast<std::size_t>(i)]}});
@@ -337,13 +418,14 @@ inline nlohmann::ordered_json to_json(const planner_result& r) {
                 {"max_position_embeddings", r.model.max_position_embeddings}};
   j["layers"] = json::array();
   const std::vector<std::uint64_t> fixed = fixed_bytes_per_request(p, r.schema.num_layers);
+  const std::vector<double> per_token = bytes_per_context_token(p, r.schema.num_layers);
   for (const layer_cache_schema& l : r.schema)
     j["layers"].push_back({{"index", l.layer_idx},
                            {"attention", std::string(to_string(l.attn_type))},
                            {"compress_ratio", l.compress_ratio},
                            {"mtp", l.mtp},
                            {"cached", !l.mtp || p.options.cache_mtp},
-                           {"bytes_per_context_token", bytes_per_context_token(l)},
+                           {"bytes_per_context_token", per_token[static_cast<std::size_t>(l.layer_idx)]},
                            {"fixed_bytes_per_request", fixed[static_cast<std::size_t>(l.layer_idx)]}});
   j["groups"] = groups_json(p, r.simulated ? &*r.simulated : nullptr);
   json plan = {{"requests", p.options.requests},
@@ -418,24 +500,37 @@ inline std::string to_text(const planner_result& r) {
   fmt::format_to(out, "{}: {} layers + {} MTP, head_dim {} ({} NoPE + {} RoPE), index_head_dim {}, ", m.name.view(),
                  m.num_hidden_layers, m.num_nextn_predict_layers, m.head_dim, m.head_dim - m.qk_rope_head_dim,
                  m.qk_rope_head_dim, m.index_head_dim);
-  fmt::format_to(out, "sliding_window {}, max_position_embeddings {}\n", m.sliding_window, m.max_position_embeddings);
-  fmt::format_to(out, "main layers: {} SWA + {} CSA + {} HCA; MTP layers: {} SWA + {} CSA + {} HCA\n",
-                 sched.count(attention_kind::swa, false), sched.count(attention_kind::csa, false),
-                 sched.count(attention_kind::hca, false),
-                 sched.count(attention_kind::swa) - sched.count(attention_kind::swa, false),
-                 sched.count(attention_kind::csa) - sched.count(attention_kind::csa, false),
-                 sched.count(attention_kind::hca) - sched.count(attention_kind::hca, false));
-  const fp8_ds_mla_format kv = r.schema[0].kv_format;
-  fmt::format_to(out, "fp8_ds_mla row: {} B e4m3 + {} B bf16 + {} B ue8m0 + 1 B pad = {} B\n\n", kv.nope_bytes(),
-                 kv.rope_bytes(), kv.num_scales(), kv.row_bytes());
+  fmt::format_to(out, "sliding_window {}, max_position_embeddings {}\n",
+                 m.sliding_window > 0 ? std::to_string(m.sliding_window) : std::string("none"),
+                 m.max_position_embeddings);
+  if (m.family == model_family::v3_2)
+    fmt::format_to(out, "main layers: {} MLA; MTP layers: {} MLA (each a latent row and an indexer key per token)\n",
+                   sched.count(attention_kind::mla, false),
+                   sched.count(attention_kind::mla) - sched.count(attention_kind::mla, false));
+  else
+    fmt::format_to(out, "main layers: {} SWA + {} CSA + {} HCA; MTP layers: {} SWA + {} CSA + {} HCA\n",
+                   sched.count(attention_kind::swa, false), sched.count(attention_kind::csa, false),
+                   sched.count(attention_kind::hca, false),
+                   sched.count(attention_kind::swa) - sched.count(attention_kind::swa, false),
+                   sched.count(attention_kind::csa) - sched.count(attention_kind::csa, false),
+                   sched.count(attention_kind::hca) - sched.count(attention_kind::hca, false));
+  fmt::format_to(out, "row formats:");
+  for (const group_plan& g : p)
+    for (int i = 0; i < g.spec.num_pools; ++i) {
+      const pool_spec& ps = g.spec.pools[static_cast<std::size_t>(i)];
+      fmt::format_to(out, " {}{} {} ({} B);", to_string(g.spec.id), g.spec.num_pools > 1 ? fmt::format("[{}]", i) : "",
+                     ps.format.name, ps.row_bytes);
+    }
+  fmt::format_to(out, "\n\n");
 
   const std::vector<std::uint64_t> fixed = fixed_bytes_per_request(p, r.schema.num_layers);
+  const std::vector<double> per_token = bytes_per_context_token(p, r.schema.num_layers);
   fmt::format_to(out, "{:>5}  {:<9}  {:>5}  {:<3}  {:>16}  {:>16}\n", "layer", "attention", "ratio", "mtp",
                  "B/context token", "fixed B/request");
   for (const layer_cache_schema& l : r.schema)
     fmt::format_to(out, "{:>5}  {:<9}  {:>5}  {:<3}  {:>16.4f}  {:>16}{}\n", l.layer_idx, l.attn_type, l.compress_ratio,
-                   l.mtp ? "yes" : "no", bytes_per_context_token(l), fixed[static_cast<std::size_t>(l.layer_idx)],
-                   l.mtp && !p.options.cache_mtp ? "  (not cached)" : "");
+                   l.mtp ? "yes" : "no", per_token[static_cast<std::size_t>(l.layer_idx)],
+                   fixed[static_cast<std::size_t>(l.layer_idx)], l.mtp && !p.options.cache_mtp ? "  (not cached)" : "");
   fmt::format_to(out,
                  "(B/context token: compressed rows (KV + indexer key) per token of context; fixed B/request: the "
                  "sliding windows and compressor states a request keeps in the layer, min(L, window) rows)\n");
@@ -533,10 +628,12 @@ inline std::string to_text(const planner_result& r) {
 /// The defaults shown by --help are the values `a` holds now (context 0 = the model's max).
 inline void add_model_options(CLI::App& app, planner_args& a, const std::string& memory_gib_help) {
   app.add_option("--preset", a.preset,
-                 "Built-in model: v4-flash or flash (DeepSeek-V4-Flash), v4-pro or pro (DeepSeek-V4-Pro)")
-      ->check(CLI::IsMember({"flash", "pro", "v4-flash", "v4-pro"}))
+                 "Built-in model: v4-flash or flash (DeepSeek-V4-Flash), v4-pro or pro (DeepSeek-V4-Pro), v3.2 "
+                 "(DeepSeek-V3.2)")
+      ->check(CLI::IsMember(preset_names()))
       ->capture_default_str();
-  app.add_option("--config", a.config_path, "A V4 config.json, or a model directory holding one (overrides --preset)")
+  app.add_option("--config", a.config_path,
+                 "A V4 or V3.2 config.json, or a model directory holding one (overrides --preset)")
       ->check(kNonEmpty);
   app.add_option("--context", a.context,
                  "Max context tokens per request L (default: the model's max_position_embeddings)")
@@ -545,6 +642,40 @@ inline void add_model_options(CLI::App& app, planner_args& a, const std::string&
   app.add_option("--memory-gib", a.memory_gib, memory_gib_help)->check(kDecimalNumber);
   app.add_option("--indexer", a.indexer, "Indexer key format: fp8 (132 B/row) or mxfp4 (68 B/row)")
       ->check(CLI::IsMember({"fp8", "mxfp4"}))
+      ->capture_default_str();
+  app.add_option("--kv-format", a.kv_format,
+                 "Row format of every main-KV pool (registry name, e.g. v4.fp8_ds_mla.footer; see "
+                 "dsv4-cache-layout formats)")
+      ->check(kNonEmpty);
+  app.add_option("--format", a.group_formats,
+                 "GROUP=NAME: the row format of one group's main-KV pool (repeatable; overrides --kv-format), "
+                 "e.g. v4.swa_kv=v4.fp8_uniform")
+      ->check(kNonEmpty);
+  app.add_option("--indexer-format", a.indexer_format,
+                 "Row format of the indexer keys (registry name; overrides --indexer), e.g. "
+                 "v4.indexer_mxfp4_in_fp8_slot")
+      ->check(kNonEmpty);
+}
+
+/// Registers the parallel flags shared by the planner and dsv4-cache-layout: --tp, --dp, --pp,
+/// --pp-layers, --dcp, --dcp-interleave.
+inline void add_parallel_options(CLI::App& app, planner_args& a) {
+  app.add_option("--tp", a.tp, "Tensor parallel size: replicates the cache")
+      ->transform(kDecimalInt)
+      ->capture_default_str();
+  app.add_option("--dp", a.dp, "Data parallel (attention) size: splits the requests")
+      ->transform(kDecimalInt)
+      ->capture_default_str();
+  app.add_option("--pp", a.pp, "Pipeline stages: split the main layers (vLLM's get_pp_indices)")
+      ->transform(kDecimalInt)
+      ->capture_default_str();
+  app.add_option("--pp-layers", a.pp_layers, "Explicit main layers per stage, e.g. 22,21 (needs --pp)")
+      ->check(kNonEmpty);
+  app.add_option("--dcp", a.dcp, "Decode context parallel size (divides --tp): shards the compressed KV")
+      ->transform(kDecimalInt)
+      ->capture_default_str();
+  app.add_option("--dcp-interleave", a.dcp_interleave, "Rows dealt to one DCP rank in turn")
+      ->transform(kDecimalInt)
       ->capture_default_str();
 }
 
@@ -565,23 +696,7 @@ inline int run_planner(const std::vector<std::string>& args, std::ostream& out, 
       ->check(CLI::IsMember({"vllm", "tokenspeed", "tokenspeed-default", "sglang"}))
       ->capture_default_str();
   app.add_flag("--overlap", a.overlap, "Async scheduling: one more step in flight (2s in place of s)");
-  app.add_option("--tp", a.tp, "Tensor parallel size: replicates the cache")
-      ->transform(kDecimalInt)
-      ->capture_default_str();
-  app.add_option("--dp", a.dp, "Data parallel (attention) size: splits the requests")
-      ->transform(kDecimalInt)
-      ->capture_default_str();
-  app.add_option("--pp", a.pp, "Pipeline stages: split the main layers (vLLM's get_pp_indices)")
-      ->transform(kDecimalInt)
-      ->capture_default_str();
-  app.add_option("--pp-layers", a.pp_layers, "Explicit main layers per stage, e.g. 22,21 (needs --pp)")
-      ->check(kNonEmpty);
-  app.add_option("--dcp", a.dcp, "Decode context parallel size (divides --tp): shards the compressed KV")
-      ->transform(kDecimalInt)
-      ->capture_default_str();
-  app.add_option("--dcp-interleave", a.dcp_interleave, "Rows dealt to one DCP rank in turn")
-      ->transform(kDecimalInt)
-      ->capture_default_str();
+  add_parallel_options(app, a);
   app.add_option("--role", a.role,
                  "colocated; prefill (N prompts held whole until transferred) or decode (N decoding + --handover)")
       ->check(CLI::IsMember({"colocated", "prefill", "decode"}))

@@ -1,0 +1,285 @@
+// dsv4-cache: the layout contract of a deployment's cache: a canonical description of where
+// every byte goes, and its 64-bit fingerprint, both `constexpr`.
+//
+// Canonical layout bytes (what the fingerprint hashes): compact JSON, no whitespace, keys in the
+// order below, integers in decimal, strings as is (ASCII, nothing to escape); no floats,
+// booleans or nulls (a key without a value is omitted); no trailing newline.
+//
+//   {"schema":"dsv4-cache-layout/1","model":"v4"|"v3.2",
+//    "layers":[{"index":0,"attention":"swa","ratio":0,"role":"owner","owner":0},...],
+//    "groups":[{"id":"v4.swa_kv","retention":"sliding_window","tokens_per_row":1,
+//               "rows_per_page":64,"layers":[0,1,...],
+//               "pools":[{"format":"v4.fp8_ds_mla","row_bytes":584,"page_rule":"split_padded",
+//                         "alignment":576,"page_bytes":37440,"page_stride":37440,
+//                         "row1":{"data":576,"scales":36872,"rope":1024}}]},...],
+//    "rank":{"pp_layers":[0,22],"draft_layers":[43,44],"dcp_rank":0,"dcp_size":2,"dcp_interleave":1}}
+//
+// - layers: every layer of the model (main, then MTP / draft), with its attention kind, its
+//   compress ratio (0 for SWA and MLA layers: no compression), its role (`owner`: keeps its
+//   own caches; `draft`: an MTP layer) and the layer whose caches it reads (itself in V4/V3.2).
+// - groups: the cached groups in the library's order, with the layers that keep a pool of the
+//   group; pools with their registry format and the numbers that decide where bytes go
+//   (`alignment` only for split_padded pages; `row1` the first byte of row 1's data, scales
+//   and RoPE in a page, a part omitted when the row has none).
+// - rank: only for a per-rank layout: the stage's main layers [first, end), the draft layers it
+//   also holds (omitted if none), and its DCP shard (dcp_rank of dcp_size, rows dealt in turns
+//   of dcp_interleave); TP and DP ranks hold identical layouts and are not part of it.
+// Windows, the engine policy, the model name and plan sizes do not decide where bytes go: they
+// are the descriptor's `info` (tools), not fingerprinted, so a preset and its config.json give
+// one fingerprint.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "dsv4/cache/formats/registry.hpp"
+#include "dsv4/cache/group_spec.hpp"
+#include "dsv4/cache/memory_plan.hpp"
+#include "dsv4/cache/parallel.hpp"
+#include "dsv4/cache/xxh64.hpp"
+
+namespace dsv4::cache {
+
+/// The schema string of canonical layouts and descriptors.
+inline constexpr std::string_view kLayoutSchema = "dsv4-cache-layout/1";
+
+/// One layer of a layout.
+struct layout_layer {
+  int index = 0;
+  attention_kind attention = attention_kind::swa;
+  int ratio = 0;       ///< 0 (SWA, MLA), 4 (CSA) or 128 (HCA).
+  bool draft = false;  ///< An MTP layer (role "draft"); else role "owner".
+  int owner = 0;       ///< The layer whose caches it reads: itself in V4 and V3.2.
+};
+
+/// The rank part of a per-rank layout (`present` false for a whole-model layout).
+struct layout_rank {
+  bool present = false;
+  layer_range pp_layers{};     ///< Main layers [first, end) of the rank's stage.
+  layer_range draft_layers{};  ///< Draft (MTP) layers it also holds; empty if none.
+  std::int64_t dcp_rank = 0;
+  std::int64_t dcp_size = 1;
+  std::int64_t dcp_interleave = 1;
+};
+
+/// What decides where a deployment's cache bytes go (see the top of this file).
+struct cache_layout {
+  model_family family = model_family::v4;
+  int num_layers = 0;
+  std::array<layout_layer, kMaxLayers> layers{};
+  group_spec_list groups{};
+  layout_rank rank{};
+};
+
+namespace detail {
+constexpr cache_layout layout_skeleton(const model_config& c) {
+  const layer_schedule s = build_layer_schedule(c);
+  cache_layout l;
+  l.family = c.family;
+  l.num_layers = s.num_layers;
+  for (int i = 0; i < s.num_layers; ++i) {
+    const layer_spec& ls = s[i];
+    const int ratio = ls.kind == attention_kind::csa || ls.kind == attention_kind::hca ? ls.compress_ratio : 0;
+    l.layers[static_cast<std::size_t>(i)] = {i, ls.kind, ratio, ls.mtp, i};
+  }
+  return l;
+}
+}  // namespace detail
+
+/// The layout of model `c` planned with options `o` (its formats, indexer, MTP caching): every
+/// layer and `plan_cache_specs(c, o)`. Errors as `plan_cache_specs`.
+constexpr cache_layout describe_layout(const model_config& c, const plan_options& o = {}) {
+  cache_layout l = detail::layout_skeleton(c);
+  l.groups = plan_cache_specs(c, o);
+  return l;
+}
+
+/// The layout rank `rank` of `p` holds: its stage's groups (`rank_plan`) and its PP / DCP part.
+/// Errors as `rank_plan`.
+constexpr cache_layout describe_rank_layout(const model_config& c, const plan_options& o, const parallel_config& p,
+                                            std::int64_t rank) {
+  const rank_plan_result r = rank_plan(c, o, p, rank);
+  cache_layout l = detail::layout_skeleton(c);
+  for (int g = 0; g < r.plan.num_groups; ++g)
+    l.groups.groups[static_cast<std::size_t>(g)] = r.plan.groups[static_cast<std::size_t>(g)].spec;
+  l.groups.num_groups = r.plan.num_groups;
+  l.rank.present = true;
+  l.rank.pp_layers = r.main_layers;
+  if (r.mtp_layers && o.cache_mtp) l.rank.draft_layers = {c.num_hidden_layers, c.num_layers()};
+  l.rank.dcp_rank = r.coords.dcp_rank;
+  l.rank.dcp_size = p.dcp;
+  l.rank.dcp_interleave = p.dcp_interleave_rows;
+  return l;
+}
+
+/// Capacity of the canonical layout text: V4-Pro takes about 6 KiB.
+inline constexpr std::size_t kCanonicalLayoutCapacity = 32768;
+
+/// Fixed-capacity text built in constant expressions; appending past the capacity fails.
+template <std::size_t N>
+struct fixed_text {
+  std::array<char, N> chars{};
+  std::size_t size = 0;
+
+  constexpr void append(std::string_view s) {
+    require(s.size() <= N - size, "canonical layout text exceeds its capacity", {"capacity", N});
+    for (const char ch : s) chars[size++] = ch;
+  }
+  constexpr void append_int(std::int64_t v) {
+    char digits[20] = {};
+    int n = 0;
+    std::uint64_t u = v < 0 ? 0 - static_cast<std::uint64_t>(v) : static_cast<std::uint64_t>(v);
+    do {
+      digits[n++] = static_cast<char>('0' + u % 10);
+      u /= 10;
+    } while (u != 0);
+    if (v < 0) append("-");
+    while (n > 0) {
+      const char ch = digits[--n];
+      append(std::string_view(&ch, 1));
+    }
+  }
+  [[nodiscard]] constexpr std::string_view view() const { return {chars.data(), size}; }
+};
+
+namespace detail {
+template <std::size_t N>
+constexpr void key(fixed_text<N>& t, std::string_view k, bool first = false) {
+  if (!first) t.append(",");
+  t.append("\"");
+  t.append(k);
+  t.append("\":");
+}
+template <std::size_t N>
+constexpr void key_string(fixed_text<N>& t, std::string_view k, std::string_view v, bool first = false) {
+  key(t, k, first);
+  t.append("\"");
+  t.append(v);
+  t.append("\"");
+}
+template <std::size_t N>
+constexpr void key_int(fixed_text<N>& t, std::string_view k, std::int64_t v, bool first = false) {
+  key(t, k, first);
+  t.append_int(v);
+}
+template <std::size_t N>
+constexpr void pool_json(fixed_text<N>& t, const pool_spec& p) {
+  const format_layout& f = p.format;
+  t.append("{");
+  key_string(t, "format", f.name, true);
+  key_int(t, "row_bytes", p.row_bytes);
+  key_string(t, "page_rule", to_string(f.rule));
+  if (f.rule == page_rule::split_padded) key_int(t, "alignment", f.alignment);
+  key_int(t, "page_bytes", p.page_bytes);
+  key_int(t, "page_stride", p.page_bytes);
+  if (p.rows_per_page > 1) {
+    key(t, "row1");
+    t.append("{");
+    key_int(t, "data", f.data_offset(p.rows_per_page, 1), true);
+    if (f.has_scales()) key_int(t, "scales", f.scale_offset(p.rows_per_page, 1));
+    if (f.has_rope()) key_int(t, "rope", f.rope_offset(p.rows_per_page, 1));
+    t.append("}");
+  }
+  t.append("}");
+}
+}  // namespace detail
+
+/// The canonical layout bytes of `l` (see the top of this file). Fails if they exceed
+/// kCanonicalLayoutCapacity.
+constexpr fixed_text<kCanonicalLayoutCapacity> canonical_layout(const cache_layout& l) {
+  using detail::key;
+  using detail::key_int;
+  using detail::key_string;
+  fixed_text<kCanonicalLayoutCapacity> t;
+  t.append("{");
+  key_string(t, "schema", kLayoutSchema, true);
+  key_string(t, "model", to_string(l.family));
+  key(t, "layers");
+  t.append("[");
+  for (int i = 0; i < l.num_layers; ++i) {
+    const layout_layer& y = l.layers[static_cast<std::size_t>(i)];
+    t.append(i == 0 ? "{" : ",{");
+    key_int(t, "index", y.index, true);
+    key_string(t, "attention", to_string(y.attention));
+    key_int(t, "ratio", y.ratio);
+    key_string(t, "role", y.draft ? "draft" : "owner");
+    key_int(t, "owner", y.owner);
+    t.append("}");
+  }
+  t.append("]");
+  key(t, "groups");
+  t.append("[");
+  for (int gi = 0; gi < l.groups.num_groups; ++gi) {
+    const paged_cache_group_spec& g = l.groups[gi];
+    t.append(gi == 0 ? "{" : ",{");
+    key(t, "id", true);
+    t.append("\"");
+    switch (g.id.kind) {  // to_string(group_id) builds a std::string: spelled out for constant evaluation
+      case group_kind::swa_kv: t.append("v4.swa_kv"); break;
+      case group_kind::compressor_state:
+        t.append("v4.c");
+        t.append_int(g.id.ratio);
+        t.append("a.compressor_state");
+        break;
+      case group_kind::compressed_kv:
+        t.append("v4.c");
+        t.append_int(g.id.ratio);
+        t.append("a.compressed_kv");
+        break;
+      case group_kind::indexer_compressor_state: t.append("v4.c4a.indexer_compressor_state"); break;
+      case group_kind::mla_kv: t.append("v3.2.mla_kv"); break;
+      case group_kind::indexer_k: t.append("v3.2.indexer_k"); break;
+    }
+    t.append("\"");
+    key_string(t, "retention", to_string(g.retention));
+    key_int(t, "tokens_per_row", g.entry_stride_tokens);
+    key_int(t, "rows_per_page", g.rows_per_page);
+    key(t, "layers");
+    t.append("[");
+    for (int i = 0; i < g.num_layers; ++i) {
+      if (i > 0) t.append(",");
+      t.append_int(g.layers[static_cast<std::size_t>(i)]);
+    }
+    t.append("]");
+    key(t, "pools");
+    t.append("[");
+    for (int p = 0; p < g.num_pools; ++p) {
+      if (p > 0) t.append(",");
+      detail::pool_json(t, g.pools[static_cast<std::size_t>(p)]);
+    }
+    t.append("]}");
+  }
+  t.append("]");
+  if (l.rank.present) {
+    key(t, "rank");
+    t.append("{");
+    key(t, "pp_layers", true);
+    t.append("[");
+    t.append_int(l.rank.pp_layers.first);
+    t.append(",");
+    t.append_int(l.rank.pp_layers.end);
+    t.append("]");
+    if (l.rank.draft_layers.end > l.rank.draft_layers.first) {
+      key(t, "draft_layers");
+      t.append("[");
+      t.append_int(l.rank.draft_layers.first);
+      t.append(",");
+      t.append_int(l.rank.draft_layers.end);
+      t.append("]");
+    }
+    key_int(t, "dcp_rank", l.rank.dcp_rank);
+    key_int(t, "dcp_size", l.rank.dcp_size);
+    key_int(t, "dcp_interleave", l.rank.dcp_interleave);
+    t.append("}");
+  }
+  t.append("}");
+  return t;
+}
+
+/// XXH64 (seed 0) of the canonical layout bytes of `l`: the layout's fingerprint. Two peers
+/// with equal fingerprints place every byte of every pool the same way.
+constexpr std::uint64_t fingerprint(const cache_layout& l) { return xxh64(canonical_layout(l).view()); }
+
+}  // namespace dsv4::cache

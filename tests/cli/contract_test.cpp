@@ -1,0 +1,256 @@
+// The layout contract (issue: descriptor, fingerprint, diff, check): the canonical bytes and
+// their XXH64 against libxxhash, a preset and its config.json giving one fingerprint, the diff
+// of layouts that engines confuse, and `check` naming a hand-edited number.
+#include <gtest/gtest.h>
+#include <xxhash.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "dsv4/cache/config_json.hpp"
+#include "dsv4/cache/descriptor.hpp"
+#include "dsv4/tools/layout_cli.hpp"
+
+namespace {
+
+using namespace dsv4::cache;  // NOLINT(google-build-using-namespace)
+using ojson = nlohmann::ordered_json;
+namespace fs = std::filesystem;
+
+const fs::path kData = DSV4_TEST_DATA_DIR;
+
+// The fingerprints a static_assert can check (g++ 12 and clang 14, default limits). Their values
+// are checked against libxxhash at run time below (LibxxhashAgrees).
+static_assert(fingerprint(describe_layout(deepseek_v4_pro)) == 0x2a0f2a1ab200ee9cULL);
+static_assert(fingerprint(describe_layout(deepseek_v4_flash)) == 0xf8c17eefea49254eULL);
+
+struct run_out {
+  int rc;
+  std::string out;
+  std::string err;
+};
+run_out layout_cli(const std::vector<std::string>& args) {
+  std::ostringstream out;
+  std::ostringstream err;
+  const int rc = dsv4::tools::run_layout(args, out, err);
+  return {rc, out.str(), err.str()};
+}
+
+fs::path temp_file(const std::string& name, const std::string& text) {
+  const fs::path p = fs::temp_directory_path() / ("dsv4-contract-" + name);
+  std::ofstream(p, std::ios::binary) << text;
+  return p;
+}
+
+/// `describe` with `args`, written to a temporary file.
+fs::path describe(const std::string& name, std::vector<std::string> args) {
+  args.insert(args.begin(), "describe");
+  const run_out r = layout_cli(args);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  return temp_file(name, r.out);
+}
+
+std::uint64_t libxxhash(std::string_view s) { return XXH64(s.data(), s.size(), 0); }
+
+TEST(Contract, LibxxhashAgrees) {
+  for (const model_config* m : {&deepseek_v4_flash, &deepseek_v4_pro, &deepseek_v3_2}) {
+    const cache_layout l = describe_layout(*m);
+    EXPECT_EQ(fingerprint(l), libxxhash(canonical_layout(l).view())) << m->name.view();
+  }
+  EXPECT_EQ(libxxhash(canonical_layout(describe_layout(deepseek_v4_pro)).view()), 0x2a0f2a1ab200ee9cULL);
+}
+
+TEST(Contract, CanonicalBytesAreTheCheckedInString) {
+  // tests/data/fingerprint/v4-flash.layout.json: the canonical layout of V4-Flash with the
+  // default formats, checked in; its libxxhash hash is the fingerprint.
+  std::ifstream in(kData / "fingerprint" / "v4-flash.layout.json", std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string want = ss.str();
+  ASSERT_FALSE(want.empty());
+  EXPECT_EQ(canonical_layout(describe_layout(deepseek_v4_flash)).view(), want);
+  EXPECT_EQ(fingerprint(describe_layout(deepseek_v4_flash)), libxxhash(want));
+  // Canonical form: compact, no floats, booleans or nulls, no trailing newline; nlohmann's
+  // compact dump of the parsed text gives the same bytes back.
+  EXPECT_EQ(want.find_first_of(" \n\t"), std::string::npos);
+  EXPECT_EQ(ojson::parse(want).dump(), want);
+  const auto only_ints_and_strings = [](const ojson& v, const auto& self) -> bool {
+    if (v.is_object() || v.is_array()) {
+      for (const ojson& x : v)
+        if (!self(x, self)) return false;
+      return true;
+    }
+    return v.is_number_integer() || v.is_string();
+  };
+  EXPECT_TRUE(only_ints_and_strings(ojson::parse(want), only_ints_and_strings));
+}
+
+TEST(Contract, PresetAndConfigGiveOneFingerprint) {
+  const std::vector<std::pair<std::string, std::string>> pairs = {{"v4-flash", "deepseek-v4-flash.config.json"},
+                                                                  {"v4-pro", "deepseek-v4-pro.config.json"},
+                                                                  {"v3.2", "deepseek-v3.2.config.json"}};
+  for (const auto& [preset, file] : pairs) {
+    const run_out a = layout_cli({"fingerprint", "--preset", preset});
+    const run_out b = layout_cli({"fingerprint", "--config", (kData / file).string()});
+    EXPECT_EQ(a.rc, 0) << a.err;
+    EXPECT_EQ(a.out, b.out) << preset;
+    EXPECT_EQ(a.out.size(), 19U);  // 0x + 16 hex + newline
+  }
+  // The layout does not depend on the plan's sizes or engine: only on where bytes go.
+  EXPECT_EQ(layout_cli({"fingerprint", "--context", "4096", "--requests", "9", "--engine", "tokenspeed"}).out,
+            layout_cli({"fingerprint"}).out);
+}
+
+TEST(Contract, DescriptorLayoutIsTheCanonicalBytes) {
+  const run_out r = layout_cli({"describe", "--preset", "v4-pro"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const ojson d = ojson::parse(r.out);
+  EXPECT_EQ(d["schema"], "dsv4-cache-layout/1");
+  EXPECT_EQ(d["layout"].dump(), canonical_layout(describe_layout(deepseek_v4_pro)).view());
+  EXPECT_EQ(d["fingerprint"], "0x2a0f2a1ab200ee9c");
+  EXPECT_EQ(d["info"]["model"], "DeepSeek-V4-Pro");
+  EXPECT_EQ(d["info"]["windows"]["v4.swa_kv"], 128);
+}
+
+TEST(Contract, FlashMlaVersusTensorRtFooterPages) {
+  // The issue's done-when: V4-Flash with FlashMLA pages vs TensorRT-LLM footer pages.
+  const fs::path a = describe("flashmla.json", {});
+  const fs::path b = describe("footer.json", {"--kv-format", "v4.fp8_ds_mla.footer"});
+  const run_out r = layout_cli({"diff", a.string(), b.string()});
+  EXPECT_EQ(r.rc, 1) << r.err;
+  EXPECT_NE(r.out.find("v4.swa_kv pool 0: page 37,440 B vs 37,376 B"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("v4.c128a.compressed_kv pool 0: page 1,728 B vs 1,168 B"), std::string::npos) << r.out;
+  const run_out fa = layout_cli({"fingerprint"});
+  const run_out fb = layout_cli({"fingerprint", "--kv-format", "v4.fp8_ds_mla.footer"});
+  EXPECT_NE(fa.out, fb.out);
+  EXPECT_NE(r.out.find("fingerprint " + fa.out.substr(0, 18) + " vs " + fb.out.substr(0, 18)), std::string::npos);
+  // The format line comes before the page line (most consequential first).
+  EXPECT_LT(r.out.find("(v4.fp8_ds_mla.footer)"), r.out.find("page 37,440 B"));
+  EXPECT_EQ(layout_cli({"diff", a.string(), a.string()}).rc, 0);
+  EXPECT_EQ(layout_cli({"diff", a.string(), a.string()}).out, "");
+}
+
+TEST(Contract, Fp8DsMlaVersusUniformRows) {
+  // SGLang's handshake compares a dtype string only: 584-B and 512-B rows both pass it.
+  const fs::path a = describe("dsmla.json", {});
+  const fs::path b = describe("uniform.json", {"--format", "v4.c4a.compressed_kv=v4.fp8_uniform"});
+  const run_out r = layout_cli({"diff", a.string(), b.string()});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.out.find("v4.c4a.compressed_kv pool 0: row 584 B (v4.fp8_ds_mla) vs 512 B (v4.fp8_uniform)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("v4.c4a.compressed_kv pool 0: row 1 scales at 36,872 vs none"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("v4.swa_kv"), std::string::npos) << "only the changed group differs";
+  // A missing group (an indexer pool skipped by a transfer path) comes first.
+  const fs::path v32 = describe("v32.json", {"--preset", "v3.2"});
+  const run_out m = layout_cli({"diff", a.string(), v32.string()});
+  EXPECT_EQ(m.rc, 1);
+  EXPECT_EQ(m.out.find("model \"v4\" vs \"v3.2\""), m.out.find('\n') + 1) << m.out;
+  EXPECT_NE(m.out.find("group v4.c4a.indexer_compressor_state: only in A"), std::string::npos);
+}
+
+TEST(Contract, PerRankLayouts) {
+  const run_out r0 = layout_cli({"describe", "--tp", "2", "--dcp", "2", "--pp", "2", "--rank", "0"});
+  const run_out r3 = layout_cli({"describe", "--tp", "2", "--dcp", "2", "--pp", "2", "--rank", "3"});
+  ASSERT_EQ(r0.rc, 0) << r0.err;
+  const ojson a = ojson::parse(r0.out);
+  const ojson b = ojson::parse(r3.out);
+  // Flash: 43 main layers over 2 stages (vLLM's split 22 + 21); rank 3 = stage 1, tp rank 1.
+  EXPECT_EQ(a["layout"]["rank"]["pp_layers"], ojson::parse("[0,22]"));
+  EXPECT_FALSE(a["layout"]["rank"].contains("draft_layers"));
+  EXPECT_EQ(b["layout"]["rank"]["pp_layers"], ojson::parse("[22,43]"));
+  EXPECT_EQ(b["layout"]["rank"]["draft_layers"], ojson::parse("[43,44]"));
+  EXPECT_EQ(b["layout"]["rank"]["dcp_rank"], 1);
+  EXPECT_EQ(b["layout"]["rank"]["dcp_size"], 2);
+  EXPECT_NE(a["fingerprint"], b["fingerprint"]);
+  EXPECT_EQ(layout_cli({"describe", "--rank", "1"}).rc, 2);  // --rank without parallel flags
+}
+
+TEST(Contract, CheckNamesTheFirstWrongNumber) {
+  const run_out r = layout_cli({"describe"});
+  ASSERT_EQ(r.rc, 0);
+  const fs::path good = temp_file("good.json", r.out);
+  EXPECT_EQ(layout_cli({"check", good.string()}).rc, 0);
+  EXPECT_NE(layout_cli({"check", good.string()}).out.find("ok, fingerprint 0xf8c17eefea49254e"), std::string::npos);
+
+  const auto edited = [&](const std::string& name, auto&& edit) {
+    ojson d = ojson::parse(r.out);
+    edit(d);
+    return temp_file(name, d.dump(2));
+  };
+  const run_out page = layout_cli({"check", edited("page.json", [](ojson& d) {
+                                              d["layout"]["groups"][0]["pools"][0]["page_bytes"] = 37376;
+                                            }).string()});
+  EXPECT_EQ(page.rc, 1);
+  EXPECT_NE(page.out.find("layout.groups[0].pools[0].page_bytes: 37,376, but v4.fp8_ds_mla pages of 64 rows are "
+                          "37,440 B"),
+            std::string::npos)
+      << page.out;
+  const run_out scales = layout_cli({"check", edited("scales.json", [](ojson& d) {
+                                                d["layout"]["groups"][0]["pools"][0]["row1"]["scales"] = 584;
+                                              }).string()});
+  EXPECT_EQ(scales.rc, 1);
+  EXPECT_NE(scales.out.find("row1.scales: 584, but v4.fp8_ds_mla puts row 1's scales at 36,872"), std::string::npos)
+      << scales.out;
+  const run_out fp = layout_cli({"check", edited("fp.json", [](ojson& d) {
+                                            d["layout"]["groups"][0]["rows_per_page"] = 64;  // unchanged
+                                            d["fingerprint"] = "0x0000000000000000";
+                                          }).string()});
+  EXPECT_EQ(fp.rc, 1);
+  EXPECT_NE(fp.out.find("fingerprint: 0x0000000000000000, but XXH64 of the compact layout is 0xf8c17eefea49254e"),
+            std::string::npos);
+  const run_out ratio =
+      layout_cli({"check", edited("ratio.json", [](ojson& d) { d["layout"]["layers"][2]["ratio"] = 128; }).string()});
+  EXPECT_EQ(ratio.rc, 1);
+  EXPECT_NE(ratio.out.find("layout.layers[2].ratio: 128, but csa layers have ratio 4"), std::string::npos);
+  // A descriptor that fails check is bad input to diff.
+  const run_out d = layout_cli({"diff", good.string(), edited("page2.json", [](ojson& x) {
+                                                         x["layout"]["groups"][0]["pools"][0]["page_bytes"] = 1;
+                                                       }).string()});
+  EXPECT_EQ(d.rc, 2);
+  EXPECT_NE(d.err.find("fails check"), std::string::npos);
+}
+
+TEST(Contract, BadInput) {
+  const fs::path junk = temp_file("junk.json", "{not json");
+  const fs::path other = temp_file("other.json", R"({"schema":"something/1","layout":{}})");
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"check", junk.string()},
+                                               {"check", other.string()},
+                                               {"check", "/nonexistent.json"},
+                                               {"diff", junk.string()},
+                                               {"diff", junk.string(), other.string()},
+                                               {"fingerprint", "--kv-format", "x"},
+                                               {"describe", "--preset", "v3.2", "--kv-format", "v4.fp8_ds_mla"}}) {
+    const run_out r = layout_cli(args);
+    EXPECT_EQ(r.rc, 2) << args[0] << " " << args[1];
+    EXPECT_EQ(r.out, "") << args[0];
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
+  }
+}
+
+}  // namespace
+
+namespace {
+TEST(Contract, ReadmeExampleIsTheTinyConfigsCanonicalLayout) {
+  // The README shows one complete canonical layout and its fingerprint; they must stay true.
+  std::ifstream in(fs::path(DSV4_TEST_DATA_DIR).parent_path().parent_path() / "README.md");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string readme = ss.str();
+  const std::size_t at = readme.find("<!-- canonical-example -->\n```json\n");
+  ASSERT_NE(at, std::string::npos);
+  const std::size_t begin = readme.find('\n', readme.find("```json", at)) + 1;
+  const std::string shown = readme.substr(begin, readme.find('\n', begin) - begin);
+  const cache_layout l = describe_layout(load_model_config(kData / "tiny-v4.config.json"));
+  EXPECT_EQ(shown, canonical_layout(l).view());
+  EXPECT_EQ(fingerprint(l), libxxhash(shown));
+  EXPECT_NE(readme.find("fingerprint is `" + dsv4::tools::contract_detail::hex(fingerprint(l)) + "`"),
+            std::string::npos);
+}
+}  // namespace

@@ -1,0 +1,383 @@
+// dsv4-cache-layout's contract commands: describe, fingerprint, diff, check.
+//
+// A descriptor is one JSON object:
+//   {"schema": "dsv4-cache-layout/1",
+//    "fingerprint": "0x<16 hex>",        XXH64 of the canonical layout bytes (descriptor.hpp)
+//    "layout": {...},                     the canonical layout, exactly (compact it and hash it)
+//    "info": {...}}                       model name, engine, windows, plan sizes: not fingerprinted
+// `describe` prints it (2-space indented; compacting `layout` gives the canonical bytes back),
+// `fingerprint` prints the fingerprint alone. Both take the planner's model, format and
+// parallel flags; with parallel flags the layout is rank `--rank`'s (default 0).
+// `diff A B`: exit 0 equal, 1 different (one line per difference, most consequential first),
+// 2 bad input, 3 internal or write error. `check FILE`: recomputes every derived number of the
+// layout from the format registry and the fingerprint, and names the first wrong one; exit 0 /
+// 1 / 2 / 3 like diff.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <ostream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "dsv4/cache/descriptor.hpp"
+#include "dsv4/tools/planner_cli.hpp"
+
+namespace dsv4::tools {
+
+/// Exit codes of diff and check (and of describe / fingerprint on a write error).
+inline constexpr int kContractEqual = 0;
+inline constexpr int kContractDifferent = 1;
+inline constexpr int kContractBadInput = 2;
+inline constexpr int kContractInternal = 3;
+
+/// Inputs of describe / fingerprint (planner flags plus --rank) and of diff / check.
+struct contract_args {
+  cache::cli::planner_args plan;
+  std::optional<std::int64_t> rank;
+  std::vector<std::string> files;  ///< diff: A, B; check: FILE
+};
+
+namespace contract_detail {
+using ojson = nlohmann::ordered_json;
+
+/// 37440 -> "37,440".
+inline std::string grouped(std::int64_t v) {
+  std::string digits = std::to_string(v < 0 ? -v : v);
+  std::string out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return v < 0 ? "-" + out : out;
+}
+
+inline std::string hex(std::uint64_t h) {
+  const auto a = cache::fingerprint_hex(h);
+  return {a.data(), a.size()};
+}
+
+/// A bad descriptor: the message names the JSON path.
+struct bad_descriptor : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+}  // namespace contract_detail
+
+/// The layout the planner flags describe: the whole model's, or with parallel flags rank
+/// `rank` (default 0). Also returns the planner's result for the descriptor's info.
+inline std::pair<cache::cache_layout, cache::cli::planner_result> layout_from_flags(const contract_args& a) {
+  cache::cli::planner_result r = cache::cli::compute(a.plan);
+  const cache::plan_options& o = r.plan.options;
+  if (a.rank && !r.parallel) throw std::invalid_argument("--rank needs parallel flags (--tp, --dp, --pp, --dcp)");
+  if (r.parallel) return {cache::describe_rank_layout(r.model, o, *r.parallel, a.rank.value_or(0)), std::move(r)};
+  return {cache::describe_layout(r.model, o), std::move(r)};
+}
+
+/// The descriptor of `l` (see the top of this file), `r` giving the info part.
+inline nlohmann::ordered_json descriptor_json(const cache::cache_layout& l, const cache::cli::planner_result& r) {
+  using contract_detail::ojson;
+  const auto canonical = cache::canonical_layout(l);
+  ojson d;
+  d["schema"] = std::string(cache::kLayoutSchema);
+  d["fingerprint"] = contract_detail::hex(cache::xxh64(canonical.view()));
+  d["layout"] = ojson::parse(canonical.view());
+  ojson windows = ojson::object();
+  for (const cache::group_plan& g : r.plan)
+    if (g.spec.has_sliding_window()) windows[cache::to_string(g.spec.id)] = g.window_tokens;
+  d["info"] = {{"model", std::string(r.model.name.view())},
+               {"engine", std::string(cache::to_string(r.plan.options.policy.engine))},
+               {"windows", windows},
+               {"requests", r.plan.options.requests},
+               {"context_tokens", r.plan.options.context_tokens},
+               {"plan_bytes", r.plan.total_bytes}};
+  return d;
+}
+
+namespace contract_detail {
+
+/// Reads and parses a descriptor file; throws bad_descriptor naming the file.
+inline ojson read_descriptor(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw bad_descriptor(path + ": cannot read the file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  ojson d;
+  try {
+    d = ojson::parse(ss.str());
+  } catch (const nlohmann::json::exception& e) {
+    throw bad_descriptor(path + ": not JSON: " + e.what());
+  }
+  if (!d.is_object() || !d.contains("schema") || d["schema"] != std::string(cache::kLayoutSchema))
+    throw bad_descriptor(path + ": not a dsv4-cache-layout/1 descriptor (\"schema\" must be \"" +
+                         std::string(cache::kLayoutSchema) + "\")");
+  if (!d.contains("layout") || !d["layout"].is_object()) throw bad_descriptor(path + ": missing object \"layout\"");
+  return d;
+}
+
+/// layout[key] as an integer, or throws bad_descriptor naming the path.
+inline std::int64_t int_at(const ojson& o, const char* key, const std::string& path) {
+  if (!o.is_object() || !o.contains(key) || !o[key].is_number_integer())
+    throw bad_descriptor(path + "." + key + ": missing or not an integer");
+  return o[key].get<std::int64_t>();
+}
+inline std::string str_at(const ojson& o, const char* key, const std::string& path) {
+  if (!o.is_object() || !o.contains(key) || !o[key].is_string())
+    throw bad_descriptor(path + "." + key + ": missing or not a string");
+  return o[key].get<std::string>();
+}
+inline const ojson& array_at(const ojson& o, const char* key, const std::string& path) {
+  if (!o.is_object() || !o.contains(key) || !o[key].is_array())
+    throw bad_descriptor(path + "." + key + ": missing or not an array");
+  return o[key];
+}
+
+/// The format of a pool object, bound to its row bytes for fp32_state; throws naming the path.
+inline cache::format_layout pool_format(const ojson& pool, const std::string& path) {
+  const std::string name = str_at(pool, "format", path);
+  const int i = cache::format_index(name);
+  if (i < 0) throw bad_descriptor(path + ".format: unknown row format '" + name + "'");
+  cache::format_layout f = cache::kFormats[static_cast<std::size_t>(i)];
+  if (f.role == cache::format_role::state) {
+    const std::int64_t rb = int_at(pool, "row_bytes", path);
+    if (rb <= 0 || rb % 1024 != 0) throw bad_descriptor(path + ".row_bytes: fp32_state rows are a multiple of 1024");
+    f = cache::bind_state_row_bytes(rb);
+  }
+  return f;
+}
+
+/// The first wrong derived number of descriptor `d`, as "path: value, but <rule> gives <want>";
+/// empty if every number is right. Throws bad_descriptor for a malformed descriptor.
+inline std::string first_wrong(const ojson& d) {
+  const ojson& l = d["layout"];
+  const std::string lp = "layout";
+  const std::string model = str_at(l, "model", lp);
+  if (model != "v4" && model != "v3.2") return lp + ".model: '" + model + "', not v4 or v3.2";
+  const ojson& layers = array_at(l, "layers", lp);
+  const auto n = static_cast<std::int64_t>(layers.size());
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::string p = fmt::format("{}.layers[{}]", lp, i);
+    const ojson& y = layers[static_cast<std::size_t>(i)];
+    if (int_at(y, "index", p) != i)
+      return fmt::format("{}.index: {}, but layers are listed in order: {}", p, int_at(y, "index", p), i);
+    const std::string att = str_at(y, "attention", p);
+    const std::int64_t ratio = int_at(y, "ratio", p);
+    const std::int64_t want = att == "csa" ? 4 : att == "hca" ? 128 : 0;
+    if (att != "swa" && att != "csa" && att != "hca" && att != "mla")
+      return fmt::format("{}.attention: '{}', not swa, csa, hca or mla", p, att);
+    if (ratio != want) return fmt::format("{}.ratio: {}, but {} layers have ratio {}", p, ratio, att, want);
+    const std::string role = str_at(y, "role", p);
+    if (role != "owner" && role != "draft") return fmt::format("{}.role: '{}', not owner or draft", p, role);
+    const std::int64_t owner = int_at(y, "owner", p);
+    if (owner != i) return fmt::format("{}.owner: {}, but a {} layer reads its own caches: {}", p, owner, model, i);
+  }
+  const ojson& groups = array_at(l, "groups", lp);
+  for (std::size_t gi = 0; gi < groups.size(); ++gi) {
+    const ojson& g = groups[gi];
+    const std::string gp = fmt::format("{}.groups[{}]", lp, gi);
+    (void)str_at(g, "id", gp);
+    const std::int64_t rows = int_at(g, "rows_per_page", gp);
+    if (rows < 1) return fmt::format("{}.rows_per_page: {}, but a page holds at least one row", gp, rows);
+    std::int64_t prev = -1;
+    for (const ojson& v : array_at(g, "layers", gp)) {
+      if (!v.is_number_integer()) throw bad_descriptor(gp + ".layers: not a list of integers");
+      const auto li = v.get<std::int64_t>();
+      if (li <= prev || li >= n)
+        return fmt::format("{}.layers: {} is not an ascending layer index below {}", gp, li, n);
+      prev = li;
+    }
+    const ojson& pools = array_at(g, "pools", gp);
+    for (std::size_t pi = 0; pi < pools.size(); ++pi) {
+      const ojson& pool = pools[pi];
+      const std::string pp = fmt::format("{}.pools[{}]", gp, pi);
+      const cache::format_layout f = pool_format(pool, pp);
+      const std::string fname(f.name);
+      if (int_at(pool, "row_bytes", pp) != f.row_bytes)
+        return fmt::format("{}.row_bytes: {}, but {} rows are {} B", pp, int_at(pool, "row_bytes", pp), fname,
+                           f.row_bytes);
+      const std::string rule = str_at(pool, "page_rule", pp);
+      if (rule != cache::to_string(f.rule))
+        return fmt::format("{}.page_rule: '{}', but {} pages are {}", pp, rule, fname, cache::to_string(f.rule));
+      if (f.rule == cache::page_rule::split_padded) {
+        if (int_at(pool, "alignment", pp) != f.alignment)
+          return fmt::format("{}.alignment: {}, but {} pages are padded to a multiple of {}", pp,
+                             int_at(pool, "alignment", pp), fname, f.alignment);
+      } else if (pool.contains("alignment")) {
+        return fmt::format("{}.alignment: present, but {} pages are not padded", pp, fname);
+      }
+      const std::int64_t page = f.page_bytes(rows);
+      if (int_at(pool, "page_bytes", pp) != page)
+        return fmt::format("{}.page_bytes: {}, but {} pages of {} rows are {} B", pp,
+                           grouped(int_at(pool, "page_bytes", pp)), fname, rows, grouped(page));
+      if (int_at(pool, "page_stride", pp) < page)
+        return fmt::format("{}.page_stride: {}, below the page bytes {}", pp, int_at(pool, "page_stride", pp), page);
+      if (rows > 1) {
+        const ojson& r1 = pool.contains("row1") ? pool["row1"] : ojson();
+        const std::string rp = pp + ".row1";
+        if (int_at(r1, "data", rp) != f.data_offset(rows, 1))
+          return fmt::format("{}.data: {}, but {} puts row 1's data at {}", rp, int_at(r1, "data", rp), fname,
+                             f.data_offset(rows, 1));
+        if (f.has_scales() && int_at(r1, "scales", rp) != f.scale_offset(rows, 1))
+          return fmt::format("{}.scales: {}, but {} puts row 1's scales at {}", rp, grouped(int_at(r1, "scales", rp)),
+                             fname, grouped(f.scale_offset(rows, 1)));
+        if (f.has_rope() && int_at(r1, "rope", rp) != f.rope_offset(rows, 1))
+          return fmt::format("{}.rope: {}, but {} puts row 1's RoPE at {}", rp, int_at(r1, "rope", rp), fname,
+                             f.rope_offset(rows, 1));
+      }
+    }
+  }
+  const std::string canonical = l.dump();
+  const std::string want = hex(cache::xxh64(canonical));
+  const std::string got = d.contains("fingerprint") && d["fingerprint"].is_string()
+                              ? d["fingerprint"].get<std::string>()
+                              : std::string("(missing)");
+  if (got != want) return fmt::format("fingerprint: {}, but XXH64 of the compact layout is {}", got, want);
+  return {};
+}
+
+/// One difference between two layouts, with its rank (lower = more consequential).
+struct difference {
+  int rank;
+  std::string text;
+};
+
+inline const ojson* find_group(const ojson& groups, const std::string& id) {
+  for (const ojson& g : groups)
+    if (g.contains("id") && g["id"] == id) return &g;
+  return nullptr;
+}
+
+inline std::string value_text(const ojson& v) { return v.is_null() ? std::string("none") : v.dump(); }
+
+/// Every difference between layouts a and b (both checked first), most consequential first:
+/// missing or extra groups, format, row bytes, page bytes, row 1's scale offset, page rule and
+/// rows, layers, the rank part.
+inline std::vector<difference> differences(const ojson& a, const ojson& b) {
+  std::vector<difference> out;
+  const auto add = [&out](int rank, std::string text) { out.push_back({rank, std::move(text)}); };
+  if (a["model"] != b["model"]) add(0, fmt::format("model {} vs {}", value_text(a["model"]), value_text(b["model"])));
+  const ojson& ga = a["groups"];
+  const ojson& gb = b["groups"];
+  for (const ojson& g : ga)
+    if (find_group(gb, g["id"]) == nullptr) add(0, fmt::format("group {}: only in A", g["id"].get<std::string>()));
+  for (const ojson& g : gb)
+    if (find_group(ga, g["id"]) == nullptr) add(0, fmt::format("group {}: only in B", g["id"].get<std::string>()));
+  for (const ojson& x : ga) {
+    const ojson* yp = find_group(gb, x["id"]);
+    if (yp == nullptr) continue;
+    const ojson& y = *yp;
+    const std::string id = x["id"].get<std::string>();
+    const ojson& px = x["pools"];
+    const ojson& py = y["pools"];
+    for (std::size_t i = 0; i < std::max(px.size(), py.size()); ++i) {
+      if (i >= px.size() || i >= py.size()) {
+        add(0, fmt::format("{} pool {}: only in {}", id, i, i >= px.size() ? "B" : "A"));
+        continue;
+      }
+      const ojson& p = px[i];
+      const ojson& q = py[i];
+      const std::string where = fmt::format("{} pool {}", id, i);
+      const std::int64_t rp = p["row_bytes"].get<std::int64_t>();
+      const std::int64_t rq = q["row_bytes"].get<std::int64_t>();
+      if (p["format"] != q["format"])
+        add(1, fmt::format("{}: row {} B ({}) vs {} B ({})", where, grouped(rp), p["format"].get<std::string>(),
+                           grouped(rq), q["format"].get<std::string>()));
+      else if (rp != rq)
+        add(2, fmt::format("{}: row {} B vs {} B", where, grouped(rp), grouped(rq)));
+      if (p["page_bytes"] != q["page_bytes"])
+        add(3, fmt::format("{}: page {} B vs {} B", where, grouped(p["page_bytes"].get<std::int64_t>()),
+                           grouped(q["page_bytes"].get<std::int64_t>())));
+      const ojson sp = p.contains("row1") && p["row1"].contains("scales") ? p["row1"]["scales"] : ojson();
+      const ojson sq = q.contains("row1") && q["row1"].contains("scales") ? q["row1"]["scales"] : ojson();
+      if (sp != sq)
+        add(4,
+            fmt::format("{}: row 1 scales at {} vs {}", where, sp.is_null() ? "none" : grouped(sp.get<std::int64_t>()),
+                        sq.is_null() ? "none" : grouped(sq.get<std::int64_t>())));
+      const ojson dp = p.contains("row1") ? p["row1"] : ojson();
+      const ojson dq = q.contains("row1") ? q["row1"] : ojson();
+      if (dp.contains("data") && dq.contains("data") && dp["data"] != dq["data"])
+        add(4, fmt::format("{}: row 1 data at {} vs {}", where, value_text(dp["data"]), value_text(dq["data"])));
+      if ((dp.contains("rope") ? dp["rope"] : ojson()) != (dq.contains("rope") ? dq["rope"] : ojson()))
+        add(4, fmt::format("{}: row 1 RoPE at {} vs {}", where, dp.contains("rope") ? value_text(dp["rope"]) : "none",
+                           dq.contains("rope") ? value_text(dq["rope"]) : "none"));
+      if (p["page_rule"] != q["page_rule"] || p.value("alignment", 0) != q.value("alignment", 0))
+        add(5,
+            fmt::format("{}: page rule {}{} vs {}{}", where, p["page_rule"].get<std::string>(),
+                        p.contains("alignment") ? "/" + p["alignment"].dump() : "", q["page_rule"].get<std::string>(),
+                        q.contains("alignment") ? "/" + q["alignment"].dump() : ""));
+      if (p["page_stride"] != q["page_stride"])
+        add(5, fmt::format("{}: page stride {} B vs {} B", where, grouped(p["page_stride"].get<std::int64_t>()),
+                           grouped(q["page_stride"].get<std::int64_t>())));
+    }
+    for (const char* k : {"retention", "tokens_per_row", "rows_per_page"})
+      if (x[k] != y[k]) add(5, fmt::format("{}: {} {} vs {}", id, k, value_text(x[k]), value_text(y[k])));
+    if (x["layers"] != y["layers"])
+      add(6, fmt::format("{}: {} layers {} vs {} layers {}", id, x["layers"].size(), x["layers"].dump(),
+                         y["layers"].size(), y["layers"].dump()));
+  }
+  const ojson& la = a["layers"];
+  const ojson& lb = b["layers"];
+  if (la.size() != lb.size()) add(6, fmt::format("{} layers vs {}", la.size(), lb.size()));
+  for (std::size_t i = 0; i < std::min(la.size(), lb.size()); ++i)
+    if (la[i] != lb[i]) add(6, fmt::format("layer {}: {} vs {}", i, la[i].dump(), lb[i].dump()));
+  const ojson ra = a.contains("rank") ? a["rank"] : ojson();
+  const ojson rb = b.contains("rank") ? b["rank"] : ojson();
+  if (ra != rb) add(7, fmt::format("rank {} vs {}", value_text(ra), value_text(rb)));
+  std::stable_sort(out.begin(), out.end(), [](const difference& p, const difference& q) { return p.rank < q.rank; });
+  return out;
+}
+
+}  // namespace contract_detail
+
+/// `dsv4-cache-layout check FILE`: "ok <fingerprint>" (exit 0) or the first wrong number (exit 1).
+inline int run_check(const std::string& path, std::ostream& out, std::ostream& err) {
+  using namespace contract_detail;  // NOLINT(google-build-using-namespace)
+  try {
+    const ojson d = read_descriptor(path);
+    const std::string wrong = first_wrong(d);
+    if (!wrong.empty()) {
+      out << path << ": " << wrong << "\n" << std::flush;
+      return out ? kContractDifferent : kContractInternal;
+    }
+    out << path << ": ok, fingerprint " << d["fingerprint"].get<std::string>() << "\n" << std::flush;
+    return out ? kContractEqual : kContractInternal;
+  } catch (const std::invalid_argument& e) {
+    err << "dsv4-cache-layout: error: " << cache::cli::one_line(e.what()) << "\n";
+    return kContractBadInput;
+  }
+}
+
+/// `dsv4-cache-layout diff A B`: nothing and exit 0 if the layouts are equal; else the two
+/// fingerprints and one line per difference, exit 1. A descriptor that fails `check` is bad
+/// input (exit 2): diff compares what the descriptors say, so they must be right first.
+inline int run_diff(const std::string& a_path, const std::string& b_path, std::ostream& out, std::ostream& err) {
+  using namespace contract_detail;  // NOLINT(google-build-using-namespace)
+  try {
+    const ojson a = read_descriptor(a_path);
+    const ojson b = read_descriptor(b_path);
+    for (const auto& [path, d] : {std::pair{a_path, &a}, std::pair{b_path, &b}}) {
+      const std::string wrong = first_wrong(*d);
+      if (!wrong.empty()) throw bad_descriptor(path + " fails check: " + wrong);
+    }
+    const std::vector<difference> diffs = differences(a["layout"], b["layout"]);
+    if (diffs.empty() && a["fingerprint"] == b["fingerprint"]) return kContractEqual;
+    std::string text =
+        fmt::format("fingerprint {} vs {}\n", a["fingerprint"].get<std::string>(), b["fingerprint"].get<std::string>());
+    for (const difference& d : diffs) text += d.text + "\n";
+    out << text << std::flush;
+    return out ? kContractDifferent : kContractInternal;
+  } catch (const std::invalid_argument& e) {
+    err << "dsv4-cache-layout: error: " << cache::cli::one_line(e.what()) << "\n";
+    return kContractBadInput;
+  }
+}
+
+}  // namespace dsv4::tools

@@ -1,0 +1,452 @@
+// dsv4-cache-layout golden: golden page images of a registered row format, for engine developers
+// to byte-compare their writers with in their own CI.
+//
+//   golden FORMAT [--rows N] [--seed S] --out DIR [--policy P] [--row-bytes B]
+//
+// N: rows of the page, 1 to 65,536 (default 64); S: a decimal uint64 (default 0); P: `default`
+// (the format's producer policy, `F::default_policy`) or a named variant of kGoldenPolicies
+// (v4.fp8_ds_mla: `flashmla`, FlashMLA's floor on amax / 448); B: fp32_state only (its rows are
+// bound per group), the row bytes, a multiple of 1,024 up to 65,536. Writes to DIR (created with
+// its parents if missing; other files in it are left alone, these three are replaced):
+//   input.bf16     N x V BF16 values (V = the format's values per row), raw little-endian, row
+//                  major: value j of row r at byte 2 (r V + j). fp32_state: `input.f32`, the same
+//                  values as float32 (float bits = BF16 bits << 16), 4 bytes each.
+//   page.bin       the page: `layout.page_bytes(N)` zero bytes, then rows 0..N-1 written in order
+//                  by `quantize_row<F>(layout, page, N, r, row r of the input, policy)`. Padding and
+//                  bytes the format never writes stay zero.
+//   manifest.json  {"schema": "dsv4-cache-golden/1", "format", "policy", "rows", "seed",
+//                  "values_per_row", "row_bytes", "page_bytes", "input_mapping" (the formula
+//                  below in one line), "files": {"input.bf16" (or "input.f32"): {"bytes",
+//                  "sha256"}, "page.bin": {...}}}: keys in this order, 2-space indent, a trailing
+//                  newline; sha256 = 64 lowercase hex digits (OpenSSL libcrypto, EVP_sha256).
+// and prints `<sha256>  <file>` for the three files on `out` (check with `sha256sum -c` in DIR).
+//
+// Input mapping, a pure function of (S, i), i = r V + j the value's index in the whole input:
+//   d    = SplitMix64 output i (0-based) for seed S, all mod 2^64:
+//          z = S + (i + 1) * 0x9E3779B97F4A7C15; z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9;
+//          z = (z ^ (z >> 27)) * 0x94D049BB133111EB; d = z ^ (z >> 31)
+//   b    = i >> 6                                   (the 64-value run i lies in)
+//   bits = 0x0000                                   if b % 7 == 6 (all-zero runs: the scale floor)
+//          (d >> 63) << 15                          sign
+//          | (100 + ((d >> 56) & 31) - 4 (b % 3)) << 7   exponent field 92..131: runs shifted down 0,
+//                                                   4 or 8 binades, so block scales differ
+//          | (d & 0x7F)                             otherwise; mantissa
+// Magnitudes 2^-35 .. < 2^5 and zeros; never a subnormal, infinity or NaN. Every tie case of the
+// 7-bit-mantissa-to-E4M3/E2M1 roundings and power-of-two amaxes (mantissa 0x60 = 1.75 = 7/4)
+// occur at random. tests/golden/fp8_ds_mla_writer.py implements it independently.
+//
+// Exit codes: 0 written; 2 bad input (unknown format, with the registered names; rows, seed,
+// policy, row bytes, an empty DIR), one line on `err`, nothing written; 3 a write error (DIR
+// cannot be created or written, e.g. /proc/x) or an internal error, one line on `err`. Every
+// byte is computed before DIR is touched; each file is written to a temporary name in DIR
+// (`.NAME.tmp-XXXXXXXXXXXX`) and renamed over NAME, manifest.json last, so a reader that checks
+// the manifest's hashes never accepts a mix of two runs. On a failure the temporary files are
+// removed, and DIR too if this run created it and it is empty.
+#pragma once
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cerrno>
+#include <charconv>
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <limits>
+#include <ostream>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <type_traits>
+#include <vector>
+
+#include <fmt/format.h>
+#include <openssl/evp.h>
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "dsv4/cache/formats/format_traits.hpp"
+#include "dsv4/cache/formats/registry.hpp"
+
+namespace dsv4::tools {
+
+/// Exit codes of `golden`.
+inline constexpr int kGoldenExitOk = 0;
+inline constexpr int kGoldenExitBadInput = 2;
+inline constexpr int kGoldenExitWriteError = 3;  ///< DIR not written, or an internal error
+
+/// Rows accepted by --rows: 1 .. 65,536.
+inline constexpr std::int64_t kGoldenMaxRows = 65'536;
+/// fp32_state --row-bytes: a positive multiple of 1,024 up to 65,536.
+inline constexpr std::int64_t kGoldenMaxRowBytes = 65'536;
+/// Largest page written, 256 MiB (reached only by fp32_state with large rows).
+inline constexpr std::int64_t kGoldenMaxPageBytes = std::int64_t{1} << 28;
+
+/// The manifest's schema name.
+inline constexpr std::string_view kGoldenSchema = "dsv4-cache-golden/1";
+
+/// The input mapping as written in the manifest (see the top of this file).
+inline constexpr std::string_view kGoldenInputMapping =
+    "i = r*values_per_row + j; d = SplitMix64 output i (0-based) of seed S, mod 2^64: z = S + "
+    "(i+1)*0x9E3779B97F4A7C15, "
+    "z = (z^(z>>30))*0xBF58476D1CE4E5B9, z = (z^(z>>27))*0x94D049BB133111EB, d = z^(z>>31); b = i>>6; "
+    "bf16 bits = 0 if b%7 == 6, else (d>>63)<<15 | (100 + ((d>>56)&31) - 4*(b%3))<<7 | (d&0x7F); "
+    "input.bf16: 2 bytes little-endian per value; input.f32 (fp32_state): float32 bits = bf16 bits<<16, 4 bytes "
+    "little-endian";
+
+/// `golden` subcommand inputs.
+struct golden_args {
+  std::string format;              ///< registry name
+  std::int64_t rows = 64;          ///< N, rows of the page
+  std::uint64_t seed = 0;          ///< S
+  std::string out_dir;             ///< DIR
+  std::string policy = "default";  ///< `default` or a variant in kGoldenPolicies
+  std::int64_t row_bytes = 0;      ///< fp32_state only: the group's row bytes (0: not given)
+};
+
+/// A named quantization policy other than a format's default.
+struct golden_policy_variant {
+  std::string_view format;
+  std::string_view name;
+  cache::format_policy policy;
+  std::string_view what;
+};
+
+/// The named variants `--policy` accepts besides `default`.
+inline constexpr std::array<golden_policy_variant, 1> kGoldenPolicies = {{
+    {"v4.fp8_ds_mla", "flashmla", cache::format_policy{.fp8_amax_floor = 0.0448f},
+     "FlashMLA tests' floor on amax / 448 (1e-4): an all-zero block gets byte 114, not 105"},
+}};
+
+/// SplitMix64 output i (0-based) for seed `seed`: the generator's state after i + 1 steps, mixed.
+constexpr std::uint64_t splitmix64_at(std::uint64_t seed, std::uint64_t i) noexcept {
+  std::uint64_t z = seed + (i + 1) * 0x9E3779B97F4A7C15ULL;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+/// BF16 bits of input value i for seed `seed` (the mapping at the top of this file).
+constexpr std::uint16_t golden_input_bits(std::uint64_t seed, std::uint64_t i) noexcept {
+  const std::uint64_t b = i >> 6;
+  if (b % 7 == 6) return 0;
+  const std::uint64_t d = splitmix64_at(seed, i);
+  const std::uint64_t exponent = 100 + ((d >> 56) & 31) - 4 * (b % 3);
+  return static_cast<std::uint16_t>(((d >> 63) << 15) | (exponent << 7) | (d & 0x7F));
+}
+
+/// Lowercase hex SHA-256 of `n` bytes (OpenSSL libcrypto). Throws std::runtime_error if it fails.
+inline std::string sha256_hex(const void* data, std::size_t n) {
+  std::array<unsigned char, EVP_MAX_MD_SIZE> md{};
+  unsigned int len = 0;
+  if (EVP_Digest(data, n, md.data(), &len, EVP_sha256(), nullptr) != 1 || len != 32)
+    throw std::runtime_error("OpenSSL EVP_Digest(SHA-256) failed");
+  std::string hex;
+  for (unsigned int k = 0; k < len; ++k) hex += fmt::format("{:02x}", md[k]);
+  return hex;
+}
+
+/// Everything `golden` writes, computed in memory.
+struct golden_image {
+  std::string input_name;  ///< "input.bf16", or "input.f32" for fp32_state
+  std::vector<std::uint8_t> input;
+  std::vector<std::uint8_t> page;
+  std::string input_sha256, page_sha256;
+  std::string manifest_text;  ///< manifest.json: ordered_json dump(2) and a newline
+  std::string manifest_sha256;
+};
+
+namespace golden_detail {
+
+/// `msg` as one printable line: control characters as \xNN, at most 500 bytes.
+inline std::string one_line(std::string_view msg) {
+  std::string out;
+  for (const char ch : msg.substr(0, 500)) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c < 0x20 || c == 0x7F)
+      out += fmt::format("\\x{:02X}", c);
+    else
+      out += ch;
+  }
+  if (msg.size() > 500) out += "...";
+  return out;
+}
+
+[[noreturn]] inline void bad_input(const std::string& msg) { throw std::invalid_argument(msg); }
+
+/// A CLI11 transform: a plain decimal integer of type T (no sign, "0x", blanks; leading zeros read
+/// as decimal, not octal) in [lo, hi], passed on in plain decimal.
+template <class T>
+CLI::Validator decimal(T lo, T hi, std::string what) {
+  return CLI::Validator(
+      [=](std::string& s) -> std::string {
+        const std::string rule = fmt::format("{} must be a decimal integer in [{}, {}]", what, lo, hi);
+        if (s.empty()) return rule + ", got an empty value";
+        T v{};
+        const char* end = s.data() + s.size();
+        const auto [ptr, ec] = std::from_chars(s.data(), end, v);
+        if (s.front() == '-' || ec != std::errc() || ptr != end || v < lo || v > hi)
+          return rule + ", got '" + one_line(s) + "'";
+        s = std::to_string(v);  // CLI11 would read a leading 0 as octal
+        return {};
+      },
+      "N");
+}
+
+/// The policy named `name` for format `format` ("default": its producer's).
+inline cache::format_policy resolve_policy(std::string_view format, const cache::format_policy& dflt,
+                                           std::string_view name) {
+  if (name == "default") return dflt;
+  std::string names = "default";
+  for (const golden_policy_variant& v : kGoldenPolicies) {
+    if (v.format != format) continue;
+    if (v.name == name) return v.policy;
+    names += ", " + std::string(v.name);
+  }
+  bad_input(fmt::format("unknown policy '{}' for {} (accepted: {})", one_line(name), format, names));
+}
+
+inline void put_le(std::vector<std::uint8_t>& out, std::uint32_t v, int bytes) {
+  for (int k = 0; k < bytes; ++k) out.push_back(static_cast<std::uint8_t>(v >> (8 * k)));
+}
+
+}  // namespace golden_detail
+
+/// The files `golden` writes for `a` (out_dir is not read). Throws std::invalid_argument for bad
+/// input (unknown format or policy, rows outside [1, 65,536], a missing or wrong --row-bytes).
+inline golden_image make_golden(const golden_args& a) {
+  using golden_detail::bad_input;
+  const int index = cache::format_index(a.format);
+  if (index < 0)
+    bad_input(fmt::format("unknown row format '{}' (registered: {})", golden_detail::one_line(a.format),
+                          cache::format_names()));
+  if (a.rows < 1 || a.rows > kGoldenMaxRows)
+    bad_input(fmt::format("rows must be in [1, {}], got {}", kGoldenMaxRows, a.rows));
+  const cache::format_layout& reg = cache::kFormats[static_cast<std::size_t>(index)];
+  const bool bound = reg.row_bytes == 0;  // fp32_state: rows bound per group
+  if (bound && a.row_bytes == 0)
+    bad_input(
+        fmt::format("{} rows are bound per group: give --row-bytes B (a multiple of 1024 up to {}, e.g. 8192 "
+                    "for the V4 CSA compressor state)",
+                    reg.name, kGoldenMaxRowBytes));
+  if (!bound && a.row_bytes != 0)
+    bad_input(fmt::format("--row-bytes is for fp32_state only ({} rows are {} B)", reg.name, reg.row_bytes));
+  if (bound && (a.row_bytes < 0 || a.row_bytes > kGoldenMaxRowBytes || a.row_bytes % 1024 != 0))
+    bad_input(fmt::format("--row-bytes must be a positive multiple of 1024 up to {}, got {}", kGoldenMaxRowBytes,
+                          a.row_bytes));
+  const cache::format_layout layout = bound ? cache::bind_state_row_bytes(a.row_bytes) : reg;
+  const std::int64_t page_bytes = layout.page_bytes(a.rows);
+  if (page_bytes > kGoldenMaxPageBytes)
+    bad_input(fmt::format("a page of {} rows of {} B is {} B, over the {} B a golden page may take", a.rows,
+                          layout.row_bytes, page_bytes, kGoldenMaxPageBytes));
+  const cache::format_policy policy =
+      golden_detail::resolve_policy(reg.name, cache::kFormatPolicies[static_cast<std::size_t>(index)], a.policy);
+
+  golden_image g;
+  const std::int64_t values = layout.values;
+  g.page.assign(static_cast<std::size_t>(page_bytes), 0);
+  cache::visit_format(index, [&]<cache::row_format F>() {
+    using In = typename F::input_type;
+    constexpr bool f32 = std::is_same_v<In, float>;
+    g.input_name = f32 ? "input.f32" : "input.bf16";
+    g.input.reserve(static_cast<std::size_t>(a.rows * values) * sizeof(In));
+    std::vector<In> row(static_cast<std::size_t>(values));
+    for (std::int64_t r = 0; r < a.rows; ++r) {
+      for (std::int64_t j = 0; j < values; ++j) {
+        const std::uint16_t bits = golden_input_bits(a.seed, static_cast<std::uint64_t>(r * values + j));
+        if constexpr (f32) {
+          row[static_cast<std::size_t>(j)] = std::bit_cast<float>(std::uint32_t{bits} << 16);
+          golden_detail::put_le(g.input, std::uint32_t{bits} << 16, 4);
+        } else {
+          row[static_cast<std::size_t>(j)] = cache::bf16{bits};
+          golden_detail::put_le(g.input, bits, 2);
+        }
+      }
+      cache::quantize_row<F>(layout, g.page.data(), a.rows, r, row.data(), policy);
+    }
+  });
+  g.input_sha256 = sha256_hex(g.input.data(), g.input.size());
+  g.page_sha256 = sha256_hex(g.page.data(), g.page.size());
+
+  using json = nlohmann::ordered_json;
+  json files = json::object();
+  files[g.input_name] = {{"bytes", g.input.size()}, {"sha256", g.input_sha256}};
+  files["page.bin"] = {{"bytes", g.page.size()}, {"sha256", g.page_sha256}};
+  const json manifest = {{"schema", std::string(kGoldenSchema)},
+                         {"format", std::string(reg.name)},
+                         {"policy", a.policy},
+                         {"rows", a.rows},
+                         {"seed", a.seed},
+                         {"values_per_row", values},
+                         {"row_bytes", layout.row_bytes},
+                         {"page_bytes", page_bytes},
+                         {"input_mapping", std::string(kGoldenInputMapping)},
+                         {"files", files}};
+  g.manifest_text = manifest.dump(2) + "\n";
+  g.manifest_sha256 = sha256_hex(g.manifest_text.data(), g.manifest_text.size());
+  return g;
+}
+
+namespace golden_detail {
+
+/// A filesystem failure: DIR not written (exit 3).
+struct write_error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+inline std::string errno_text(int e) { return std::error_code(e, std::generic_category()).message(); }
+
+/// Writes `n` bytes to a new temporary file in `dir` (a name no other file has) and syncs it.
+/// Returns its path. Throws write_error, leaving no file behind.
+inline std::filesystem::path write_temp(const std::filesystem::path& dir, const std::string& name,
+                                        const std::uint8_t* data, std::size_t n) {
+  std::random_device rd;
+  for (int attempt = 0; attempt < 16; ++attempt) {
+    const std::uint64_t tag = (std::uint64_t{rd()} << 32 | rd()) & 0xFFFFFFFFFFFFULL;
+    std::filesystem::path tmp = dir / fmt::format(".{}.tmp-{:012x}", name, tag);
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0) {
+      if (errno == EEXIST) continue;
+      throw write_error(fmt::format("cannot create {}: {}", tmp.string(), errno_text(errno)));
+    }
+    std::size_t done = 0;
+    int failed = 0;
+    while (done < n && failed == 0) {
+      const ssize_t w = ::write(fd, data + done, n - done);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0)
+        failed = w < 0 ? errno : EIO;
+      else
+        done += static_cast<std::size_t>(w);
+    }
+    if (failed == 0 && ::fsync(fd) != 0) failed = errno;
+    if (::close(fd) != 0 && failed == 0) failed = errno;
+    if (failed != 0) {
+      ::unlink(tmp.c_str());
+      throw write_error(fmt::format("cannot write {}: {}", tmp.string(), errno_text(failed)));
+    }
+    return tmp;
+  }
+  throw write_error(fmt::format("cannot create a temporary file for {} in {}", name, dir.string()));
+}
+
+/// Writes `files` (name, bytes) to `dir` as described at the top of this file. Throws write_error.
+inline void write_files(const std::filesystem::path& dir,
+                        const std::vector<std::pair<std::string, std::string_view>>& files) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const bool existed = fs::exists(dir, ec);
+  if (!existed) {
+    fs::create_directories(dir, ec);
+    if (ec) throw write_error(fmt::format("cannot create directory {}: {}", dir.string(), ec.message()));
+  } else if (!fs::is_directory(dir, ec)) {
+    throw write_error(fmt::format("{} exists and is not a directory", dir.string()));
+  }
+  std::vector<fs::path> temps;
+  try {
+    for (const auto& [name, bytes] : files)
+      temps.push_back(write_temp(dir, name, reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()));
+    for (std::size_t k = 0; k < files.size(); ++k) {
+      fs::rename(temps[k], dir / files[k].first, ec);
+      if (ec)
+        throw write_error(fmt::format("cannot rename {} to {}: {}", temps[k].string(), files[k].first, ec.message()));
+    }
+    // Best effort: make the renames durable.
+    const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+      (void)::fsync(dfd);
+      ::close(dfd);
+    }
+  } catch (...) {
+    for (const fs::path& t : temps) fs::remove(t, ec);
+    if (!existed) fs::remove(dir, ec);  // removes it only if empty
+    throw;
+  }
+}
+
+}  // namespace golden_detail
+
+/// Registers the `golden` subcommand on `app`, parsing into `a`.
+inline CLI::App* add_golden_command(CLI::App& app, golden_args& a) {
+  CLI::App* cmd = app.add_subcommand("golden", "Write a golden page of a row format: input, page bytes, manifest");
+  cmd->add_option("FORMAT", a.format, "Registered row format name (see `formats`)")->required();
+  cmd->add_option("--rows", a.rows, fmt::format("Rows N of the page, 1 to {}", kGoldenMaxRows))
+      ->transform(golden_detail::decimal<std::int64_t>(1, kGoldenMaxRows, "rows"))
+      ->capture_default_str();
+  cmd->add_option("--seed", a.seed, "Seed S of the SplitMix64 input, a decimal uint64")
+      ->transform(golden_detail::decimal<std::uint64_t>(0, std::numeric_limits<std::uint64_t>::max(), "seed"))
+      ->capture_default_str();
+  cmd->add_option("--out", a.out_dir, "Output directory DIR (created if missing)")
+      ->required()
+      ->check(CLI::Validator(
+          [](const std::string& s) { return s.empty() ? std::string("--out must not be empty") : std::string(); },
+          "DIR"));
+  cmd->add_option("--policy", a.policy, "Quantization policy: default (the format's producer) or a named variant")
+      ->capture_default_str();
+  cmd->add_option("--row-bytes", a.row_bytes,
+                  fmt::format("fp32_state only: its row bytes, a multiple of 1024 up to {}", kGoldenMaxRowBytes))
+      ->transform(golden_detail::decimal<std::int64_t>(1024, kGoldenMaxRowBytes, "row bytes"));
+  std::string variants;
+  for (const golden_policy_variant& v : kGoldenPolicies)
+    variants += fmt::format("\n  {} --policy {}: {}", v.format, v.name, v.what);
+  cmd->footer(
+      "Writes to DIR: input.bf16 (N x values-per-row BF16, little-endian; fp32_state: input.f32), page.bin (the page "
+      "bytes after writing rows 0..N-1 in order into a zeroed page) and manifest.json (format, policy, rows, seed, "
+      "sizes, the input mapping, each file's bytes and SHA-256); prints `<sha256>  <file>` for each.\n"
+      "Input: value i = r*V + j is BF16 bits 0 if (i>>6)%7 == 6, else sign d>>63, exponent field "
+      "100 + ((d>>56)&31) - 4*((i>>6)%3), mantissa d&0x7F, with d = SplitMix64 output i of seed S.\n"
+      "Policies besides default:" +
+      variants +
+      "\nExit codes: 0 written, 2 bad input (nothing written), 3 DIR could not be written (temporary files removed) "
+      "or an internal error.");
+  return cmd;
+}
+
+/// Runs `golden` on parsed arguments: writes the three files to a.out_dir and prints their
+/// SHA-256 lines on `out`. Returns the exit code (see the top of this file).
+inline int run_golden(const golden_args& a, std::ostream& out, std::ostream& err) {
+  golden_image g;
+  try {
+    if (a.out_dir.empty()) golden_detail::bad_input("--out must not be empty");
+    g = make_golden(a);
+  } catch (const std::invalid_argument& e) {
+    err << "dsv4-cache-layout: error: " << golden_detail::one_line(e.what()) << "\n";
+    return kGoldenExitBadInput;
+  } catch (const std::exception& e) {
+    err << "dsv4-cache-layout: internal error: " << golden_detail::one_line(e.what()) << "\n";
+    return kGoldenExitWriteError;
+  }
+  try {
+    const auto view = [](const std::vector<std::uint8_t>& v) {
+      return std::string_view(reinterpret_cast<const char*>(v.data()), v.size());
+    };
+    golden_detail::write_files(a.out_dir, {{g.input_name, view(g.input)},
+                                           {"page.bin", view(g.page)},
+                                           {"manifest.json", std::string_view(g.manifest_text)}});
+  } catch (const golden_detail::write_error& e) {
+    err << "dsv4-cache-layout: error: " << golden_detail::one_line(e.what()) << "\n";
+    return kGoldenExitWriteError;
+  } catch (const std::exception& e) {
+    err << "dsv4-cache-layout: error: writing " << golden_detail::one_line(a.out_dir) << ": "
+        << golden_detail::one_line(e.what()) << "\n";
+    return kGoldenExitWriteError;
+  }
+  out << g.input_sha256 << "  " << g.input_name << "\n"
+      << g.page_sha256 << "  page.bin\n"
+      << g.manifest_sha256 << "  manifest.json\n"
+      << std::flush;
+  if (!out) {
+    err << "dsv4-cache-layout: error: the files were written, but writing the output failed\n";
+    return kGoldenExitWriteError;
+  }
+  return kGoldenExitOk;
+}
+
+}  // namespace dsv4::tools

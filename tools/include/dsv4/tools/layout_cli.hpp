@@ -1,0 +1,320 @@
+// dsv4-cache-layout: the byte layouts of the registered KV-cache row formats, and the layout
+// contract of a deployment (descriptor, fingerprint, diff, check; contract_cli.hpp).
+//
+// The CLI lives in this header (not in main) so that tests drive the same code with an argument
+// list and two streams, as dsv4-cache-plan does (planner_cli.hpp). One subcommand per run:
+//   formats [--rows N] [--json]   every registered format: sizes, page rule, offsets of row 1
+//   describe [planner flags] [--rank R]      the descriptor (JSON) of a deployment's layout
+//   fingerprint [planner flags] [--rank R]   its fingerprint, 0x + 16 hex digits
+//   diff A.json B.json                       differences, most consequential first
+//   check FILE                               recomputes every derived number
+//   golden FORMAT --rows N --seed S --out DIR   input.bf16, page.bin, manifest.json (golden.hpp)
+// Exit codes: 0 success (diff, check: equal / right), 1 different (diff) or wrong (check),
+// 2 bad input (one line on `err`, nothing on `out`), 3 the output could not be written, or an
+// internal error (a bug: please report it). Output is built whole before any of it is written.
+// Every number printed comes from the registry's `format_layout` values.
+#pragma once
+
+#include <algorithm>
+#include <charconv>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <ostream>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "dsv4/cache/formats/format_traits.hpp"
+#include "dsv4/cache/formats/registry.hpp"
+#include "dsv4/tools/contract_cli.hpp"
+#include "dsv4/tools/golden.hpp"
+
+namespace dsv4::tools {
+
+/// Exit codes (1 is diff's and check's "different").
+inline constexpr int kLayoutExitOk = 0;
+inline constexpr int kLayoutExitFailure = 3;  ///< output not written, or an internal error
+inline constexpr int kLayoutExitBadInput = 2;
+
+/// Rows per page accepted by --rows: 1 .. 2^20.
+inline constexpr std::int64_t kLayoutMaxRows = std::int64_t{1} << 20;
+
+/// `formats` subcommand inputs.
+struct formats_args {
+  std::int64_t rows = 64;  ///< N, rows per page
+  bool json = false;
+};
+
+/// Every subcommand's inputs, as parsed from the command line.
+struct layout_args {
+  formats_args formats;
+  contract_args describe;
+  contract_args fingerprint;
+  std::vector<std::string> diff;
+  std::string check;
+  golden_args golden;
+};
+
+namespace layout_detail {
+
+/// `msg` as one printable line: control characters as \xNN, at most 500 bytes.
+inline std::string one_line(std::string_view msg) {
+  std::string out;
+  for (const char ch : msg.substr(0, 500)) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c < 0x20 || c == 0x7F)
+      out += fmt::format("\\x{:02X}", c);
+    else
+      out += ch;
+  }
+  if (msg.size() > 500) out += "...";
+  return out;
+}
+
+/// CLI11 transform for --rows: a plain decimal integer (leading zeros read as decimal, not octal;
+/// no "0x", "+", blanks) in [1, kLayoutMaxRows], passed on as plain decimal.
+inline const CLI::Validator kRowsPerPage(
+    [](std::string& s) -> std::string {
+      const std::string rule = fmt::format("rows per page must be a decimal integer in [1, {}]", kLayoutMaxRows);
+      if (s.empty()) return rule + ", got an empty value";
+      std::int64_t v = 0;
+      const char* end = s.data() + s.size();
+      const auto [ptr, ec] = std::from_chars(s.data(), end, v);
+      if (ec != std::errc() || ptr != end || v < 1 || v > kLayoutMaxRows) return rule + ", got '" + one_line(s) + "'";
+      s = std::to_string(v);  // CLI11 would read a leading 0 as octal ("0100" = 64)
+      return {};
+    },
+    "N");
+
+/// Row bytes 0: the row size is bound per group (fp32_state), so sizes and offsets are not fixed.
+constexpr bool bound_per_group(const cache::format_layout& l) { return l.row_bytes == 0; }
+
+/// "split_padded/576" for a padded split page, else the rule's name.
+inline std::string page_rule_text(const cache::format_layout& l) {
+  std::string s(cache::to_string(l.rule));
+  if (l.rule == cache::page_rule::split_padded) s += fmt::format("/{}", l.alignment);
+  return s;
+}
+
+/// The row whose offsets `formats` prints: row 1, or row 0 in a page of one row.
+constexpr std::int64_t shown_row(std::int64_t rows) { return std::min<std::int64_t>(1, rows - 1); }
+
+/// A table: a header and rows of cells; columns padded to their widest cell, numbers (the
+/// columns in `right`) right-aligned, the last column not padded.
+inline std::string render_table(const std::vector<std::string>& header,
+                                const std::vector<std::vector<std::string>>& rows, const std::vector<bool>& right) {
+  std::vector<std::size_t> width(header.size(), 0);
+  for (std::size_t c = 0; c < header.size(); ++c) width[c] = header[c].size();
+  for (const auto& r : rows)
+    for (std::size_t c = 0; c < r.size(); ++c) width[c] = std::max(width[c], r[c].size());
+  std::string s;
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string l;
+    for (std::size_t c = 0; c < cells.size(); ++c) {
+      if (c > 0) l += "  ";
+      if (c + 1 == cells.size() && !right[c])
+        l += cells[c];
+      else if (right[c])
+        l += fmt::format("{:>{}}", cells[c], width[c]);
+      else
+        l += fmt::format("{:<{}}", cells[c], width[c]);
+    }
+    s += l + "\n";
+  };
+  line(header);
+  for (const auto& r : rows) line(r);
+  return s;
+}
+
+/// The message for a parse error. CLI11 reports a missing subcommand even when an unknown one
+/// was given ("bogus"): say which argument it was, and list the subcommands.
+inline std::string parse_error_text(CLI::App& app, const CLI::ParseError& e) {
+  if (dynamic_cast<const CLI::RequiredError*>(&e) == nullptr || !app.get_subcommands().empty()) return e.what();
+  std::vector<std::string> names;
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
+    names.push_back(sub->get_name());
+  const std::string list = fmt::format("subcommands: {}", fmt::join(names, ", "));
+  const std::vector<std::string> rest = app.remaining();
+  if (rest.empty()) return "a subcommand is required (" + list + ")";
+  if (rest.front().starts_with('-'))
+    return "unexpected argument '" + rest.front() + "' before a subcommand (" + list + ")";
+  return "unknown subcommand '" + rest.front() + "' (" + list + ")";
+}
+
+}  // namespace layout_detail
+
+/// `formats` as a JSON list, one object per registered format in registry order.
+inline nlohmann::ordered_json formats_json(const formats_args& a) {
+  using json = nlohmann::ordered_json;  // keys in the documented order
+  using layout_detail::bound_per_group;
+  json list = json::array();
+  for (const cache::format_layout& l : cache::kFormats) {
+    const bool bound = bound_per_group(l);
+    auto offset = [&](std::int64_t off) { return bound || off < 0 ? json(nullptr) : json(off); };
+    json row1 = nullptr;  // a page of one row has no row 1
+    if (a.rows > 1)
+      row1 = {{"data", offset(l.data_offset(a.rows, 1))},
+              {"scales", offset(l.scale_offset(a.rows, 1))},
+              {"rope", offset(l.rope_offset(a.rows, 1))}};
+    auto field = [&](const cache::field_spec& f) {
+      if (f.type == cache::element_type::none) return json(nullptr);
+      return json{{"type", std::string(cache::to_string(f.type))},
+                  {"count", bound && f.count == 0 ? json(nullptr) : json(f.count)},
+                  {"block", f.block}};
+    };
+    list.push_back({{"name", std::string(l.name)},
+                    {"model", std::string(cache::to_string(l.model))},
+                    {"role", std::string(cache::to_string(l.role))},
+                    {"row_bytes", bound ? json(nullptr) : json(l.row_bytes)},
+                    {"page_rule", std::string(cache::to_string(l.rule))},
+                    {"alignment", l.rule == cache::page_rule::split_padded ? json(l.alignment) : json(nullptr)},
+                    {"rows", a.rows},
+                    {"page_bytes", bound ? json(nullptr) : json(l.page_bytes(a.rows))},
+                    {"row1", row1},
+                    {"fields", {{"data", field(l.data)}, {"scales", field(l.scales)}, {"rope", field(l.rope)}}},
+                    {"source", std::string(l.source)}});
+  }
+  return list;
+}
+
+/// `formats` as a table, one line per registered format in registry order, and footnotes.
+inline std::string formats_text(const formats_args& a) {
+  using layout_detail::bound_per_group;
+  const std::int64_t r = layout_detail::shown_row(a.rows);
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> bound_names;
+  auto offset = [](std::int64_t off) { return off < 0 ? std::string("-") : std::to_string(off); };
+  for (const cache::format_layout& l : cache::kFormats) {
+    std::vector<std::string> cells = {std::string(l.name), std::string(cache::to_string(l.model)),
+                                      std::string(cache::to_string(l.role))};
+    if (bound_per_group(l)) {
+      bound_names.emplace_back(l.name);
+      cells.insert(cells.end(), {"group", layout_detail::page_rule_text(l), "-", "-", "-", "-"});
+    } else {
+      cells.insert(cells.end(), {std::to_string(l.row_bytes), layout_detail::page_rule_text(l),
+                                 std::to_string(l.page_bytes(a.rows)), offset(l.data_offset(a.rows, r)),
+                                 offset(l.scale_offset(a.rows, r)), offset(l.rope_offset(a.rows, r))});
+    }
+    cells.emplace_back(l.source);
+    rows.push_back(std::move(cells));
+  }
+  std::string s = fmt::format("{} row formats, pages of {} row{}; data, scales, rope: offset of row {}{} in bytes\n\n",
+                              cache::kFormats.size(), a.rows, a.rows == 1 ? "" : "s", r,
+                              r == 1 ? "" : " (a page of 1 row has no row 1)");
+  s += layout_detail::render_table(
+      {"name", "model", "role", "row B", "page rule", "page B", "data", "scales", "rope", "source"}, rows,
+      {false, false, false, true, false, true, true, true, true, false});
+  s += fmt::format(
+      "(row B: bytes a row takes in the page; page rule: split = all rows' data, then all rows' scales; "
+      "split_padded/A: split, page padded to a multiple of A bytes; interleaved = each row whole; page B: a page "
+      "of {} rows, padding included; data, scales, rope: first byte of that part of row {} from the page start, "
+      "- where the row has no such part)\n",
+      a.rows, r);
+  if (!bound_names.empty())
+    s += fmt::format(
+        "(group: the row bytes of {} are bound per group (the compressor state's row size), so its page bytes and "
+        "offsets are not fixed)\n",
+        fmt::join(bound_names, ", "));
+  return s;
+}
+
+/// Registers the `formats` subcommand on `app`, parsing into `a`.
+inline CLI::App* add_formats_command(CLI::App& app, formats_args& a) {
+  CLI::App* cmd = app.add_subcommand("formats", "List every registered row format: sizes, page rule, row offsets");
+  cmd->add_option("--rows", a.rows, fmt::format("Rows per page N, 1 to {}", kLayoutMaxRows))
+      ->transform(layout_detail::kRowsPerPage)
+      ->capture_default_str();
+  cmd->add_flag("--json", a.json, "Print a JSON list instead of a table");
+  cmd->footer(
+      "Table: one line per format in registry order: name, model family, role, row bytes, page rule (split_padded/A: "
+      "padded to a multiple of A bytes), page bytes for N rows, the offsets of row 1 (row 0 if N = 1) of its data, "
+      "scales and RoPE (- where absent), source.\n"
+      "JSON: a list of objects with keys name, model (v4, v4.1, v3.2, any), role (main_kv, indexer_k, state), "
+      "row_bytes, page_rule, alignment (split_padded only, else null), rows, page_bytes, row1 ({data, scales, rope}: "
+      "first byte of each part of row 1 from the page start, null where the row has no such part; row1 is null if "
+      "N = 1), fields ({data, scales, rope}: each {type, count, block} or null; block = values per scale, 0 for data "
+      "and RoPE), source.\n"
+      "fp32_state rows are bound per group (the compressor state's row size): its table line prints 'group' and "
+      "dashes, and its JSON row_bytes, page_bytes, row1 values and data count are null.");
+  return cmd;
+}
+
+/// Runs dsv4-cache-layout on `args` (without the program name). Returns the exit code.
+inline int run_layout(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  layout_args a;
+  CLI::App app{"dsv4-cache-layout: byte layouts of the registered KV-cache row formats", "dsv4-cache-layout"};
+  app.require_subcommand(1);  // exactly one
+  const CLI::App* formats = add_formats_command(app, a.formats);
+  const auto add_layout_flags = [](CLI::App* cmd, contract_args& c) {
+    cache::cli::add_model_options(*cmd, c.plan, "Not used by the layout (a plan's budget)");
+    cache::cli::add_parallel_options(*cmd, c.plan);
+    cmd->add_option("--engine", c.plan.engine, "Engine policy (in info only: it does not move bytes)")
+        ->check(CLI::IsMember({"vllm", "tokenspeed", "tokenspeed-default"}))
+        ->capture_default_str();
+    cmd->add_flag("--no-mtp", c.plan.no_mtp, "Do not cache the MTP layers");
+    cmd->add_option("--rank", c.rank, "With parallel flags: the rank whose layout to describe (default 0)")
+        ->transform(cache::cli::kDecimalInt);
+  };
+  CLI::App* describe =
+      app.add_subcommand("describe", "The descriptor (JSON) of a deployment's cache layout: layout, fingerprint, info");
+  add_layout_flags(describe, a.describe);
+  CLI::App* fingerprint = app.add_subcommand("fingerprint", "The layout's fingerprint: XXH64 of its canonical bytes");
+  add_layout_flags(fingerprint, a.fingerprint);
+  CLI::App* diff =
+      app.add_subcommand("diff", "Differences of two descriptors (exit 0 equal, 1 different, 2 bad input)");
+  diff->add_option("descriptors", a.diff, "A.json B.json")->expected(2)->required()->check(CLI::ExistingFile);
+  CLI::App* check = app.add_subcommand(
+      "check", "Recompute every derived number of a descriptor (exit 0 right, 1 wrong, 2 bad input)");
+  check->add_option("descriptor", a.check, "FILE")->required()->check(CLI::ExistingFile);
+  const CLI::App* golden = add_golden_command(app, a.golden);
+  try {
+    std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 consumes from the back
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp&) {
+    out << app.help();  // the subcommand's help after `formats --help`
+    return kLayoutExitOk;
+  } catch (const CLI::ParseError& e) {
+    err << "dsv4-cache-layout: error: " << layout_detail::one_line(layout_detail::parse_error_text(app, e))
+        << " (see --help)\n";
+    return kLayoutExitBadInput;
+  }
+  try {
+    std::string text;
+    if (diff->parsed()) return run_diff(a.diff[0], a.diff[1], out, err);
+    if (check->parsed()) return run_check(a.check, out, err);
+    if (golden->parsed()) return run_golden(a.golden, out, err);
+    if (formats->parsed()) {
+      text = a.formats.json ? formats_json(a.formats).dump(2) + "\n" : formats_text(a.formats);
+    } else if (describe->parsed()) {
+      const auto [layout, plan] = layout_from_flags(a.describe);
+      nlohmann::ordered_json d = descriptor_json(layout, plan);
+      if (a.describe.rank || plan.parallel) d["info"]["rank"] = a.describe.rank.value_or(0);
+      text = d.dump(2) + "\n";
+    } else if (fingerprint->parsed()) {
+      text = contract_detail::hex(cache::fingerprint(layout_from_flags(a.fingerprint).first)) + "\n";
+    } else {
+      throw std::logic_error("no subcommand to run");  // require_subcommand(1) makes this unreachable
+    }
+    out << text << std::flush;
+    if (!out) {
+      err << "dsv4-cache-layout: error: writing the output failed\n";
+      return kLayoutExitFailure;
+    }
+    return kLayoutExitOk;
+  } catch (const std::invalid_argument& e) {  // bad input: the library's errors
+    err << "dsv4-cache-layout: error: " << layout_detail::one_line(e.what()) << "\n";
+    return kLayoutExitBadInput;
+  } catch (const std::exception& e) {  // anything else is a bug, not the user's input
+    err << "dsv4-cache-layout: internal error: " << layout_detail::one_line(e.what()) << "\n";
+    return kLayoutExitFailure;
+  }
+}
+
+}  // namespace dsv4::tools

@@ -1,0 +1,18 @@
+// dsv4-cache-layout: the row-format layout CLI (see dsv4/tools/layout_cli.hpp).
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "dsv4/tools/layout_cli.hpp"
+
+int main(int argc, char** argv) {
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  const int code = dsv4::tools::run_layout(args, std::cout, std::cerr);
+  // std::cout goes through stdio: a full disk or a closed stdout shows only when it is flushed.
+  if (code == 0 && (std::fflush(stdout) != 0 || std::ferror(stdout) != 0)) {
+    std::cerr << "dsv4-cache-layout: error: writing the output failed\n";
+    return dsv4::tools::kLayoutExitFailure;
+  }
+  return code;
+}
