@@ -373,6 +373,22 @@ std::vector<ref_format> ref_formats() {
                  .decoded = 448},
                 {.what = "zero bytes (0x00)", .k = kind::zeros, .count = 16, .at = {.r = 432, .c = 288}},
                 {.what = "RoPE bf16", .k = kind::bf16, .first = 448, .count = 64, .at = {.r = 432, .c = 304}}}});
+  // LV 1.4 / 1.6 (a) (A1, split): data [N x 512] = 512 e4m3 (NoPE then RoPE, tiles of 32),
+  // scales [N x 16] ue8m0 at N x 512 + r x 16, page padded to a multiple of 512; scale
+  // 2^ceil(log2(max(amax / 448, 1e-4))), an all-zero tile byte 114.
+  v.push_back({"v4.1.fp8",
+               512,
+               false,
+               528,
+               512,
+               {{.what = "values e4m3 (NoPE + RoPE)",
+                 .k = kind::fp8_e8m0,
+                 .first = 0,
+                 .count = 512,
+                 .block = 32,
+                 .at = {.r = 512},
+                 .scale_at = {.n = 512, .r = 16},
+                 .ratio_floor = 1e-4}}});
   // LV 2.7 / 1.7 ("FP8 indexer ... values at r x 128, fp32 scale at N x 128 + r x 4"); facts
   // section 4: 2^ceil(log2(amax / 448)), floor 1e-4 (the header's choice of the two).
   const field indexer_fp8{.what = "key e4m3",
@@ -1168,6 +1184,8 @@ TEST_P(FormatPages, NanBlockUnderPropagate) {
   };
   int nan_lo = 0;  // dequantized values [nan_lo, nan_hi) are NaN
   int nan_hi = 0;
+  int rope_lo = rope_nan;  // and [rope_lo, rope_hi): the block holding the RoPE NaN where it has block scales
+  int rope_hi = rope_nan + 1;
   const std::string& n = rf.name;
   if (n == "v4.fp8_ds_mla" || n == "v4.fp8_ds_mla.footer") {
     expect_bytes(64 * 576 + 8 + 1, 1, 0xFF, "block 1 scale (E8M0 NaN)");
@@ -1213,6 +1231,14 @@ TEST_P(FormatPages, NanBlockUnderPropagate) {
     expect_bytes(656, 128, 0x7F, "block 0 codes (E4M3 NaN)");
     nan_lo = 0;
     nan_hi = 128;
+  } else if (n == "v4.1.fp8") {
+    expect_bytes(64 * 512 + 16 + 2, 1, 0xFF, "tile 2 scale (E8M0 NaN)");
+    expect_bytes(512 + 64, 32, 0x7F, "tile 2 codes (E4M3 NaN)");
+    expect_bytes(64 * 512 + 16 + 15, 1, 0xFF, "tile 15 (RoPE) scale (E8M0 NaN)");
+    nan_lo = 64;
+    nan_hi = 96;
+    rope_lo = 480;  // RoPE is FP8 with tile scales: the NaN poisons tile 15
+    rope_hi = 512;
   } else if (n == "fp32_state") {
     EXPECT_EQ(get_le(pg + 4096 + 280, 4), 0x7F812345U) << "signalling NaN payload kept";
     nan_lo = 70;
@@ -1220,7 +1246,7 @@ TEST_P(FormatPages, NanBlockUnderPropagate) {
   }
   const auto out = lib_dequantize<float>(lf, w.page(), kRows, kRow, rf.values, lf.policy);
   for (int i = 0; i < rf.values; ++i) {
-    const bool expect_nan = (i >= nan_lo && i < nan_hi) || (rf.values > 128 && i == rope_nan);
+    const bool expect_nan = (i >= nan_lo && i < nan_hi) || (rf.values > 128 && i >= rope_lo && i < rope_hi);
     EXPECT_EQ(std::isnan(out[static_cast<std::size_t>(i)]), expect_nan)
         << rf.name << " dequant value " << i << " = " << out[static_cast<std::size_t>(i)];
   }
@@ -1254,6 +1280,9 @@ TEST(FormatPagesOffsets, WorkedExamplesFromTheDoc) {
       {"v4.indexer_mxfp4", 64, 64, 4100, -1, 4352, "LV 1.7"},
       {"v4.indexer_mxfp4_in_fp8_slot", 64, 64, 4100, -1, 8448, "LV 2.7"},
       {"v3.2.fp8_ds_mla", 64, 656, 1168, 1184, 41984, "LV 3.2"},
+      {"v4.1.fp8", 64, 512, 32784, 960, 33792, "LV 1.6 (a): scales 64 x 512 + 16; page 66 x 512"},
+      {"v4.1.fp8", 32, 512, 16400, 960, 16896, "LV 1.6 (a): vLLM's SWA block of 32 rows"},
+      {"v4.1.fp8", 1, 0, 512, 448, 1024, "LV 1.6 (a): N = 1, 528 -> 1,024"},
       {"v3.2.indexer_fp8", 64, 128, 8196, -1, 8448, "LV 3.3"},
       {"v3.2.fp8_flat", 64, 576, -1, 1088, 36864, "LV 3.4 (512 + 64 e4m3, N x 576)"},
       {"v3.2.bf16", 64, 1152, -1, 2176, 73728, "LV 3.4 (1,152 B: 512 + 64 bf16)"},

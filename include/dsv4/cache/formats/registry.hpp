@@ -18,6 +18,7 @@
 //   v3.2.fp8_flat                 576 B  interleaved           36,864
 //   v3.2.bf16                   1,152 B  interleaved           73,728
 //   fp32_state               group's row interleaved                    compressor state
+//   v4.1.fp8                      528 B  split, padded to 512  33,792   FlashMLA 2026.09.10 (V4.1)
 // Left out: SGLang ROCm's unified two-pool FP8 layout (row-addressed pools, not pages).
 #pragma once
 
@@ -32,6 +33,7 @@
 #include "dsv4/cache/formats/v32_fp8_ds_mla.hpp"
 #include "dsv4/cache/formats/v32_fp8_flat.hpp"
 #include "dsv4/cache/formats/v32_indexer_fp8.hpp"
+#include "dsv4/cache/formats/v41_fp8.hpp"
 #include "dsv4/cache/formats/v4_bf16.hpp"
 #include "dsv4/cache/formats/v4_fp8_ds_mla.hpp"
 #include "dsv4/cache/formats/v4_fp8_ds_mla_footer.hpp"
@@ -56,7 +58,8 @@ using registered_formats =
     format_list<formats::v4_fp8_ds_mla, formats::v4_fp8_ds_mla_footer, formats::v4_fp8_uniform, formats::v4_bf16,
                 formats::v4_mxfp4_kv, formats::v4_nvfp4_kv, formats::v4_nvfp4_kv432, formats::v4_indexer_fp8,
                 formats::v4_indexer_mxfp4, formats::v4_indexer_mxfp4_in_fp8_slot, formats::v32_fp8_ds_mla,
-                formats::v32_indexer_fp8, formats::v32_fp8_flat, formats::v32_bf16, formats::fp32_state>;
+                formats::v32_indexer_fp8, formats::v32_fp8_flat, formats::v32_bf16, formats::fp32_state,
+                formats::v41_fp8>;
 
 namespace detail {
 template <class... F>
