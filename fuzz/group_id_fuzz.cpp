@@ -25,6 +25,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   DSV4_FUZZ_CHECK(to_string(*id) == text);
   DSV4_FUZZ_CHECK(parse_group_id(to_string(*id)) == *id);
   DSV4_FUZZ_CHECK(id->ratio == 0 || id->ratio == kCsaRatio || id->ratio == kHcaRatio);
-  DSV4_FUZZ_CHECK((id->kind == group_kind::swa_kv) == (id->ratio == 0));
+  // Ratio 0 for the groups without compression: V4's SWA window, V3.2's latent rows and keys.
+  const bool uncompressed =
+      id->kind == group_kind::swa_kv || id->kind == group_kind::mla_kv || id->kind == group_kind::indexer_k;
+  DSV4_FUZZ_CHECK(uncompressed == (id->ratio == 0));
   return 0;
 }
