@@ -35,6 +35,7 @@
 #include "dsv4/cache/formats/registry.hpp"
 #include "dsv4/tools/contract_cli.hpp"
 #include "dsv4/tools/golden.hpp"
+#include "dsv4/tools/planner_cli.hpp"
 
 namespace dsv4::tools {
 
@@ -64,19 +65,7 @@ struct layout_args {
 
 namespace layout_detail {
 
-/// `msg` as one printable line: control characters as \xNN, at most 500 bytes.
-inline std::string one_line(std::string_view msg) {
-  std::string out;
-  for (const char ch : msg.substr(0, 500)) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c < 0x20 || c == 0x7F)
-      out += fmt::format("\\x{:02X}", c);
-    else
-      out += ch;
-  }
-  if (msg.size() > 500) out += "...";
-  return out;
-}
+using cache::cli::one_line;  // the planner's: one printable line, at most 500 bytes
 
 /// CLI11 transform for --rows: a plain decimal integer (leading zeros read as decimal, not octal;
 /// no "0x", "+", blanks) in [1, kLayoutMaxRows], passed on as plain decimal.
