@@ -32,7 +32,7 @@ const std::string kData = DSV4_TEST_DATA_DIR;
 TEST(FormatRegistry, NamesAndLookups) {
   std::set<std::string_view> names;
   for (const format_layout& f : kFormats) names.insert(f.name);
-  EXPECT_EQ(names.size(), 16U);
+  EXPECT_EQ(names.size(), 20U);
   EXPECT_EQ(format_index("v4.fp8_ds_mla"), 0);
   EXPECT_EQ(format_index("v4.fp8"), -1);
   EXPECT_EQ(format_by_name("v3.2.fp8_ds_mla").row_bytes, 656);

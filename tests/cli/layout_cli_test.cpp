@@ -60,7 +60,7 @@ std::optional<std::int64_t> opt(const json& v) {
 }
 
 // N = 64, r = 1, typed from the docs (not from the registry):
-const std::array<worked, 11> kWorked64 = {{
+const std::array<worked, 16> kWorked64 = {{
     // docs/facts.md section 2 (fp8_ds_mla row; page padded to 576: N=64 -> 37,440) and
     // section 5 item 6 (row 1's data at 576, scales at 64*576 + 8 = 36,872); RoPE after 448 NoPE B.
     {"v4.fp8_ds_mla", 576, 36'872, 1'024, 37'440},
@@ -85,12 +85,24 @@ const std::array<worked, 11> kWorked64 = {{
     {"v3.2.fp8_ds_mla", 656, 1'168, 1'184, 41'984},
     // 3.3 (C2): values at 128, scale at 8,196, page 8,448.
     {"v3.2.indexer_fp8", 128, 8'196, std::nullopt, 8'448},
+    // 1.6 (a): v41_fp8 split, data at 512, scales at 64 x 512 + 16 = 32,784, page 33,792 (RoPE
+    // at 512 + 448 = 960, 1.4).
+    {"v4.1.fp8", 512, 32'784, 960, 33'792},
+    // 1.6 (b): interleaved, data at 528, scales at 1,040 (RoPE at 528 + 448 = 976), page 33,792.
+    {"v4.1.fp8.interleaved", 528, 1'040, 976, 33'792},
+    // 1.6 (a): v41_fp4 split, data at 256, scales at 16,384 + 32 = 16,416, page 18,432 (RoPE
+    // dims 448.. in bytes 224.. of the row, 1.5: 256 + 224 = 480).
+    {"v4.1.fp4", 256, 16'416, 480, 18'432},
+    // 7: padded to 256 instead of 512: the same for N = 64.
+    {"v4.1.fp4.align256", 256, 16'416, 480, 18'432},
+    // 1.6 (b): data at 288, scales at 544 (RoPE at 288 + 224 = 512), page 18,432.
+    {"v4.1.fp4.interleaved", 288, 544, 512, 18'432},
 }};
 
 TEST(LayoutCli, FormatsJsonListsEveryFormatOnceWithTheDocumentedKeys) {
   const nlohmann::ordered_json j = nlohmann::ordered_json::parse(run({"formats", "--json"}).out);  // key order kept
   ASSERT_TRUE(j.is_array());
-  ASSERT_EQ(j.size(), 16U);
+  ASSERT_EQ(j.size(), 20U);
   std::set<std::string> names;
   const std::vector<std::string> keys = {"name", "model",      "role", "row_bytes", "page_rule", "alignment",
                                          "rows", "page_bytes", "row1", "fields",    "source"};
@@ -111,7 +123,7 @@ TEST(LayoutCli, FormatsJsonListsEveryFormatOnceWithTheDocumentedKeys) {
       for (const char* k : {"type", "count", "block"}) EXPECT_TRUE(field.contains(k)) << f["name"] << " " << k;
     }
   }
-  EXPECT_EQ(names.size(), 16U);
+  EXPECT_EQ(names.size(), 20U);
 }
 
 TEST(LayoutCli, FormatsJsonGivesTheWorkedOffsetsOfTheDocs) {
@@ -277,7 +289,7 @@ TEST(LayoutCliBinary, FormatsJsonAndTable) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_TRUE(r.err.empty()) << r.err;
   const json j = json::parse(r.out);
-  ASSERT_EQ(j.size(), 16U);
+  ASSERT_EQ(j.size(), 20U);
   EXPECT_EQ(j, run_json({"formats"}));  // the binary prints what run_layout does
   const run_result two = run_binary("formats --rows 2 --json");
   ASSERT_EQ(two.code, 0) << two.err;

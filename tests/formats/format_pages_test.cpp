@@ -11,7 +11,7 @@
 // found them (DSV4_HAVE_CUDA_HEADERS), else a plain nearest-even search over the 127 finite E4M3
 // magnitudes / 8 E2M1 magnitudes written below (cross-checked against NVIDIA's when both exist).
 //
-// What is checked, per format (the 14 fixed-size formats and fp32_state bound to 4,096-B rows):
+// What is checked, per format (the 19 fixed-size formats and fp32_state bound to 4,096-B rows):
 //   Writer     pages of N in {64, 1, 2, 5, 32} rows, filled with a sentinel (0xA5), rows written in
 //              a shuffled order from deterministic inputs (SplitMix64 -> BF16 over many
 //              magnitudes, all-zero blocks, single large values, negatives, E4M3 / E2M1 ties),
@@ -28,8 +28,9 @@
 //   Every BF16 every positive finite BF16 value as a block amax of every scaled field (every
 //              scale byte a BF16 input can produce), every BF16 value as an element of the
 //              unscaled formats: pages, reader and round trip as above.
-//   Policies   zero-block bytes (105 / 114 / 92, 2^-13, 2^-22, 0, 1, 0x00), NaN blocks under the
-//              default nan_policy::propagate (documented result per header), legacy_amax fp32
+//   Policies   zero-block bytes (105 / 114 / 92, 2^-13, 2^-22, 0, 1, 0x00, V4.1 FP4 0x01), NaN
+//              blocks under the default nan_policy::propagate (documented result per header), V4.1
+//              FP4 tiles poisoned by NaN, +inf or -inf (scale 0x7F, codes 0), legacy_amax fp32
 //              scales, per-tensor scales, TensorRT-LLM's float-log2 exponent (constructed case,
 //              every BF16 amax, a sweep of a few million amax values against ceil(log2f(x))).
 //   Offsets    each layout's row-1 data / scale / RoPE offsets and page bytes for N = 64, N = 1
@@ -200,7 +201,7 @@ enum class kind {
   fp8_tensor,       ///< E4M3 codes of x / tensor_scale, no block scale
   mxfp4_ceil,       ///< packed E2M1, ue8m0 2^ceil(log2(max(amax, floor) / 6)) per block
   mxfp4_nearest,    ///< packed E2M1, ue8m0 of the nearest exponent (SGLang PR #37138)
-  nvfp4,            ///< packed E2M1, E4M3 scale E4M3(amax / 6) per block
+  nvfp4,            ///< packed E2M1, E4M3 scale E4M3(min(max(amax / 6, ratio_floor), 448)) per block
   bf16,             ///< BF16 bits, little-endian
   fp32,             ///< fp32 bits, little-endian
   zeros,            ///< `count` bytes written as 0x00
@@ -225,6 +226,7 @@ struct field {
   double amax_floor = 0.0;   ///< floor on amax
   double ratio_floor = 0.0;  ///< floor on amax / 448 (or amax / 6 for nvfp4)
   bool float_log2 = false;   ///< exponent ceil(log2f(x)) in float math (TensorRT-LLM)
+  bool inf_poisons = false;  ///< an infinite value poisons its block as a NaN does (V4.1 FP4, LV 7)
   float tensor_scale = 1.0f;
   int decoded = -1;  ///< values the reader takes from this field (-1: all)
 
@@ -389,6 +391,41 @@ std::vector<ref_format> ref_formats() {
                  .at = {.r = 512},
                  .scale_at = {.n = 512, .r = 16},
                  .ratio_floor = 1e-4}}});
+  // LV 1.6 (b) (A1, interleaved, FlashMLA 2026.09.30): row r at r x 528 = [512 e4m3][16 ue8m0],
+  // no padding; the same tiles and scale rule as v4.1.fp8.
+  v.push_back({"v4.1.fp8.interleaved",
+               512,
+               false,
+               528,
+               1,
+               {{.what = "values e4m3 (NoPE + RoPE)",
+                 .k = kind::fp8_e8m0,
+                 .first = 0,
+                 .count = 512,
+                 .block = 32,
+                 .at = {.r = 528},
+                 .scale_at = {.r = 528, .c = 512},
+                 .ratio_floor = 1e-4}}});
+  // LV 1.5 / 1.6 (a) / 7 (A2, split): data [N x 256] = 512 e2m1 (all dims, RoPE included, even dim
+  // in the low nibble, tiles of 16), scales [N x 32] e4m3 at N x 256 + r x 32, page padded to a
+  // multiple of 512; scale e4m3(clamp(amax / 6, 2^-9, 448)), a NaN or an inf poisons its tile.
+  const field v41_fp4{.what = "values e2m1 (NoPE + RoPE)",
+                      .k = kind::nvfp4,
+                      .first = 0,
+                      .count = 512,
+                      .block = 16,
+                      .at = {.r = 256},
+                      .scale_at = {.n = 256, .r = 32},
+                      .ratio_floor = 0x1p-9,
+                      .inf_poisons = true};
+  v.push_back({"v4.1.fp4", 512, false, 288, 512, {v41_fp4}});
+  // LV 1.6 (a) / 7: the same page padded to a multiple of 256 (SGLang, vLLM deepseek_v4_1).
+  v.push_back({"v4.1.fp4.align256", 512, false, 288, 256, {v41_fp4}});
+  // LV 1.6 (b): row r at r x 288 = [256 e2m1][32 e4m3], no padding.
+  field v41_fp4_inter = v41_fp4;
+  v41_fp4_inter.at = {.r = 288};
+  v41_fp4_inter.scale_at = {.r = 288, .c = 256};
+  v.push_back({"v4.1.fp4.interleaved", 512, false, 288, 1, {v41_fp4_inter}});
   // LV 2.7 / 1.7 ("FP8 indexer ... values at r x 128, fp32 scale at N x 128 + r x 4"); facts
   // section 4: 2^ceil(log2(amax / 448)), floor 1e-4 (the header's choice of the two).
   const field indexer_fp8{.what = "key e4m3",
@@ -510,9 +547,10 @@ int mxfp4_nearest_byte(float amax, const field& f) {
 float legacy_scale(float amax, const field& f) {
   return std::max(std::max(amax, static_cast<float>(f.amax_floor)) / 448.0f, static_cast<float>(f.ratio_floor));
 }
-/// E4M3 scale byte of an NVFP4 block: E4M3(max(amax / 6, ratio_floor)), float division.
+/// E4M3 scale byte of an NVFP4 block: E4M3(min(max(amax / 6, ratio_floor), 448)), float
+/// division (the clamp at 448 is what satfinite does anyway; V4.1 writes it out, LV 1.5).
 std::uint8_t nvfp4_scale_byte(float amax, const field& f) {
-  return conv::e4m3(std::max(amax / 6.0f, static_cast<float>(f.ratio_floor)));
+  return conv::e4m3(std::min(std::max(amax / 6.0f, static_cast<float>(f.ratio_floor)), 448.0f));
 }
 
 float scaled_pow2(float x, int e) { return static_cast<float>(std::ldexp(static_cast<double>(x), -e)); }
@@ -577,13 +615,15 @@ void encode_field(const field& f, std::uint8_t* page, std::int64_t rows, std::in
       for (int b = 0; b < blocks; ++b) {
         const float* xb = v + b * f.block;
         const amax_t a = block_amax(xb, f.block);
-        const std::uint8_t sb = a.nan ? 0x7F : nvfp4_scale_byte(a.amax, f);  // NaN: E4M3 NaN, zero codes
+        // NaN (and, where inf_poisons, inf): E4M3 NaN 0x7F, zero codes (LV 7; headers' sign choice).
+        const bool poisoned = a.nan || (f.inf_poisons && std::isinf(a.amax));
+        const std::uint8_t sb = poisoned ? 0x7F : nvfp4_scale_byte(a.amax, f);
         const float sc = conv::e4m3_value(sb);
         s[b] = sb;
         for (int i = 0; i < f.block / 2; ++i) {
           std::uint8_t lo = 0;
           std::uint8_t hi = 0;
-          if (!a.nan && sc != 0.0f) {  // a zero scale gives zero codes (LV 7)
+          if (!poisoned && sc != 0.0f) {  // a zero scale gives zero codes (LV 7)
             lo = conv::e2m1(xb[2 * i] / sc);
             hi = conv::e2m1(xb[2 * i + 1] / sc);
           }
@@ -683,7 +723,7 @@ std::vector<double> round_trip_bounds(const ref_format& rf, const std::vector<fl
           break;
         }
         case kind::nvfp4: {
-          const double a6 = static_cast<double>(amax) / 6.0;
+          const double a6 = std::max(static_cast<double>(amax) / 6.0, f.ratio_floor);
           const double h = std::max(a6 / 16.0, std::ldexp(1.0, -10));
           const double s_hi = std::min(a6 + h, 448.0);
           const double s_lo = std::min(a6 - h, 448.0);
@@ -1239,6 +1279,29 @@ TEST_P(FormatPages, NanBlockUnderPropagate) {
     nan_hi = 96;
     rope_lo = 480;  // RoPE is FP8 with tile scales: the NaN poisons tile 15
     rope_hi = 512;
+  } else if (n == "v4.1.fp8.interleaved") {
+    // LV 1.6 (b): row 1 at 528, its scales at 528 + 512.
+    expect_bytes(528 + 512 + 2, 1, 0xFF, "tile 2 scale (E8M0 NaN)");
+    expect_bytes(528 + 64, 32, 0x7F, "tile 2 codes (E4M3 NaN)");
+    expect_bytes(528 + 512 + 15, 1, 0xFF, "tile 15 (RoPE) scale (E8M0 NaN)");
+    nan_lo = 64;
+    nan_hi = 96;
+    rope_lo = 480;
+    rope_hi = 512;
+  } else if (n == "v4.1.fp4" || n == "v4.1.fp4.align256" || n == "v4.1.fp4.interleaved") {
+    // LV 1.5 / 7: the NaN poisons its 16-value tile (4: dims 64..79; the negative RoPE NaN tile
+    // 31: dims 496..511): scale E4M3 NaN 0x7F, codes 0 (the header writes 0x0 for a negative NaN too).
+    const bool inter = n == "v4.1.fp4.interleaved";
+    const std::int64_t data = inter ? 288 : 256;
+    const std::int64_t scales = inter ? 288 + 256 : 64 * 256 + 32;
+    expect_bytes(scales + 4, 1, 0x7F, "tile 4 scale (E4M3 NaN)");
+    expect_bytes(data + 32, 8, 0x00, "tile 4 codes");
+    expect_bytes(scales + 31, 1, 0x7F, "tile 31 (RoPE) scale (E4M3 NaN)");
+    expect_bytes(data + 248, 8, 0x00, "tile 31 codes");
+    nan_lo = 64;
+    nan_hi = 80;
+    rope_lo = 496;
+    rope_hi = 512;
   } else if (n == "fp32_state") {
     EXPECT_EQ(get_le(pg + 4096 + 280, 4), 0x7F812345U) << "signalling NaN payload kept";
     nan_lo = 70;
@@ -1283,6 +1346,17 @@ TEST(FormatPagesOffsets, WorkedExamplesFromTheDoc) {
       {"v4.1.fp8", 64, 512, 32784, 960, 33792, "LV 1.6 (a): scales 64 x 512 + 16; page 66 x 512"},
       {"v4.1.fp8", 32, 512, 16400, 960, 16896, "LV 1.6 (a): vLLM's SWA block of 32 rows"},
       {"v4.1.fp8", 1, 0, 512, 448, 1024, "LV 1.6 (a): N = 1, 528 -> 1,024"},
+      {"v4.1.fp8.interleaved", 64, 528, 1040, 976, 33792, "LV 1.6 (b): row 1 at 528, scales 528 + 512, no padding"},
+      {"v4.1.fp8.interleaved", 1, 0, 512, 448, 528, "LV 1.6 (b): N = 1, 528 unpadded"},
+      {"v4.1.fp4", 64, 256, 16416, 480, 18432, "LV 1.6 (a): scales 16,384 + 32; page 36 x 512"},
+      {"v4.1.fp4", 8, 256, 2080, 480, 2560, "LV 1.6 (a) / 7: N = 8, 2,304 -> 2,560 (512)"},
+      {"v4.1.fp4", 1, 0, 256, 224, 512, "LV 1.6 (a): N = 1, 288 -> 512"},
+      {"v4.1.fp4.align256", 64, 256, 16416, 480, 18432, "LV 7: 18,432 either way for N = 64"},
+      {"v4.1.fp4.align256", 8, 256, 2080, 480, 2304, "LV 7: N = 8 (8 mod 16): 2,304 = 9 x 256"},
+      {"v4.1.fp4.align256", 2, 256, 544, 480, 768, "LV 1.6 (a): N = 2, 576 -> 768 (256)"},
+      {"v4.1.fp4.align256", 1, 0, 256, 224, 512, "LV 1.6 (a): N = 1, 288 -> 512 (256)"},
+      {"v4.1.fp4.interleaved", 64, 288, 544, 512, 18432, "LV 1.6 (b): row 1 at 288, scales 288 + 256"},
+      {"v4.1.fp4.interleaved", 1, 0, 256, 224, 288, "LV 1.6 (b): N = 1, 288 unpadded"},
       {"v3.2.indexer_fp8", 64, 128, 8196, -1, 8448, "LV 3.3"},
       {"v3.2.fp8_flat", 64, 576, -1, 1088, 36864, "LV 3.4 (512 + 64 e4m3, N x 576)"},
       {"v3.2.bf16", 64, 1152, -1, 2176, 73728, "LV 3.4 (1,152 B: 512 + 64 bf16)"},
@@ -1345,6 +1419,11 @@ TEST(FormatPagesPolicies, AllZeroBlocks) {
       {"v4.mxfp4_kv", {}, true, 592, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xA5, 0xA5}, "LV 2.4: byte 0, pad"},
       {"v4.nvfp4_kv", {}, true, 22560, std::vector<std::uint8_t>(32, 0), "LV 7: 0x00, 4 trailing zeros"},
       {"v4.nvfp4_kv432", {}, true, 688, std::vector<std::uint8_t>(48, 0), "LV 2.6: E4M3(FLT_MIN) = 0, 16 zeros"},
+      {"v4.1.fp8", {}, true, 32784, std::vector<std::uint8_t>(16, 114), "LV 1.4: 2^-13, byte 114"},
+      {"v4.1.fp8.interleaved", {}, true, 1040, std::vector<std::uint8_t>(16, 114), "LV 1.4 / 1.6 (b): 114"},
+      {"v4.1.fp4", {}, true, 16416, std::vector<std::uint8_t>(32, 0x01), "LV 1.5: clamp 2^-9, byte 0x01"},
+      {"v4.1.fp4.align256", {}, true, 16416, std::vector<std::uint8_t>(32, 0x01), "LV 1.5: byte 0x01"},
+      {"v4.1.fp4.interleaved", {}, true, 544, std::vector<std::uint8_t>(32, 0x01), "LV 1.5 / 1.6 (b): 0x01"},
   };
   for (const row& t : table) {
     const ref_format rf = ref_by_name(t.name);
@@ -1360,6 +1439,73 @@ TEST(FormatPagesPolicies, AllZeroBlocks) {
     const auto out = lib_dequantize<float>(lf, page.data(), 64, 1, rf.values, p);
     for (int i = 0; i < rf.values; ++i)
       EXPECT_EQ(bits_of(out[static_cast<std::size_t>(i)]), 0U) << t.name << " zero row dequant value " << i;
+  }
+}
+
+/// All-zero V4.1 rows: besides the scale bytes above, every code byte of row 1 (N = 64) is 0x00
+/// (E4M3 / E2M1 of +0 under scale 2^-13 / 2^-9; LV 1.4, 1.5), at the doc's data offsets.
+TEST(FormatPagesPolicies, AllZeroV41RowsHaveZeroCodes) {
+  struct row {
+    const char* name;
+    std::int64_t data_at;  // row 1's data (N = 64)
+    std::int64_t bytes;    // code bytes
+  };
+  const row table[] = {{"v4.1.fp8", 512, 512},
+                       {"v4.1.fp8.interleaved", 528, 512},
+                       {"v4.1.fp4", 256, 256},
+                       {"v4.1.fp4.align256", 256, 256},
+                       {"v4.1.fp4.interleaved", 288, 256}};
+  for (const row& t : table) {
+    const ref_format rf = ref_by_name(t.name);
+    const lib_format lf = lib(t.name);
+    std::vector<std::uint8_t> page(static_cast<std::size_t>(rf.page_bytes(64)), kSentinel);
+    const std::vector<std::uint32_t> zeros(512, 0U);
+    lib_quantize(lf, page.data(), 64, 1, zeros, lf.policy);
+    for (std::int64_t k = 0; k < t.bytes; ++k)
+      ASSERT_EQ(page[static_cast<std::size_t>(t.data_at + k)], 0x00) << t.name << " zero row, code byte " << k;
+    EXPECT_EQ(page[static_cast<std::size_t>(t.data_at - 1)], kSentinel) << t.name << " row 0 untouched";
+  }
+}
+
+/// V4.1 FP4 poisoning (LV 1.5, 7; FlashMLA tests/quant.py `nan_to_num(|x|, nan=inf)`): a NaN,
+/// +inf or -inf anywhere in a 16-value tile makes its scale byte 0x7F and its 8 code bytes 0x00,
+/// and the reader gives NaN for exactly that tile's 16 values; a neighbouring finite tile is
+/// unaffected. Pages of 64 and 3 rows against the reference, then literal bytes at row 1.
+TEST(FormatPagesPolicies, V41Fp4NanAndInfPoisonTheirTile) {
+  for (const char* name : {"v4.1.fp4", "v4.1.fp4.align256", "v4.1.fp4.interleaved"}) {
+    SCOPED_TRACE(name);
+    const ref_format rf = ref_by_name(name);
+    const lib_format lf = lib(name);
+    const bool inter = std::string_view(name) == "v4.1.fp4.interleaved";
+    for (const std::int64_t rows : {std::int64_t{64}, std::int64_t{3}}) {
+      std::vector<std::vector<std::uint32_t>> in;
+      for (std::int64_t r = 0; r < rows; ++r)
+        in.push_back(make_row(512, false, 3100 + static_cast<std::uint64_t>(r), 0));
+      auto& x = in[1];
+      x[16 * 3 + 5] = 0x7F800000U;   // tile 3: +inf
+      x[16 * 9] = 0xFF800000U;       // tile 9: -inf (its first value)
+      x[16 * 9 + 15] = 0x7F800000U;  //         and +inf
+      x[16 * 20 + 7] = 0xFFC00000U;  // tile 20: a negative NaN
+      x[16 * 29 + 2] = 0xFF800000U;  // tile 29 (RoPE dims 464..479): -inf
+      x[16 * 29 + 3] = 0x7FC00000U;  //         and a NaN
+      const written_page w = check_writer(rf, lf, lf.policy, rows, 0, &in);
+      check_reader(rf, lf, lf.policy, rows, w.page(), "inf / NaN tiles");
+      const std::int64_t data = inter ? 288 : 256;                      // row 1's data
+      const std::int64_t scales = inter ? 288 + 256 : rows * 256 + 32;  // row 1's scales
+      const std::uint8_t* pg = w.page();
+      for (const int t : {3, 9, 20, 29}) {
+        EXPECT_EQ(pg[scales + t], 0x7F) << "N = " << rows << " tile " << t << " scale";
+        for (int k = 0; k < 8; ++k) EXPECT_EQ(pg[data + 8 * t + k], 0x00) << "N = " << rows << " tile " << t;
+      }
+      for (const int t : {2, 4, 8, 10, 19, 21, 28, 30})
+        EXPECT_NE(pg[scales + t], 0x7F) << "N = " << rows << " finite tile " << t << " poisoned";
+      const auto out = lib_dequantize<float>(lf, pg, rows, 1, 512, lf.policy);
+      for (int i = 0; i < 512; ++i) {
+        const int t = i / 16;
+        EXPECT_EQ(std::isnan(out[static_cast<std::size_t>(i)]), t == 3 || t == 9 || t == 20 || t == 29)
+            << "N = " << rows << " value " << i;
+      }
+    }
   }
 }
 

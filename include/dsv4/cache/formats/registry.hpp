@@ -19,6 +19,10 @@
 //   v3.2.bf16                   1,152 B  interleaved           73,728
 //   fp32_state               group's row interleaved                    compressor state
 //   v4.1.fp8                      528 B  split, padded to 512  33,792   FlashMLA 2026.09.10 (V4.1)
+//   v4.1.fp8.interleaved          528 B  interleaved           33,792   FlashMLA 2026.09.30
+//   v4.1.fp4                      288 B  split, padded to 512  18,432   FlashMLA 2026.09.10, vLLM
+//   v4.1.fp4.align256             288 B  split, padded to 256  18,432   SGLang, vLLM deepseek_v4_1
+//   v4.1.fp4.interleaved          288 B  interleaved           18,432   FlashMLA 2026.09.30
 // Left out: SGLang ROCm's unified two-pool FP8 layout (row-addressed pools, not pages).
 #pragma once
 
@@ -33,7 +37,11 @@
 #include "dsv4/cache/formats/v32_fp8_ds_mla.hpp"
 #include "dsv4/cache/formats/v32_fp8_flat.hpp"
 #include "dsv4/cache/formats/v32_indexer_fp8.hpp"
+#include "dsv4/cache/formats/v41_fp4.hpp"
+#include "dsv4/cache/formats/v41_fp4_align256.hpp"
+#include "dsv4/cache/formats/v41_fp4_interleaved.hpp"
 #include "dsv4/cache/formats/v41_fp8.hpp"
+#include "dsv4/cache/formats/v41_fp8_interleaved.hpp"
 #include "dsv4/cache/formats/v4_bf16.hpp"
 #include "dsv4/cache/formats/v4_fp8_ds_mla.hpp"
 #include "dsv4/cache/formats/v4_fp8_ds_mla_footer.hpp"
@@ -59,7 +67,8 @@ using registered_formats =
                 formats::v4_mxfp4_kv, formats::v4_nvfp4_kv, formats::v4_nvfp4_kv432, formats::v4_indexer_fp8,
                 formats::v4_indexer_mxfp4, formats::v4_indexer_mxfp4_in_fp8_slot, formats::v32_fp8_ds_mla,
                 formats::v32_indexer_fp8, formats::v32_fp8_flat, formats::v32_bf16, formats::fp32_state,
-                formats::v41_fp8>;
+                formats::v41_fp8, formats::v41_fp8_interleaved, formats::v41_fp4, formats::v41_fp4_align256,
+                formats::v41_fp4_interleaved>;
 
 namespace detail {
 template <class... F>
