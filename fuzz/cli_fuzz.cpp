@@ -60,7 +60,7 @@ int run_args(std::string_view text) {
 int run_struct(FuzzedDataProvider& fdp) {
   using dsv4::fuzz::pick;
   dsv4::cache::cli::planner_args a;
-  a.preset = fdp.PickValueInArray<const char*>({"flash", "pro", "", "Flash", "v3.2", "v4-pro"});
+  a.preset = fdp.PickValueInArray<const char*>({"flash", "pro", "", "Flash", "v3.2", "v4-pro", "v4.1-flash"});
   if (fdp.ConsumeBool()) a.config_path = config_path(fdp.ConsumeRandomLengthString(8));
   a.context = pick<std::int64_t>(fdp, {-1, 0, 1, 1000, 1'048'576, std::int64_t{1} << 40, INT64_MAX});
   a.requests = pick<std::int64_t>(fdp, {-1, 0, 1, 8, std::int64_t{1} << 30, INT64_MAX});
@@ -68,15 +68,18 @@ int run_struct(FuzzedDataProvider& fdp) {
     a.memory_gib = fdp.ConsumeBool() ? fdp.PickValueInArray<double>({-1.0, 0.0, 1e-300, 0.5, 80.0, 141.0, 1.7e10,
                                                                      1.8e10, 1e300, __builtin_inf(), __builtin_nan("")})
                                      : fdp.ConsumeFloatingPoint<double>();
-  a.indexer = fdp.PickValueInArray<const char*>({"fp8", "mxfp4", "fp4"});
+  if (fdp.ConsumeBool()) a.indexer = fdp.PickValueInArray<const char*>({"fp8", "mxfp4", "fp4"});
+  a.format_set = fdp.PickValueInArray<const char*>({"", "v41", "v4", "v5"});
   // Row formats: registered ones that fit, ones that do not (another role or family), unknown names.
-  constexpr const char* kFormatNames[] = {"",        "v4.fp8_ds_mla.footer", "v4.nvfp4_kv", "v3.2.bf16",
-                                          "v4.bf16", "v4.indexer_mxfp4",     "fp32_state",  "v4.fp9"};
+  constexpr const char* kFormatNames[] = {"",         "v4.fp8_ds_mla.footer", "v4.nvfp4_kv", "v3.2.bf16",
+                                          "v4.bf16",  "v4.indexer_mxfp4",     "fp32_state",  "v4.fp9",
+                                          "v4.1.fp8", "v4.1.fp4.interleaved"};
   a.kv_format = fdp.PickValueInArray(kFormatNames);
   a.indexer_format = fdp.PickValueInArray<const char*>({"", "v4.indexer_mxfp4_in_fp8_slot", "v3.2.indexer_fp8", "x"});
   if (fdp.ConsumeBool())
     a.group_formats.push_back(fdp.PickValueInArray<const char*>({"v4.swa_kv", "v3.2.mla_kv", "v4.c4a.compressor_state",
-                                                                 "v4.c128a.compressed_kv", ""}) +
+                                                                 "v4.c128a.compressed_kv", "", "v4.1.swa",
+                                                                 "v4.1.global_r1", "v4.1.compressor_state_r2"}) +
                               std::string(fdp.ConsumeBool() ? "=" : "") + fdp.PickValueInArray(kFormatNames));
   a.tokens_per_step = pick<std::int64_t>(fdp, {-1, 0, 1, 2, 5, INT64_MAX});
   a.prefill_chunk = pick<std::int64_t>(fdp, {-1, 0, 1, 8192, INT64_MAX});

@@ -24,10 +24,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   DSV4_FUZZ_CHECK(to_string(*id) == text);
   DSV4_FUZZ_CHECK(parse_group_id(to_string(*id)) == *id);
-  DSV4_FUZZ_CHECK(id->ratio == 0 || id->ratio == kCsaRatio || id->ratio == kHcaRatio);
-  // Ratio 0 for the groups without compression: V4's SWA window, V3.2's latent rows and keys.
-  const bool uncompressed =
-      id->kind == group_kind::swa_kv || id->kind == group_kind::mla_kv || id->kind == group_kind::indexer_k;
+  // V4.1 groups carry ratio 2 or 1 (ratio-2 state only); V4's carry 4 or 128.
+  const bool v41 = id->kind == group_kind::v41_swa || id->kind == group_kind::v41_global ||
+                   id->kind == group_kind::v41_compressor_state;
+  if (v41)
+    DSV4_FUZZ_CHECK(id->kind == group_kind::v41_global ? (id->ratio == 1 || id->ratio == 2)
+                                                       : id->ratio == (id->kind == group_kind::v41_swa ? 0 : 2));
+  else
+    DSV4_FUZZ_CHECK(id->ratio == 0 || id->ratio == kCsaRatio || id->ratio == kHcaRatio);
+  // Ratio 0 for the groups without compression: the SWA windows, V3.2's latent rows and keys.
+  const bool uncompressed = id->kind == group_kind::swa_kv || id->kind == group_kind::mla_kv ||
+                            id->kind == group_kind::indexer_k || id->kind == group_kind::v41_swa;
   DSV4_FUZZ_CHECK(uncompressed == (id->ratio == 0));
   return 0;
 }

@@ -67,11 +67,34 @@ variant("layer_types", layer_types)
 variant("text_config", lambda c: c.update(text_config={k: c.pop(k) for k in core[1:] if k in c}))
 variant("pro_layer_types", layer_types, pro)
 
+# V4.1: the released config (text_config nested), flat, and one variant per validator.
+v41 = json.loads((root / "tests/data/deepseek-v4.1-flash.config.json").read_text())
+write("config_json_fuzz", "v41.json", (root / "tests/data/deepseek-v4.1-flash.config.json").read_text())
+
+
+def v41_variant(name, edit):
+    c = copy.deepcopy(v41)
+    edit(c["text_config"])
+    write("config_json_fuzz", name + ".json", json.dumps(c, separators=(",", ":")))
+
+
+write("config_json_fuzz", "v41_flat.json", json.dumps(dict(v41["text_config"], model_type="deepseek_v41")))
+v41_variant("v41_ratio4", lambda t: t["compress_ratios"].__setitem__(7, 4))
+v41_variant("v41_draft_ratio", lambda t: t["compress_ratios"].__setitem__(41, 1))
+v41_variant("v41_owner_swa", lambda t: t.update(kv_source_layer_ids=[0, 8, 14, 20]))
+v41_variant("v41_no_owner", lambda t: t.update(kv_source_layer_ids=[8, 14, 20]))
+v41_variant("v41_owners_2_8_20", lambda t: t.update(kv_source_layer_ids=[2, 8, 20]))
+v41_variant("v41_index_swa", lambda t: t.update(index_source_layer_ids=[1, 2]))
+
 # ---- group_id_fuzz: every id of the seed, and near misses ----
 for i, gid in enumerate(["v4.swa_kv", "v4.c4a.compressor_state", "v4.c4a.compressed_kv", "v4.c128a.compressor_state",
                          "v4.c128a.compressed_kv", "v4.c4a.indexer_compressor_state", "v4.c8a.compressed_kv",
                          "v4.c04a.compressed_kv", "v4.c+4a.compressor_state", "v4.ca.compressed_kv"]):
     write("group_id_fuzz", f"id{i}", gid)
+for name, gid in [("v32_mla_kv", "v3.2.mla_kv"), ("v32_indexer_k", "v3.2.indexer_k"), ("v41_swa", "v4.1.swa"),
+                  ("v41_global_r2", "v4.1.global_r2"), ("v41_global_r1", "v4.1.global_r1"),
+                  ("v41_state_r2", "v4.1.compressor_state_r2"), ("v41_global_r3", "v4.1.global_r3")]:
+    write("group_id_fuzz", name, gid)
 
 # ---- cli_fuzz: argument lists, one argument per line; 0xFF first = fuzzed planner_args ----
 for i, args in enumerate([[], ["--preset", "pro", "--json"], ["--config", "flash", "--memory-gib", "80"],
@@ -79,6 +102,8 @@ for i, args in enumerate([[], ["--preset", "pro", "--json"], ["--config", "flash
                            "--prefill-chunk", "4096", "--no-mtp"],
                           ["--context", "-5"], ["--bogus"], ["--help"], ["--memory-gib", "1e300"],
                           ["--config=pro", "--context", "1099511627776", "--requests", "1073741824"],
-                          ["--preset", "flash", "--memory-gib", "141", "--json", "--requests", "4"]]):
+                          ["--preset", "flash", "--memory-gib", "141", "--json", "--requests", "4"],
+                          ["--preset", "v4.1-flash", "--format-set", "v4", "--context", "4096", "--simulate"],
+                          ["--preset", "v4.1-flash", "--pp", "4", "--tokens-per-step", "6", "--json"]]):
     write("cli_fuzz", f"args{i}", "\n".join(args))
 write("cli_fuzz", "struct0", b"\xff" + bytes(range(64)))

@@ -189,7 +189,9 @@ TEST(BadInput, ConfigNonV4ModelType) {
   json j = flash_json();
   j["model_type"] = "deepseek_v3";  // DeepSeek V3: MLA without the indexer, not a layout this library knows
   expect_config_error(
-      j, {"key 'model_type' must be \"deepseek_v4\" (DeepSeek V4) or \"deepseek_v32\"", "\"deepseek_v3\""});
+      j,
+      {"key 'model_type' must be \"deepseek_v4\" (DeepSeek V4), \"deepseek_v41\" (DeepSeek V4.1) or \"deepseek_v32\"",
+       "\"deepseek_v3\""});
 }
 
 TEST(BadInput, ConfigZeroDim) {

@@ -55,6 +55,23 @@ constexpr group_spec_list kProGroups = build_cache_specs(deepseek_v4_pro, indexe
 static_assert(kProGroups.num_groups == 6 && kProGroups[2].page_bytes() == 37'440 + 8'448 &&
               kProGroups[2].num_layers == 30 && kProGroups[4].num_layers == 31 && kProGroups[0].num_layers == 62);
 
+// ---- DeepSeek V4.1-Flash (layout-variants 1.3, 1.10): owners 2, 8, 14, 20 keep the global caches ----
+constexpr layer_schedule kV41 = build_layer_schedule(deepseek_v4_1_flash);
+static_assert(kV41.num_layers == 43 && kV41.count(attention_kind::csa2, false) == 18 &&
+              kV41.count(attention_kind::csa1, false) == 20 && kV41.count(attention_kind::swa) == 5);
+static_assert(kV41[13].kv_owner == 8 && kV41[13].role == layer_role::reuse && kV41[36].role == layer_role::reindex &&
+              kV41[42].role == layer_role::draft);
+constexpr group_spec_list kV41Groups = build_cache_specs(deepseek_v4_1_flash);
+static_assert(kV41Groups.num_groups == 4);
+static_assert(kV41Groups[0].id == parse_group_id("v4.1.swa") && kV41Groups[0].page_bytes() == 64 * 528 &&
+              kV41Groups[0].num_layers == 43);
+static_assert(kV41Groups[1].id == parse_group_id("v4.1.global_r2") && kV41Groups[1].num_layers == 3 &&
+              kV41Groups[1].page_bytes() == 64 * 288 + 64 * 68 && kV41Groups[1].page_size_tokens() == 128);
+static_assert(kV41Groups[2].id == parse_group_id("v4.1.global_r1") && kV41Groups[2].num_layers == 1 &&
+              kV41Groups[2].page_size_tokens() == 64);
+static_assert(kV41Groups[3].id == parse_group_id("v4.1.compressor_state_r2") && kV41Groups[3].page_bytes() == 8'192 &&
+              kV41Groups[3].sliding_window_tokens == 2);
+
 // ---- A plan total (facts section 3 model, worked by hand for Flash, L = 2^20, N = 1, FP8 indexer) ----
 // swa_kv:        37,440 x 44 x (3 + 128 + 1)    =   217,451,520
 // c4a state:     32,768 x 21 x (3 + 2048 + 1)   = 1,412,038,656

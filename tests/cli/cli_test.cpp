@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -345,6 +346,147 @@ TEST(CliParallel, RefusedInputsExit2) {
     EXPECT_TRUE(r.out.empty());
     EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
   }
+}
+
+// ---- DeepSeek V4.1 (issue: V4.1-Flash) ----
+
+TEST(CliV41, PresetReports890BytesPerTokenAndTheOwners) {
+  const json j = run_json({"--preset", "v4.1-flash"});
+  EXPECT_EQ(j["model"]["name"], "DeepSeek-V4.1-Flash");
+  EXPECT_EQ(j["model"]["family"], "v4.1");
+  EXPECT_EQ(j["model"]["kv_source_layer_ids"], json({2, 8, 14, 20}));
+  EXPECT_EQ(j["model"]["dspark_block_size"], 5);
+  EXPECT_EQ(j["plan"]["format_set"], "v41");
+  EXPECT_EQ(j["plan"]["indexer"], "mxfp4");
+  // 3 ratio-2 owners x (288 + 68) / 2 + 1 ratio-1 owner x (288 + 68) = 534 + 356.
+  EXPECT_EQ(j["plan"]["main_layer_bytes_per_context_token"], 890.0);
+  ASSERT_EQ(j["layers"].size(), 43U);
+  double sum = 0;
+  for (int i = 0; i < 40; ++i) {
+    const json& l = j["layers"][static_cast<std::size_t>(i)];
+    const double want = i == 20 ? 356.0 : (i == 2 || i == 8 || i == 14) ? 178.0 : 0.0;
+    EXPECT_EQ(l["bytes_per_context_token"], want) << i;
+    sum += l["bytes_per_context_token"].get<double>();
+  }
+  EXPECT_EQ(sum, 890.0);
+  EXPECT_EQ(j["layers"][0]["attention"], "swa");
+  EXPECT_EQ(j["layers"][0]["compress_ratio"], 0);
+  EXPECT_EQ(j["layers"][0]["role"], "none");
+  EXPECT_TRUE(j["layers"][0]["kv_owner"].is_null());
+  EXPECT_EQ(j["layers"][2]["attention"], "csa2");
+  EXPECT_EQ(j["layers"][2]["role"], "owner");
+  EXPECT_EQ(j["layers"][3]["role"], "reuse");
+  EXPECT_EQ(j["layers"][3]["kv_owner"], 2);
+  EXPECT_EQ(j["layers"][20]["attention"], "csa1");
+  EXPECT_EQ(j["layers"][20]["compress_ratio"], 1);
+  EXPECT_EQ(j["layers"][24]["role"], "reindex");
+  EXPECT_EQ(j["layers"][24]["kv_owner"], 20);
+  EXPECT_EQ(j["layers"][40]["role"], "draft");
+  EXPECT_EQ(j["layers"][40]["mtp"], true);
+  ASSERT_EQ(j["groups"].size(), 4U);
+  const std::array<const char*, 4> ids = {"v4.1.swa", "v4.1.global_r2", "v4.1.global_r1", "v4.1.compressor_state_r2"};
+  const std::array<const char*, 4> prefix = {"replay", "persist", "persist", "persist"};
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(j["groups"][i]["id"], ids[i]);
+    EXPECT_EQ(j["groups"][i]["prefix_cache"], prefix[i]);
+  }
+  EXPECT_EQ(j["groups"][1]["pools"][0]["format"], "v4.1.fp4");
+  EXPECT_EQ(j["groups"][1]["pools"][1]["format"], "v4.indexer_mxfp4");
+  // SWA per request: 40 main layers x 128 rows x 528 B = 2,703,360 B; the 3 ratio-2 owners also keep
+  // vLLM's state ring of 8 rows x 4,096 B (s = 1).
+  EXPECT_EQ(j["layers"][0]["fixed_bytes_per_request"], 128 * 528);
+  std::uint64_t fixed = 0;
+  for (int i = 0; i < 40; ++i)
+    fixed += j["layers"][static_cast<std::size_t>(i)]["fixed_bytes_per_request"].get<std::uint64_t>();
+  EXPECT_EQ(fixed, 2'703'360U + 3U * 8U * 4'096U);
+  const run_result text = run({"--preset", "v4.1-flash"});
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_NE(text.out.find("owners (kv_source_layer_ids) 2, 8, 14, 20"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("over the 40 main layers: 890.00 B"), std::string::npos);
+  EXPECT_NE(text.out.find("reuse of 2"), std::string::npos);
+}
+
+TEST(CliV41, ConfigFilesAndFormatSets) {
+  const json preset = run_json({"--preset", "v4.1-flash", "--context", "65536"});
+  EXPECT_EQ(run_json({"--config", kData + "/deepseek-v4.1-flash.config.json", "--context", "65536"})["plan"],
+            preset["plan"]);
+  // Owners 2, 8, 20 only: 2 x 178 + 356 = 712 B per token of context.
+  nlohmann::json cfg;
+  {
+    std::ifstream in(kData + "/deepseek-v4.1-flash.config.json");
+    cfg = json::parse(in);
+  }
+  cfg["text_config"]["kv_source_layer_ids"] = {2, 8, 20};
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "dsv4_v41_owners_2_8_20";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "config.json") << cfg.dump();
+  const json three = run_json({"--config", dir.string(), "--context", "65536"});
+  EXPECT_EQ(three["plan"]["main_layer_bytes_per_context_token"], 712.0);
+  EXPECT_EQ(three["layers"][14]["role"], "reindex");
+  EXPECT_EQ(three["layers"][14]["kv_owner"], 8);
+  std::filesystem::remove_all(dir);
+  // The Hopper fallback: 584-B rows and 132-B FP8 index keys: 3 x (584 + 132) / 2 + (584 + 132) = 1,790.
+  const json hopper = run_json({"--preset", "v4.1-flash", "--format-set", "v4"});
+  EXPECT_EQ(hopper["plan"]["main_layer_bytes_per_context_token"], 1'790.0);
+  EXPECT_EQ(hopper["plan"]["format_set"], "v4");
+  EXPECT_EQ(hopper["groups"][0]["pools"][0]["format"], "v4.fp8_ds_mla");
+  // V4-Flash on the same basis: 21 x (584 + 68) / 4 + 20 x 584 / 128 = 3,514.25 (MXFP4 keys), 3,850.25 (FP8).
+  EXPECT_EQ(run_json({"--preset", "v4-flash", "--indexer", "mxfp4"})["plan"]["main_layer_bytes_per_context_token"],
+            3'514.25);
+  EXPECT_EQ(run_json({"--preset", "v4-flash"})["plan"]["main_layer_bytes_per_context_token"], 3'850.25);
+  // The interleaved page rule through --format.
+  const json inter = run_json({"--preset", "v4.1-flash", "--format", "v4.1.swa=v4.1.fp8.interleaved", "--format",
+                               "v4.1.global_r2=v4.1.fp4.interleaved"});
+  EXPECT_EQ(inter["groups"][0]["pools"][0]["format"], "v4.1.fp8.interleaved");
+  EXPECT_EQ(inter["groups"][1]["pools"][0]["format"], "v4.1.fp4.interleaved");
+  EXPECT_EQ(inter["groups"][2]["pools"][0]["format"], "v4.1.fp4");
+}
+
+TEST(CliV41, SimulateShowsNoGroupBelowItsPeak) {
+  for (const char* engine : {"vllm", "tokenspeed", "tokenspeed-default"}) {
+    const json j = run_json({"--preset", "v4.1-flash", "--engine", engine, "--requests", "3", "--context", "2049",
+                             "--tokens-per-step", "6", "--prefill-chunk", "512", "--simulate"});
+    ASSERT_EQ(j["groups"].size(), 4U);
+    for (const json& g : j["groups"]) {
+      const std::int64_t per_layer = g["pages"].get<std::int64_t>() / g["num_layers"].get<std::int64_t>();
+      EXPECT_GE(per_layer, g["simulated_peak_pages"].get<std::int64_t>()) << engine << " " << g["id"];
+    }
+    EXPECT_GE(j["plan"]["total_bytes"].get<std::uint64_t>(), j["plan"]["simulated_peak_bytes"].get<std::uint64_t>());
+  }
+  const run_result text =
+      run({"--preset", "v4.1-flash", "--requests", "2", "--context", "1000", "--tokens-per-step", "6", "--simulate"});
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_EQ(text.out.find("BELOW"), std::string::npos) << text.out;
+}
+
+TEST(CliV41, RefusedInputsExit2) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--preset", "v4.1-flash", "--indexer", "mxfp4"}, "takes its index-key format from --format-set"},
+      {{"--preset", "v4-flash", "--format-set", "v41"}, "format sets are for DeepSeek V4.1 models"},
+      {{"--preset", "v4.1-flash", "--format", "v4.swa_kv=v4.fp8_ds_mla"}, "v4.1.swa, v4.1.global_r2, v4.1.global_r1"},
+      {{"--preset", "v4-flash", "--kv-format", "v4.1.fp8"}, "another model family"},
+      {{"--preset", "v4.1-flash", "--format", "v4.1.global_r2=v4.indexer_mxfp4"}, "another kind of row"},
+  };
+  for (const auto& [args, part] : cases) {
+    const run_result r = run(args);
+    EXPECT_EQ(r.code, 2) << args[2];
+    EXPECT_TRUE(r.out.empty());
+    EXPECT_NE(r.err.find(part), std::string::npos) << r.err;
+  }
+  // A bad V4.1 config names the file, the key and the value.
+  nlohmann::json cfg;
+  {
+    std::ifstream in(kData + "/deepseek-v4.1-flash.config.json");
+    cfg = json::parse(in);
+  }
+  cfg["text_config"]["kv_source_layer_ids"] = {2, 8, 14, 1};
+  const std::filesystem::path file = std::filesystem::temp_directory_path() / "dsv4_v41_bad_owner.config.json";
+  std::ofstream(file) << cfg.dump();
+  const run_result r = run({"--config", file.string()});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("kv_source_layer_ids=1"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(file.string()), std::string::npos) << r.err;
+  std::filesystem::remove(file);
 }
 
 }  // namespace

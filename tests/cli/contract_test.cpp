@@ -59,7 +59,7 @@ fs::path describe(const std::string& name, std::vector<std::string> args) {
 std::uint64_t libxxhash(std::string_view s) { return XXH64(s.data(), s.size(), 0); }
 
 TEST(Contract, LibxxhashAgrees) {
-  for (const model_config* m : {&deepseek_v4_flash, &deepseek_v4_pro, &deepseek_v3_2}) {
+  for (const model_config* m : {&deepseek_v4_flash, &deepseek_v4_pro, &deepseek_v4_1_flash, &deepseek_v3_2}) {
     const cache_layout l = describe_layout(*m);
     EXPECT_EQ(fingerprint(l), libxxhash(canonical_layout(l).view())) << m->name.view();
   }
@@ -215,6 +215,33 @@ TEST(Contract, CheckNamesTheFirstWrongNumber) {
                                                        }).string()});
   EXPECT_EQ(d.rc, 2);
   EXPECT_NE(d.err.find("fails check"), std::string::npos);
+}
+
+TEST(Contract, V41SplitVersusInterleavedPages) {
+  // The hazard: FlashMLA 2026.09.10 split pages vs its 2026.09.30 interleaved rows, the
+  // same row and page bytes (N = 64): only the offsets differ.
+  const fs::path split = describe("v41-split.json", {"--preset", "v4.1-flash"});
+  const fs::path inter =
+      describe("v41-inter.json", {"--preset", "v4.1-flash", "--format", "v4.1.swa=v4.1.fp8.interleaved"});
+  EXPECT_EQ(layout_cli({"check", split.string()}).rc, 0) << layout_cli({"check", split.string()}).out;
+  EXPECT_EQ(layout_cli({"check", inter.string()}).rc, 0);
+  const run_out r = layout_cli({"diff", split.string(), inter.string()});
+  EXPECT_EQ(r.rc, 1) << r.err;
+  EXPECT_NE(r.out.find("v4.1.swa pool 0: row 1 scales at 32,784 vs 1,040"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("page 33,792"), std::string::npos) << "same page bytes: " << r.out;
+  // Preset and released config.json: one fingerprint.
+  EXPECT_EQ(layout_cli({"fingerprint", "--preset", "v4.1-flash"}).out,
+            layout_cli({"fingerprint", "--config", (kData / "deepseek-v4.1-flash.config.json").string()}).out);
+  // check knows V4.1's roles: a reuse layer reads an earlier owner of its ratio.
+  ojson d = ojson::parse(layout_cli({"describe", "--preset", "v4.1-flash"}).out);
+  EXPECT_EQ(d["layout"]["layers"][3]["role"], "reuse");
+  EXPECT_EQ(d["layout"]["layers"][3]["owner"], 2);
+  d["layout"]["layers"][21]["owner"] = 14;  // a ratio-1 layer reading a ratio-2 owner
+  const run_out bad = layout_cli({"check", temp_file("v41-owner.json", d.dump()).string()});
+  EXPECT_EQ(bad.rc, 1);
+  EXPECT_NE(bad.out.find("layout.layers[21].owner: 14, but layer 14 is not an owner layer of ratio 1"),
+            std::string::npos)
+      << bad.out;
 }
 
 TEST(Contract, BadInput) {

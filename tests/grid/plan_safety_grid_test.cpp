@@ -1,8 +1,8 @@
-// Plan safety over the grid: for every engine policy, N in {1, 2, 7, 64}, L in {5, 63,
-// 64, 65, 127, 128, 129, 1000, 8192, 8193, 131072}, s in 1..4 and B in {1, 64, 512, 8192}, the
-// plan's pages per layer are at least the allocation simulator's worst peak + the null page in
-// every group, and the plan / peak bytes ratio is printed (its median must stay <= 1.15).
-// ctest label "grid": Release builds only (about a minute on two cores, too slow under sanitizers).
+// Plan safety over the grid: for DeepSeek-V4-Flash and V4.1-Flash, every engine policy, N in {1, 2, 7, 64}, L
+// in {5, 63, 64, 65, 127, 128, 129, 1000, 8192, 8193, 131072}, s in 1..4 and B in {1, 64, 512, 8192}, the plan's pages
+// per layer are at least the allocation simulator's worst peak + the null page in every group, and the plan / peak
+// bytes ratio is printed (its median must stay <= 1.15). ctest label "grid": Release builds only (about a minute on two
+// cores, too slow under sanitizers).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -22,8 +22,8 @@ struct cell {
   std::int64_t n, l, s, b;
 };
 
-void check_grid(const allocation_policy& policy) {
-  const group_spec_list specs = build_cache_specs(deepseek_v4_flash);
+void check_grid(const model_config& model, const allocation_policy& policy) {
+  const group_spec_list specs = build_cache_specs(model);
   std::vector<cell> cells;
   int skipped = 0;
   for (const std::int64_t n : {1, 2, 7, 64})
@@ -49,7 +49,7 @@ void check_grid(const allocation_policy& policy) {
       o.tokens_per_step = c.s;
       o.prefill_chunk_tokens = c.b;
       o.policy = policy;
-      const memory_plan p = build_memory_plan(deepseek_v4_flash, o);
+      const memory_plan p = build_memory_plan(model, o);
       const sim_result r = simulate_worst_case(specs, policy, c.n, c.l, c.s, c.b);
       ratios[i] = static_cast<double>(p.total_bytes) / static_cast<double>(r.peak_bytes);
       for (int g = 0; g < p.num_groups; ++g) {
@@ -74,17 +74,23 @@ void check_grid(const allocation_policy& policy) {
     return sorted[static_cast<std::size_t>(q * static_cast<double>(sorted.size() - 1))];
   };
   std::printf(
-      "%s%s: %zu cells (%d skipped: B < s never decodes), plan / simulated peak bytes: min %.3f, p10 %.3f, "
+      "%s, %s%s: %zu cells (%d skipped: B < s never decodes), plan / simulated peak bytes: min %.3f, p10 %.3f, "
       "median %.3f, p90 %.3f, max %.3f\n",
-      std::string(to_string(policy.engine)).c_str(), policy.overlap ? " with overlap" : "", cells.size(), skipped,
-      sorted.front(), at(0.1), at(0.5), at(0.9), sorted.back());
+      std::string(model.name.view()).c_str(), std::string(to_string(policy.engine)).c_str(),
+      policy.overlap ? " with overlap" : "", cells.size(), skipped, sorted.front(), at(0.1), at(0.5), at(0.9),
+      sorted.back());
   EXPECT_GE(sorted.front(), 1.0);
   EXPECT_LE(at(0.5), 1.15);
 }
 
-TEST(PlanSafetyGrid, Vllm) { check_grid(vllm_policy); }
-TEST(PlanSafetyGrid, Tokenspeed) { check_grid(tokenspeed_policy); }
-TEST(PlanSafetyGrid, TokenspeedDefault) { check_grid(tokenspeed_default_policy); }
+TEST(PlanSafetyGrid, Vllm) { check_grid(deepseek_v4_flash, vllm_policy); }
+TEST(PlanSafetyGrid, Tokenspeed) { check_grid(deepseek_v4_flash, tokenspeed_policy); }
+TEST(PlanSafetyGrid, TokenspeedDefault) { check_grid(deepseek_v4_flash, tokenspeed_default_policy); }
+// V4.1: the KV-sharing groups, ratio-2 (2 tokens per row) and ratio-1 global pages, and vLLM's
+// fixed state ring.
+TEST(PlanSafetyGrid, V41Vllm) { check_grid(deepseek_v4_1_flash, vllm_policy); }
+TEST(PlanSafetyGrid, V41Tokenspeed) { check_grid(deepseek_v4_1_flash, tokenspeed_policy); }
+TEST(PlanSafetyGrid, V41TokenspeedDefault) { check_grid(deepseek_v4_1_flash, tokenspeed_default_policy); }
 
 }  // namespace
 }  // namespace dsv4::cache

@@ -166,8 +166,9 @@ class simulator {
       sg.page_tokens = s.page_size_tokens();
       if (std::has_single_bit(static_cast<std::uint64_t>(sg.page_tokens)))
         sg.page_shift = std::countr_zero(static_cast<std::uint64_t>(sg.page_tokens));
-      sg.window =
-          sg.sliding ? effective_window(s.sliding_window_tokens, s.step_window_base_tokens, p, w.tokens_per_step) : 0;
+      sg.window = sg.sliding ? effective_window(s.sliding_window_tokens, s.step_window_base_tokens, p,
+                                                w.tokens_per_step, s.engine_state_ring)
+                             : 0;
       sg.layer_page_bytes =
           checked_mul(static_cast<std::uint64_t>(s.page_bytes()), static_cast<std::uint64_t>(s.num_layers));
       if (sg.sliding) page_token_lcm_ = std::lcm(page_token_lcm_, sg.page_tokens);
@@ -572,8 +573,8 @@ inline sim_result simulate_worst_case(const group_spec_list& specs, const alloca
   for (const allocation_policy& v : concrete_variants(p)) {
     std::array<std::int64_t, kMaxGroups + 1> key{};
     for (int g = 0; g < specs.num_groups; ++g)
-      key[static_cast<std::size_t>(g)] =
-          effective_window(specs[g].sliding_window_tokens, specs[g].step_window_base_tokens, v, s);
+      key[static_cast<std::size_t>(g)] = effective_window(
+          specs[g].sliding_window_tokens, specs[g].step_window_base_tokens, v, s, specs[g].engine_state_ring);
     key[kMaxGroups] = v.has(first_chunk_lookahead::spec) ? s - 1 : 0;
     if (std::find(seen.begin(), seen.begin() + num_seen, key) != seen.begin() + num_seen) continue;
     seen[static_cast<std::size_t>(num_seen++)] = key;

@@ -15,6 +15,11 @@
 // deepseek_v32 reads num_hidden_layers, num_nextn_predict_layers, kv_lora_rank (> 0),
 // qk_rope_head_dim, index_head_dim and max_position_embeddings; the cached latent row is
 // head_dim = kv_lora_rank + qk_rope_head_dim (576); V3.2 has no sliding window and no ratios.
+// deepseek_v41 (DeepSeek V4.1; the text fields at the top level or in `text_config`, whose
+// model_type is deepseek_v41_text) reads the V4 dims, compress_ratios (0, 1 or 2; the draft
+// layers' entries 0), kv_source_layer_ids (the owner layers), index_source_layer_ids (optional:
+// the owners when absent), num_nextn_predict_layers (the DSpark draft layers) and
+// dspark_block_size (optional, 0 when absent); docs/layout-variants.md 1.2-1.3.
 #pragma once
 
 #include <cmath>
@@ -145,6 +150,59 @@ inline model_config v32_config_from_json(const nlohmann::json& root, model_confi
 }
 }  // namespace detail
 
+namespace detail {
+/// A list of layer ids `key` (ints in [0, kMaxLayers)) into `out`.
+inline void layer_ids(const nlohmann::json& v, const char* key, layer_id_list& out) {
+  if (!v.is_array()) config_fail(std::string("key '") + key + "' must be an array of layer ids, got " + quote(v));
+  if (v.size() > static_cast<std::size_t>(kMaxLayers))
+    config_fail(std::string("key '") + key + "' has " + std::to_string(v.size()) + " entries, more than 256");
+  for (std::size_t i = 0; i < v.size(); ++i)
+    out.push_back(
+        static_cast<int>(int_value(v[i], std::string(key) + "[" + std::to_string(i) + "]", 0, kMaxLayers - 1)));
+}
+
+/// `compress_ratios` (or V4's newer `layer_types` + `compress_rates`) of `root` into `c`, one
+/// per main and MTP layer; extra trailing entries are ignored. V4.1 reads compress_ratios only.
+inline void ratios_from_json(const nlohmann::json& root, model_config& c, bool v41) {
+  const auto layers = static_cast<std::size_t>(c.num_layers());
+  if (const nlohmann::json* ratios = find_key(root, "compress_ratios")) {
+    if (!ratios->is_array()) config_fail("key 'compress_ratios' must be an array, got " + quote(*ratios));
+    if (ratios->size() < layers)
+      config_fail("key 'compress_ratios' has " + std::to_string(ratios->size()) +
+                  " entries, fewer than num_hidden_layers + num_nextn_predict_layers = " + std::to_string(layers));
+    for (std::size_t i = 0; i < layers; ++i)
+      c.compress_ratios[i] =
+          static_cast<int>(int_value((*ratios)[i], "compress_ratios[" + std::to_string(i) + "]", 0, kIntMax));
+  } else if (const nlohmann::json* types = v41 ? nullptr : find_key(root, "layer_types")) {
+    if (!types->is_array()) config_fail("key 'layer_types' must be an array, got " + quote(*types));
+    const auto main_layers = static_cast<std::size_t>(c.num_hidden_layers);
+    if (types->size() < main_layers)
+      config_fail("key 'layer_types' has " + std::to_string(types->size()) +
+                  " entries, fewer than num_hidden_layers = " + std::to_string(main_layers));
+    const nlohmann::json* rates = find_key(root, "compress_rates");
+    for (std::size_t i = 0; i < layers; ++i)
+      c.compress_ratios[i] = i < types->size() ? ratio_of_layer_type(*types, rates, i) : 0;
+  } else {
+    config_fail(v41 ? "missing key 'compress_ratios'"
+                    : "missing key 'compress_ratios' (or 'layer_types' with 'compress_rates')");
+  }
+}
+
+/// The V4.1 keys of `root` into `c`: kv_source_layer_ids (required), index_source_layer_ids (the
+/// owners when absent), dspark_block_size (0 when absent). The schedule checks their rules.
+inline void v41_sources_from_json(const nlohmann::json& root, model_config& c) {
+  const nlohmann::json* kv = find_key(root, "kv_source_layer_ids");
+  if (kv == nullptr) config_fail("missing key 'kv_source_layer_ids' (the V4.1 owner layers)");
+  layer_ids(*kv, "kv_source_layer_ids", c.kv_source_layer_ids);
+  if (const nlohmann::json* idx = find_key(root, "index_source_layer_ids"))
+    layer_ids(*idx, "index_source_layer_ids", c.index_source_layer_ids);
+  else
+    c.index_source_layer_ids = c.kv_source_layer_ids;
+  if (const nlohmann::json* d = find_key(root, "dspark_block_size"))
+    c.dspark_block_size = static_cast<int>(int_value(*d, "dspark_block_size", 0, kIntMax));
+}
+}  // namespace detail
+
 /// Reads a parsed config.json object. `name` labels the model (e.g. the file name). Throws
 /// config_error naming the key for a missing or ill-typed key, a non-V4 `model_type`, a
 /// zero or negative dim, a ratio list shorter than the layer count, or a ratio other than
@@ -155,14 +213,18 @@ inline model_config model_config_from_json(const nlohmann::json& root, std::stri
   if (!root.is_object()) config_fail("top level must be a JSON object");
   const nlohmann::json* type = detail::find_key(root, "model_type");
   if (type == nullptr) config_fail("missing key 'model_type'");
-  const bool v32 = type->is_string() && type->get_ref<const std::string&>() == "deepseek_v32";
-  if (!v32 && (!type->is_string() || type->get_ref<const std::string&>() != "deepseek_v4"))
-    config_fail(R"(key 'model_type' must be "deepseek_v4" (DeepSeek V4) or "deepseek_v32" (DeepSeek V3.2), got )" +
+  const std::string kind = type->is_string() ? type->get<std::string>() : std::string();
+  const bool v32 = kind == "deepseek_v32";
+  const bool v41 = kind == "deepseek_v41" || kind == "deepseek_v41_text";
+  if (!v32 && !v41 && kind != "deepseek_v4")
+    config_fail(R"(key 'model_type' must be "deepseek_v4" (DeepSeek V4), "deepseek_v41" (DeepSeek V4.1) or )"
+                R"("deepseek_v32" (DeepSeek V3.2), got )" +
                 detail::quote(*type));
 
   model_config c;
   c.name = model_name(name);
   if (v32) return detail::v32_config_from_json(root, c);
+  if (v41) c.family = model_family::v4_1;
   c.num_hidden_layers = static_cast<int>(detail::required_int(root, "num_hidden_layers", 1, kMaxLayers));
   const nlohmann::json* mtp = detail::find_key(root, "num_nextn_predict_layers");
   c.num_nextn_predict_layers =
@@ -184,27 +246,8 @@ inline model_config model_config_from_json(const nlohmann::json& root, std::stri
   c.max_position_embeddings =
       detail::required_int(root, "max_position_embeddings", 1, std::numeric_limits<std::int64_t>::max());
 
-  const auto layers = static_cast<std::size_t>(c.num_layers());
-  if (const nlohmann::json* ratios = detail::find_key(root, "compress_ratios")) {
-    if (!ratios->is_array()) config_fail("key 'compress_ratios' must be an array, got " + detail::quote(*ratios));
-    if (ratios->size() < layers)
-      config_fail("key 'compress_ratios' has " + std::to_string(ratios->size()) +
-                  " entries, fewer than num_hidden_layers + num_nextn_predict_layers = " + std::to_string(layers));
-    for (std::size_t i = 0; i < layers; ++i)
-      c.compress_ratios[i] =
-          static_cast<int>(detail::int_value((*ratios)[i], "compress_ratios[" + std::to_string(i) + "]", 0, kIntMax));
-  } else if (const nlohmann::json* types = detail::find_key(root, "layer_types")) {
-    if (!types->is_array()) config_fail("key 'layer_types' must be an array, got " + detail::quote(*types));
-    const auto main_layers = static_cast<std::size_t>(c.num_hidden_layers);
-    if (types->size() < main_layers)
-      config_fail("key 'layer_types' has " + std::to_string(types->size()) +
-                  " entries, fewer than num_hidden_layers = " + std::to_string(main_layers));
-    const nlohmann::json* rates = detail::find_key(root, "compress_rates");
-    for (std::size_t i = 0; i < layers; ++i)
-      c.compress_ratios[i] = i < types->size() ? detail::ratio_of_layer_type(*types, rates, i) : 0;
-  } else {
-    config_fail("missing key 'compress_ratios' (or 'layer_types' with 'compress_rates')");
-  }
+  detail::ratios_from_json(root, c, v41);
+  if (v41) detail::v41_sources_from_json(root, c);
   try {
     (void)build_layer_schedule(c);  // validates every field and names a bad layer's ratio
   } catch (const std::invalid_argument& e) {

@@ -5,7 +5,7 @@
 // order below, integers in decimal, strings as is (ASCII, nothing to escape); no floats,
 // booleans or nulls (a key without a value is omitted); no trailing newline.
 //
-//   {"schema":"dsv4-cache-layout/1","model":"v4"|"v3.2",
+//   {"schema":"dsv4-cache-layout/1","model":"v4"|"v4.1"|"v3.2",
 //    "layers":[{"index":0,"attention":"swa","ratio":0,"role":"owner","owner":0},...],
 //    "groups":[{"id":"v4.swa_kv","retention":"sliding_window","tokens_per_row":1,
 //               "rows_per_page":64,"layers":[0,1,...],
@@ -16,7 +16,9 @@
 //
 // - layers: every layer of the model (main, then MTP / draft), with its attention kind, its
 //   compress ratio (0 for SWA and MLA layers: no compression), its role (`owner`: keeps its
-//   own caches; `draft`: an MTP layer) and the layer whose caches it reads (itself in V4/V3.2).
+//   own caches; `draft`: an MTP layer; V4.1 `reuse` / `reindex`: reads the global caches of
+//   another layer) and the layer whose caches it reads (itself in V4/V3.2 and for V4.1 owners,
+//   SWA-only and draft layers).
 // - groups: the cached groups in the library's order, with the layers that keep a pool of the
 //   group; pools with their registry format and the numbers that decide where bytes go
 //   (`alignment` only for split_padded pages; `row1` the first byte of row 1's data, scales
@@ -49,9 +51,14 @@ inline constexpr std::string_view kLayoutSchema = "dsv4-cache-layout/1";
 struct layout_layer {
   int index = 0;
   attention_kind attention = attention_kind::swa;
-  int ratio = 0;       ///< 0 (SWA, MLA), 4 (CSA) or 128 (HCA).
-  bool draft = false;  ///< An MTP layer (role "draft"); else role "owner".
-  int owner = 0;       ///< The layer whose caches it reads: itself in V4 and V3.2.
+  int ratio = 0;                       ///< 0 (SWA, MLA), 4 (CSA), 128 (HCA), 2 (CSA2) or 1 (CSA1).
+  layer_role role = layer_role::none;  ///< `none` prints "owner": the layer keeps its own caches.
+  int owner = 0;                       ///< The layer whose caches it reads: itself in V4 and V3.2.
+
+  /// The canonical role: "owner", "reuse", "reindex" or "draft".
+  [[nodiscard]] constexpr std::string_view role_name() const {
+    return role == layer_role::none ? to_string(layer_role::owner) : to_string(role);
+  }
 };
 
 /// The rank part of a per-rank layout (`present` false for a whole-model layout).
@@ -81,8 +88,9 @@ constexpr cache_layout layout_skeleton(const model_config& c) {
   l.num_layers = s.num_layers;
   for (int i = 0; i < s.num_layers; ++i) {
     const layer_spec& ls = s[i];
-    const int ratio = ls.kind == attention_kind::csa || ls.kind == attention_kind::hca ? ls.compress_ratio : 0;
-    l.layers[static_cast<std::size_t>(i)] = {i, ls.kind, ratio, ls.mtp, i};
+    const int ratio = ls.kind == attention_kind::swa || ls.kind == attention_kind::mla ? 0 : ls.compress_ratio;
+    const layer_role role = ls.mtp ? layer_role::draft : ls.role;
+    l.layers[static_cast<std::size_t>(i)] = {i, ls.kind, ratio, role, ls.kv_owner >= 0 ? ls.kv_owner : i};
   }
   return l;
 }
@@ -204,7 +212,7 @@ constexpr fixed_text<kCanonicalLayoutCapacity> canonical_layout(const cache_layo
     key_int(t, "index", y.index, true);
     key_string(t, "attention", to_string(y.attention));
     key_int(t, "ratio", y.ratio);
-    key_string(t, "role", y.draft ? "draft" : "owner");
+    key_string(t, "role", y.role_name());
     key_int(t, "owner", y.owner);
     t.append("}");
   }
@@ -231,6 +239,15 @@ constexpr fixed_text<kCanonicalLayoutCapacity> canonical_layout(const cache_layo
       case group_kind::indexer_compressor_state: t.append("v4.c4a.indexer_compressor_state"); break;
       case group_kind::mla_kv: t.append("v3.2.mla_kv"); break;
       case group_kind::indexer_k: t.append("v3.2.indexer_k"); break;
+      case group_kind::v41_swa: t.append("v4.1.swa"); break;
+      case group_kind::v41_global:
+        t.append("v4.1.global_r");
+        t.append_int(g.id.ratio);
+        break;
+      case group_kind::v41_compressor_state:
+        t.append("v4.1.compressor_state_r");
+        t.append_int(g.id.ratio);
+        break;
     }
     t.append("\"");
     key_string(t, "retention", to_string(g.retention));

@@ -12,6 +12,18 @@
 //   v4.c128a.compressor_state         8 rows x 4,096 B fp32               = 32,768
 //   v4.c128a.compressed_kv            2 rows x 584 B, padded to 576 B      =  1,728
 //   v4.c4a.indexer_compressor_state   4 rows x 2,048 B fp32               =  8,192
+//
+// DeepSeek V4.1 (docs/layout-variants.md 1.3, 1.10; tokenspeed `deepseek_v41_geometry.py`, which
+// names them `v41.swa`, `v41.global_r2`, `v41.global_r1`, `v41.compressor_tail_r2`), default
+// formats (`format_set::v41`):
+//
+//   v4.1.swa                   every layer    64 rows x 528 B (1 token/row)       = 33,792
+//   v4.1.global_r2             owners 2, 8, 14  64 rows x 2 tokens: 64 x 288 B global KV (18,432)
+//                                               + 64 x 68 B MXFP4 index keys (4,352)
+//   v4.1.global_r1             owner 20       64 rows x 1 token, the same two pools
+//   v4.1.compressor_state_r2   owners 2, 8, 14  2 rows x 4,096 B fp32 [kv | score] = 8,192
+//
+// Reuse, reindex and draft layers keep only their SWA window.
 #pragma once
 
 #include <array>
@@ -36,14 +48,19 @@ constexpr std::int64_t compressor_state_rows_per_page(std::int64_t ratio) {
 }
 
 /// What a group stores.
-/// V3.2 adds mla_kv (latent rows) and indexer_k (indexer keys), both full history.
+/// V3.2 adds mla_kv (latent rows) and indexer_k (indexer keys), both full history. V4.1 adds
+/// v41_swa (every layer's window), v41_global (the owners' global KV + index keys, ratio 1 or 2)
+/// and v41_compressor_state (the ratio-2 owners' fp32 state).
 enum class group_kind : std::uint8_t {
   swa_kv,
   compressor_state,
   compressed_kv,
   indexer_compressor_state,
   mla_kv,
-  indexer_k
+  indexer_k,
+  v41_swa,
+  v41_global,
+  v41_compressor_state
 };
 
 /// A group's identity: its kind and, for compressor-state / compressed-KV groups, the ratio.
@@ -64,6 +81,9 @@ inline std::string to_string(group_id id) {
     case group_kind::indexer_compressor_state: return "v4.c4a.indexer_compressor_state";
     case group_kind::mla_kv: return "v3.2.mla_kv";
     case group_kind::indexer_k: return "v3.2.indexer_k";
+    case group_kind::v41_swa: return "v4.1.swa";
+    case group_kind::v41_global: return "v4.1.global_r" + std::to_string(id.ratio);
+    case group_kind::v41_compressor_state: return "v4.1.compressor_state_r" + std::to_string(id.ratio);
   }
   return "?";
 }
@@ -89,15 +109,20 @@ namespace detail {
 }
 }  // namespace detail
 
-/// Parses a group id. Accepts `v3.2.mla_kv`, `v3.2.indexer_k` and the seed's four V4 id shapes with a ratio of 4 or 128
-/// written in plain decimal (no sign, no leading zero, no spaces). Throws
-/// std::invalid_argument for anything else (the seed's parser returns None for malformed ids
-/// and accepts any integer ratio; V4 has only 4 and 128).
+/// Parses a group id. Accepts `v3.2.mla_kv`, `v3.2.indexer_k`, the V4.1 ids `v4.1.swa`,
+/// `v4.1.global_r2`, `v4.1.global_r1`, `v4.1.compressor_state_r2`, and the seed's four V4 id
+/// shapes with a ratio of 4 or 128 written in plain decimal (no sign, no leading zero, no
+/// spaces). Throws std::invalid_argument for anything else (the seed's parser returns None for
+/// malformed ids and accepts any integer ratio; V4 has only 4 and 128).
 constexpr group_id parse_group_id(std::string_view s) {
   if (s == "v4.swa_kv") return {group_kind::swa_kv, 0};
   if (s == "v4.c4a.indexer_compressor_state") return {group_kind::indexer_compressor_state, kCsaRatio};
   if (s == "v3.2.mla_kv") return {group_kind::mla_kv, 0};
   if (s == "v3.2.indexer_k") return {group_kind::indexer_k, 0};
+  if (s == "v4.1.swa") return {group_kind::v41_swa, 0};
+  if (s == "v4.1.global_r2") return {group_kind::v41_global, 2};
+  if (s == "v4.1.global_r1") return {group_kind::v41_global, 1};
+  if (s == "v4.1.compressor_state_r2") return {group_kind::v41_compressor_state, 2};
   constexpr std::string_view prefix = "v4.c";
   constexpr std::string_view state_suffix = "a.compressor_state";
   constexpr std::string_view kv_suffix = "a.compressed_kv";
@@ -131,6 +156,15 @@ enum class cache_family : std::uint8_t { state, history };
 /// The seed's retention: a trailing window, or the whole context.
 enum class cache_retention : std::uint8_t { sliding_window, full_history };
 
+/// What a prefix cache must do with a group's pages to resume a request at a hit.
+enum class prefix_reuse : std::uint8_t {
+  persist,  ///< Store them: nothing else rebuilds them (V4, V3.2, V4.1 global KV, index keys, ratio-2 state).
+  replay,   ///< Rebuilt by bounded replay of the last window's tokens (V4.1 SWA: vLLM
+            ///< --swa-bounded-replay, SGLang --enable-*-swa-bounded-replay; layout-variants 1.9).
+};
+
+constexpr std::string_view to_string(prefix_reuse r) { return r == prefix_reuse::persist ? "persist" : "replay"; }
+
 constexpr std::string_view to_string(cache_family f) { return f == cache_family::state ? "state" : "history"; }
 constexpr std::string_view to_string(cache_retention r) {
   return r == cache_retention::sliding_window ? "sliding_window" : "full_history";
@@ -147,22 +181,55 @@ struct pool_spec {
 };
 
 /// The registry formats a model's pools use. V4: the main-KV format of the SWA, CSA and HCA
-/// groups and the CSA indexer-key format; V3.2: the latent rows and the indexer keys. Compressor
-/// states are always `fp32_state`.
+/// groups and the CSA indexer-key format; V4.1: the SWA rows (`swa_kv`), the global KV of the
+/// ratio-2 and ratio-1 owners and the index keys (`indexer`); V3.2: the latent rows and the
+/// indexer keys. Compressor states are always `fp32_state`.
 struct format_selection {
   format_layout swa_kv = formats::v4_fp8_ds_mla::layout;
   format_layout csa_kv = formats::v4_fp8_ds_mla::layout;
   format_layout hca_kv = formats::v4_fp8_ds_mla::layout;
   format_layout mla_kv = formats::v32_fp8_ds_mla::layout;
+  format_layout global_r2 = formats::v41_fp4::layout;  ///< V4.1 v4.1.global_r2 pool 0
+  format_layout global_r1 = formats::v41_fp4::layout;  ///< V4.1 v4.1.global_r1 pool 0
   format_layout indexer = formats::v4_indexer_fp8::layout;
 };
 
+/// A named set of V4.1 default formats (tokenspeed `V41_CACHE_FORMATS`, PR #1636).
+enum class format_set : std::uint8_t {
+  family_default,  ///< The family's defaults: `v41` for V4.1.
+  v41,             ///< SWA `v4.1.fp8` (528), global `v4.1.fp4` (288), index `v4.indexer_mxfp4` (68), split pages:
+                   ///< what vLLM (PRs #56893, #56935) and SGLang (`kv_layout.py`) ship on SM100.
+  v4,              ///< The Hopper fallback: SWA and global `v4.fp8_ds_mla` (584), index `v4.indexer_fp8` (132).
+};
+
+/// "default", "v41" or "v4" (the planner's --format-set names; "default" is not a flag value).
+constexpr std::string_view to_string(format_set s) {
+  switch (s) {
+    case format_set::family_default: return "default";
+    case format_set::v41: return "v41";
+    case format_set::v4: return "v4";
+  }
+  return "?";
+}
+
 /// The default formats of a family: V4 `v4.fp8_ds_mla` everywhere and `v4.indexer_fp8` or
 /// `v4.indexer_mxfp4` keys; V3.2 `v3.2.fp8_ds_mla` and `v3.2.indexer_fp8` (V3.2 has no MXFP4
-/// indexer: `indexer` must be fp8 there, else this fails).
-constexpr format_selection default_formats(model_family family, indexer_format indexer = indexer_format::fp8) {
+/// indexer: `indexer` must be fp8 there, else this fails); V4.1 the formats of `set` (`indexer`
+/// is not used: the set decides the index keys). Fails for a V4.1 set on another family.
+constexpr format_selection default_formats(model_family family, indexer_format indexer = indexer_format::fp8,
+                                           format_set set = format_set::family_default) {
   format_selection s;
-  if (family == model_family::v3_2) {
+  require(set == format_set::family_default || family == model_family::v4_1,
+          "a format set (--format-set v41|v4) is for DeepSeek V4.1 models only", {"format_set", static_cast<int>(set)});
+  if (family == model_family::v4_1) {
+    if (set == format_set::v4) {  // the Hopper fallback: V4 rows everywhere
+      s.swa_kv = s.global_r2 = s.global_r1 = formats::v4_fp8_ds_mla::layout;
+      s.indexer = formats::v4_indexer_fp8::layout;
+    } else {
+      s.swa_kv = formats::v41_fp8::layout;
+      s.indexer = formats::v4_indexer_mxfp4::layout;
+    }
+  } else if (family == model_family::v3_2) {
     require(indexer == indexer_format::fp8, "DeepSeek V3.2 indexer keys are FP8 only (v3.2.indexer_fp8)");
     s.indexer = formats::v32_indexer_fp8::layout;
   } else if (indexer == indexer_format::mxfp4) {
@@ -176,38 +243,48 @@ constexpr format_selection default_formats(model_family family, indexer_format i
 /// `indexer` sets the indexer keys (`--indexer-format`).
 struct format_overrides {
   int kv = -1;
-  int swa_kv = -1;  ///< v4.swa_kv
-  int csa_kv = -1;  ///< v4.c4a.compressed_kv pool 0
-  int hca_kv = -1;  ///< v4.c128a.compressed_kv
-  int mla_kv = -1;  ///< v3.2.mla_kv
+  int swa_kv = -1;     ///< v4.swa_kv
+  int csa_kv = -1;     ///< v4.c4a.compressed_kv pool 0
+  int hca_kv = -1;     ///< v4.c128a.compressed_kv
+  int mla_kv = -1;     ///< v3.2.mla_kv
+  int global_r2 = -1;  ///< v4.1.global_r2 pool 0
+  int global_r1 = -1;  ///< v4.1.global_r1 pool 0
   int indexer = -1;
+  format_set set = format_set::family_default;  ///< V4.1: the defaults before the overrides (--format-set).
   friend constexpr bool operator==(const format_overrides&, const format_overrides&) = default;
 };
 
-/// `default_formats(family, indexer)` with `o` applied. Fails for an index outside the registry.
+/// `default_formats(family, indexer, o.set)` with `o` applied. Fails for an index outside the
+/// registry, or a V4.1 format set on another family.
 constexpr format_selection resolve_formats(model_family family, indexer_format indexer, const format_overrides& o) {
-  format_selection s = default_formats(family, indexer);
+  format_selection s = default_formats(family, indexer, o.set);
   const auto pick = [](format_layout& slot, int i) {
     if (i < 0) return;
     require(i < static_cast<int>(kFormats.size()), "format index outside the registry", {"index", i});
     slot = kFormats[static_cast<std::size_t>(i)];
   };
-  for (format_layout* f : {&s.swa_kv, &s.csa_kv, &s.hca_kv, &s.mla_kv}) pick(*f, o.kv);
+  for (format_layout* f : {&s.swa_kv, &s.csa_kv, &s.hca_kv, &s.mla_kv, &s.global_r2, &s.global_r1}) pick(*f, o.kv);
   pick(s.swa_kv, o.swa_kv);
   pick(s.csa_kv, o.csa_kv);
   pick(s.hca_kv, o.hca_kv);
   pick(s.mla_kv, o.mla_kv);
+  pick(s.global_r2, o.global_r2);
+  pick(s.global_r1, o.global_r1);
   pick(s.indexer, o.indexer);
   return s;
 }
 
 /// Why `f` cannot hold a pool of `role` with `values` values per row (`rope` of them RoPE) for a
-/// model of `family`, or nullptr if it can. Used by the group builder (a constant expression:
-/// a bad static_assert input does not compile) and by `check_formats` (host, names both).
+/// model of `family`, or nullptr if it can. A V4.1 model also takes V4 formats (the Hopper
+/// fallback, tokenspeed PR #1636; vLLM's 584-B SWA rows off SM100). Used by the group builder
+/// (a constant expression: a bad static_assert input does not compile) and by `check_formats`
+/// (host, names both).
 constexpr const char* format_mismatch(const format_layout& f, format_role role, model_family family,
                                       std::int64_t values, std::int64_t rope) {
   if (f.role != role) return "the row format stores another kind of row (main KV, indexer key or state)";
-  if (f.model != family && f.model != model_family::any) return "the row format belongs to another model family";
+  const bool v4_on_v41 = family == model_family::v4_1 && f.model == model_family::v4;
+  if (f.model != family && f.model != model_family::any && !v4_on_v41)
+    return "the row format belongs to another model family";
   if (f.values != values) return "the row format stores another number of values per row";
   if (role == format_role::main_kv && f.rope.count != rope) return "the row format stores another RoPE width";
   return nullptr;
@@ -225,7 +302,11 @@ struct paged_cache_group_spec {
   /// compressor and indexer states, whose window (1 + overlap) x ratio exceeds the ratio; else 0.
   std::int64_t step_window_base_tokens = 0;
   cache_family family = cache_family::state;
-  int num_pools = 0;                     ///< 2 for c4a.compressed_kv (KV + indexer keys), else 1.
+  prefix_reuse prefix = prefix_reuse::persist;  ///< What a prefix cache does with its pages.
+  /// V4.1 ratio-2 compressor state: the engine keeps a fixed ring of rows per request, which the
+  /// policy may size beyond the window (`allocation_policy::state_ring`, vLLM max(8, ...)).
+  bool engine_state_ring = false;
+  int num_pools = 0;                     ///< 2 for c4a.compressed_kv and the V4.1 global groups, else 1.
   pool_spec pools[2]{};                  ///< A plain array: its members are callable in device code.
   int num_layers = 0;                    ///< Layers that keep a pool of this group.
   std::array<int, kMaxLayers> layers{};  ///< Their indices, ascending.
@@ -251,7 +332,7 @@ struct paged_cache_group_spec {
   }
 };
 
-/// At most 6 groups: swa, 2 x (state, compressed), indexer state.
+/// At most 6 groups: swa, 2 x (state, compressed), indexer state (V4.1: 4, V3.2: 2).
 inline constexpr int kMaxGroups = 6;
 
 /// The groups of a model in the seed's order.
@@ -294,6 +375,20 @@ inline void check_formats(const model_config& c, const format_selection& formats
   if (c.family == model_family::v3_2) {
     check(formats.mla_kv, format_role::main_kv, "latent rows", "v3.2.mla_kv");
     check(formats.indexer, format_role::indexer_k, "indexer keys", "v3.2.indexer_k");
+    return;
+  }
+  if (c.family == model_family::v4_1) {
+    check(formats.swa_kv, format_role::main_kv, "SWA rows", "v4.1.swa");
+    bool r2 = false;
+    bool r1 = false;
+    for (const int o : c.kv_source_layer_ids) {
+      r2 = r2 || c.compress_ratios[static_cast<std::size_t>(o)] == 2;
+      r1 = r1 || c.compress_ratios[static_cast<std::size_t>(o)] == 1;
+    }
+    if (r2) check(formats.global_r2, format_role::main_kv, "global KV rows", "v4.1.global_r2");
+    if (r1) check(formats.global_r1, format_role::main_kv, "global KV rows", "v4.1.global_r1");
+    if (r2 || r1)
+      check(formats.indexer, format_role::indexer_k, "index keys", r2 ? "v4.1.global_r2" : "v4.1.global_r1");
     return;
   }
   bool csa = false;
@@ -384,6 +479,63 @@ constexpr group_spec_list build_v32_specs(const model_cache_schema& schema, cons
   out.num_groups = 2;
   return out;
 }
+
+/// The V4.1 groups (see the top of this file): `v4.1.swa` for every cached layer, then, from the
+/// owners only, `v4.1.global_r2`, `v4.1.global_r1` (64 rows of 2 or 1 tokens: global KV + index
+/// keys) and `v4.1.compressor_state_r2` (2 rows of 4,096 B, window 2 tokens). Groups without
+/// layers are left out.
+constexpr group_spec_list build_v41_specs(const model_cache_schema& schema, const format_selection& formats,
+                                          bool include_mtp) {
+  paged_cache_group_spec swa;
+  swa.id = {group_kind::v41_swa, 0};
+  swa.retention = cache_retention::sliding_window;
+  swa.rows_per_page = kKernelBlockRows;
+  swa.entry_stride_tokens = 1;
+  swa.family = cache_family::state;
+  swa.prefix = prefix_reuse::replay;
+  swa.num_pools = 1;
+  std::array<paged_cache_group_spec, 2> global{};  // ratio 2, ratio 1
+  for (const int ratio : {2, 1}) {
+    paged_cache_group_spec& g = global[ratio == 2 ? 0 : 1];
+    g.id = {group_kind::v41_global, ratio};
+    g.retention = cache_retention::full_history;
+    g.rows_per_page = kKernelBlockRows;
+    g.entry_stride_tokens = ratio;
+    g.family = cache_family::history;
+    g.num_pools = 2;
+  }
+  paged_cache_group_spec state;
+  state.id = {group_kind::v41_compressor_state, 2};
+  state.retention = cache_retention::sliding_window;
+  state.rows_per_page = 2;
+  state.entry_stride_tokens = 1;
+  state.family = cache_family::state;
+  state.engine_state_ring = true;
+  state.num_pools = 1;
+  for (const layer_cache_schema& l : schema) {
+    if (l.mtp && !include_mtp) continue;
+    swa.sliding_window_tokens = l.swa_window_size;
+    swa.pools[0] = main_kv_pool(formats.swa_kv, l, model_family::v4_1, kKernelBlockRows);
+    add_layer(swa, l.layer_idx);
+    if (l.role != layer_role::owner) continue;
+    paged_cache_group_spec& g = global[l.compress_ratio == 2 ? 0 : 1];
+    g.pools[0] = main_kv_pool(l.compress_ratio == 2 ? formats.global_r2 : formats.global_r1, l, model_family::v4_1,
+                              kKernelBlockRows);
+    g.pools[1] = format_pool(formats.indexer, kKernelBlockRows, format_role::indexer_k, model_family::v4_1,
+                             l.indexer_head_dim, 0);
+    add_layer(g, l.layer_idx);
+    if (l.compressor_state_row_bytes == 0) continue;  // ratio 1: no state
+    state.sliding_window_tokens = l.compressor_state_window_tokens;
+    state.pools[0] = fp32_pool(l.compressor_state_row_bytes, state.rows_per_page);
+    add_layer(state, l.layer_idx);
+  }
+  require(swa.num_layers > 0, "no cached layers (all layers are MTP layers and MTP is excluded)");
+  group_spec_list out;
+  out.groups[static_cast<std::size_t>(out.num_groups++)] = swa;
+  for (const paged_cache_group_spec& g : {global[0], global[1], state})
+    if (g.num_layers > 0) out.groups[static_cast<std::size_t>(out.num_groups++)] = g;
+  return out;
+}
 }  // namespace detail
 
 /// Builds the groups of a model from its layer schemas, which must use the 256-token logical
@@ -399,6 +551,7 @@ constexpr group_spec_list build_cache_specs(const model_cache_schema& schema, co
           "group specs need schemas built with the 256-token logical block",
           {"block_size_tokens", schema[0].block_size_tokens});
   if (schema[0].attn_type == attention_kind::mla) return detail::build_v32_specs(schema, formats, include_mtp);
+  if (schema.family == model_family::v4_1) return detail::build_v41_specs(schema, formats, include_mtp);
   group_spec_list out;
   const auto push = [&out]() -> paged_cache_group_spec& {
     return out.groups[static_cast<std::size_t>(out.num_groups++)];
@@ -465,8 +618,7 @@ constexpr group_spec_list build_cache_specs(const model_cache_schema& schema, bo
   indexer_format fmt = indexer_format::fp8;
   for (const layer_cache_schema& l : schema)
     if (l.indexer_head_dim > 0) fmt = l.indexer.format;
-  const model_family family = schema[0].attn_type == attention_kind::mla ? model_family::v3_2 : model_family::v4;
-  return build_cache_specs(schema, default_formats(family, fmt), include_mtp);
+  return build_cache_specs(schema, default_formats(schema.family, fmt), include_mtp);
 }
 
 /// Groups of `c` with the formats of `formats`: `build_cache_specs(build_model_schema(c, fp8, 256), formats)`.

@@ -46,8 +46,10 @@ struct layer_cache_schema {
   bool needs_inv_scale = true;        ///< Seed field; V4 rows carry UE8M0 / fp32 / E8M0 scales.
 
   // ---- Added ----
-  int compress_ratio = 1;                               ///< 1 (SWA), 4 (CSA) or 128 (HCA).
+  int compress_ratio = 1;                               ///< 1 (SWA, CSA1), 2 (CSA2), 4 (CSA) or 128 (HCA).
   bool mtp = false;                                     ///< An MTP layer.
+  layer_role role = layer_role::none;                   ///< V4.1 KV sharing: only owners cache beyond SWA.
+  int kv_owner = -1;                                    ///< V4.1 ratio-1/2 layers: the layer whose caches it reads.
   std::int64_t block_size_tokens = 0;                   ///< Original tokens per block of this schema.
   fp8_ds_mla_format kv_format{};                        ///< V4: SWA window and compressed KV rows (seed sizes).
   indexer_row_format indexer{};                         ///< CSA only; index_head_dim 0 elsewhere.
@@ -61,11 +63,13 @@ struct layer_cache_schema {
   [[nodiscard]] constexpr std::int64_t indexer_row_bytes() const {
     return indexer_head_dim == 0 ? 0 : indexer.row_bytes();
   }
-  /// Seed sizes of a V4 compressed entry: KV row + indexer key (CSA 584 + 132); 0 for SWA and
-  /// for V3.2 MLA layers (their row bytes come from the group specs' formats).
+  /// Seed sizes of a V4 compressed entry: KV row + indexer key (CSA 584 + 132); 0 for SWA, for
+  /// V4.1 layers that own no global cache and for V3.2 MLA layers (their row bytes come from the
+  /// group specs' formats).
   [[nodiscard]] constexpr std::int64_t compressed_entry_bytes() const {
-    return attn_type == attention_kind::swa || attn_type == attention_kind::mla ? 0
-                                                                                : kv_row_bytes() + indexer_row_bytes();
+    return attn_type == attention_kind::swa || attn_type == attention_kind::mla || entries_per_block == 0
+               ? 0
+               : kv_row_bytes() + indexer_row_bytes();
   }
 };
 
@@ -82,6 +86,8 @@ constexpr layer_cache_schema build_schema(const model_config& c, const layer_spe
   s.attn_type = spec.kind;
   s.compress_ratio = spec.kind == attention_kind::swa ? 1 : spec.compress_ratio;
   s.mtp = spec.mtp;
+  s.role = spec.role;
+  s.kv_owner = spec.kv_owner;
   s.block_size_tokens = block_size_tokens;
   s.entry_head_dim = c.head_dim;
   s.rope_dim = c.qk_rope_head_dim;
@@ -95,6 +101,24 @@ constexpr layer_cache_schema build_schema(const model_config& c, const layer_spe
   }
   s.kv_format = make_fp8_ds_mla_format(c.head_dim, c.qk_rope_head_dim);
   if (spec.kind == attention_kind::swa) return s;
+  if (spec.kind == attention_kind::csa2 || spec.kind == attention_kind::csa1) {
+    // V4.1: only the owner caches beyond its window (global KV, index keys, ratio-2 state of
+    // (1 + 0 overlap) x 2 tokens in 4,096-B fp32 [kv | score] rows); no indexer compressor state.
+    if (spec.role != layer_role::owner) return s;
+    const std::int64_t ratio = s.compress_ratio;
+    require(block_size_tokens % ratio == 0, "block_size_tokens must be a multiple of the layer's compress ratio",
+            {"block_size_tokens", block_size_tokens}, {"compress_ratio", ratio}, {"layer", spec.index});
+    s.entries_per_block = block_size_tokens / ratio;
+    s.tail_buffer_size = ratio - 1;
+    s.indexer_entries_per_block = s.entries_per_block;
+    s.indexer_head_dim = c.index_head_dim;
+    s.indexer = make_indexer_row_format(fmt, c.index_head_dim);
+    if (ratio > 1) {
+      s.compressor_state_window_tokens = compressor_state_window_tokens(ratio);  // coff 1: 2
+      s.compressor_state_row_bytes = compressor_state_row_bytes(ratio, c.head_dim);
+    }
+    return s;
+  }
 
   const std::int64_t ratio = s.compress_ratio;
   require(block_size_tokens % ratio == 0, "block_size_tokens must be a multiple of the layer's compress ratio",
@@ -114,6 +138,7 @@ constexpr layer_cache_schema build_schema(const model_config& c, const layer_spe
 
 /// The schemas of every cached layer (main + MTP), in layer order.
 struct model_cache_schema {
+  model_family family = model_family::v4;  ///< The model's family (what its layers' kinds mean).
   int num_layers = 0;
   std::array<layer_cache_schema, kMaxLayers> layers{};
 
@@ -130,6 +155,7 @@ constexpr model_cache_schema build_model_schema(const model_config& c, indexer_f
                                                 std::int64_t block_size_tokens = kBlockSizeOriginalTokens) {
   const layer_schedule sched = build_layer_schedule(c);
   model_cache_schema m;
+  m.family = c.family;
   m.num_layers = sched.num_layers;
   for (int i = 0; i < sched.num_layers; ++i)
     m.layers[static_cast<std::size_t>(i)] = build_schema(c, sched[i], fmt, block_size_tokens);

@@ -29,7 +29,9 @@
 //
 // (N_h = H.) W is the group's window under the policy (`effective_window`): 128 for v4.swa_kv
 // and v4.c128a.compressor_state; 8 for the CSA compressor and indexer states, or max(8, 4 + s)
-// where the policy has tokenspeed's older rule. Every layer's pool also keeps its null page.
+// where the policy has tokenspeed's older rule; V4.1: 128 for v4.1.swa, 2 for
+// v4.1.compressor_state_r2, or under vLLM its fixed ring max(8, next power of two >= s + 1) rows
+// (`vllm_state_ring_rows`). Every layer's pool also keeps its null page.
 //
 // Each term was derived from the worst cases of the allocation simulator (alloc_sim.hpp),
 // which replays the engines' page tables step by step and never uses these formulas; the test
@@ -200,8 +202,8 @@ constexpr group_pages pages_of(const paged_cache_group_spec& spec, const plan_op
         p.overlap && o.role == deployment_role::colocated ? guard::min_mul(u(o.requests), cap, prompt_pages) : 0;
     return out;
   }
-  const std::uint64_t w =
-      u(effective_window(spec.sliding_window_tokens, spec.step_window_base_tokens, p, o.tokens_per_step));
+  const std::uint64_t w = u(effective_window(spec.sliding_window_tokens, spec.step_window_base_tokens, p,
+                                             o.tokens_per_step, spec.engine_state_ring));
   out.window = w;
   // A decoding request spans W - 1 history + sf verified + (sf - 1) lookahead or lag tokens.
   const std::uint64_t ring = guard::cdiv(g.add(w, g.mul(2, sf)) - 3, r) + 1;

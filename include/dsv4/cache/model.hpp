@@ -5,6 +5,7 @@
 // preset or a hand-written config can be checked in a `static_assert`.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <string_view>
@@ -50,14 +51,31 @@ constexpr std::string_view to_string(model_family m) {
   return "?";
 }
 
-/// What the KV cache of a DeepSeek V4 (or V3.2) model depends on.
+/// A list of layer indices read from a config (V4.1 `kv_source_layer_ids`,
+/// `index_source_layer_ids`), in config order.
+struct layer_id_list {
+  int count = 0;
+  std::array<int, kMaxLayers> ids{};
+
+  [[nodiscard]] constexpr const int* begin() const { return ids.data(); }
+  [[nodiscard]] constexpr const int* end() const { return ids.data() + count; }
+  [[nodiscard]] constexpr bool contains(int layer) const { return std::find(begin(), end(), layer) != end(); }
+  /// Appends `layer`; fails if the list already holds `kMaxLayers` entries.
+  constexpr void push_back(int layer) {
+    require(count < kMaxLayers, "a layer id list holds at most 256 layers", {"count", count});
+    ids[static_cast<std::size_t>(count++)] = layer;
+  }
+};
+
+/// What the KV cache of a DeepSeek V4, V4.1 or V3.2 model depends on.
 struct model_config {
   model_name name;
-  /// `model_type`: deepseek_v4 (V4) or deepseek_v32 (V3.2: every layer caches one MLA latent
-  /// row and one indexer key per token, full history; no SWA, no compression).
+  /// `model_type`: deepseek_v4 (V4), deepseek_v41 (V4.1: KV-sharing owner layers, ratios 0, 1,
+  /// 2) or deepseek_v32 (V3.2: every layer caches one MLA latent row and one indexer key per
+  /// token, full history; no SWA, no compression).
   model_family family = model_family::v4;
   int num_hidden_layers = 0;         ///< `num_hidden_layers`: main transformer layers.
-  int num_nextn_predict_layers = 0;  ///< `num_nextn_predict_layers`: MTP (draft) layers after them.
+  int num_nextn_predict_layers = 0;  ///< `num_nextn_predict_layers`: MTP (V4.1: DSpark draft) layers after them.
   /// `head_dim`: latent KV width D with RoPE (one KV head, MQA). V3.2 has no such key: there
   /// it is `kv_lora_rank` + `qk_rope_head_dim` = 512 + 64 = 576, the cached latent row.
   int head_dim = 0;
@@ -65,9 +83,18 @@ struct model_config {
   int index_head_dim = 0;                    ///< `index_head_dim`: lightning-indexer key width.
   int sliding_window = 0;                    ///< `sliding_window`: SWA window in tokens.
   std::int64_t max_position_embeddings = 0;  ///< `max_position_embeddings`: longest context, tokens.
-  /// `compress_ratios[0 .. num_layers())`: 0 or 1 = SWA, 4 = CSA, 128 = HCA. Entries past the
-  /// main + MTP layers (draft-model padding in some configs) are not stored.
+  /// `compress_ratios[0 .. num_layers())`. V4: 0 or 1 = SWA, 4 = CSA, 128 = HCA. V4.1: 0 = SWA,
+  /// 1 = CSA1 (one global row per token), 2 = CSA2 (one per 2 tokens). Entries past the main +
+  /// MTP layers (draft-model padding in some configs) are not stored.
   std::array<int, kMaxLayers> compress_ratios{};
+  /// V4.1 `kv_source_layer_ids`: the owner layers, which keep global KV and index keys; every
+  /// other ratio-1/2 layer reads the caches of the nearest owner at or before it with its ratio.
+  layer_id_list kv_source_layer_ids{};
+  /// V4.1 `index_source_layer_ids`: layers that compute their own top-k (owners and reindex layers).
+  layer_id_list index_source_layer_ids{};
+  /// V4.1 `dspark_block_size`: draft tokens DSpark proposes per step (0: none given). A decode step
+  /// with DSpark verifies s = 1 + dspark_block_size tokens.
+  int dspark_block_size = 0;
 
   /// Main layers + MTP layers: the layers whose caches this library lays out.
   [[nodiscard]] constexpr int num_layers() const { return num_hidden_layers + num_nextn_predict_layers; }
@@ -88,9 +115,14 @@ constexpr void validate(const model_config& c) {
   require(c.head_dim > c.qk_rope_head_dim, "head_dim must be larger than qk_rope_head_dim", {"head_dim", c.head_dim},
           {"qk_rope_head_dim", c.qk_rope_head_dim});
   require(c.index_head_dim > 0, "index_head_dim must be > 0", {"index_head_dim", c.index_head_dim});
-  require(c.family == model_family::v4 || c.family == model_family::v3_2, "model family must be v4 or v3.2",
-          {"family", static_cast<int>(c.family)});
-  if (c.family == model_family::v4) {
+  require(c.family == model_family::v4 || c.family == model_family::v4_1 || c.family == model_family::v3_2,
+          "model family must be v4, v4.1 or v3.2", {"family", static_cast<int>(c.family)});
+  require(c.dspark_block_size >= 0, "dspark_block_size must be >= 0", {"dspark_block_size", c.dspark_block_size});
+  require(c.family == model_family::v4_1 || (c.kv_source_layer_ids.count == 0 && c.index_source_layer_ids.count == 0),
+          "only a DeepSeek V4.1 model has kv_source_layer_ids / index_source_layer_ids",
+          {"kv_source_layer_ids", c.kv_source_layer_ids.count},
+          {"index_source_layer_ids", c.index_source_layer_ids.count});
+  if (c.family != model_family::v3_2) {
     require(c.sliding_window > 0, "sliding_window must be > 0", {"sliding_window", c.sliding_window});
   } else {
     require(c.sliding_window == 0, "a V3.2 model has no sliding window", {"sliding_window", c.sliding_window});
@@ -126,6 +158,25 @@ inline constexpr model_config deepseek_v4_flash = detail::make_v4("DeepSeek-V4-F
 inline constexpr model_config deepseek_v4_pro = detail::make_v4("DeepSeek-V4-Pro", 61, 128);
 
 namespace detail {
+constexpr model_config make_v41_flash() {
+  model_config c;
+  c.name = model_name("DeepSeek-V4.1-Flash");
+  c.family = model_family::v4_1;
+  c.num_hidden_layers = 40;
+  c.num_nextn_predict_layers = 3;  // DSpark draft layers, SWA only
+  c.head_dim = 512;
+  c.qk_rope_head_dim = 64;
+  c.index_head_dim = 128;
+  c.sliding_window = 128;
+  c.max_position_embeddings = 1'048'576;
+  for (std::size_t i = 2; i < 20; ++i) c.compress_ratios[i] = 2;   // CSA2 encoder layers
+  for (std::size_t i = 20; i < 40; ++i) c.compress_ratios[i] = 1;  // CSA1 decoder layers
+  for (const int l : {2, 8, 14, 20}) c.kv_source_layer_ids.push_back(l);
+  for (const int l : {2, 8, 14, 20, 24, 28, 32, 36}) c.index_source_layer_ids.push_back(l);
+  c.dspark_block_size = 5;
+  return c;
+}
+
 constexpr model_config make_v32() {
   model_config c;
   c.name = model_name("DeepSeek-V3.2");
@@ -140,6 +191,11 @@ constexpr model_config make_v32() {
   return c;  // compress_ratios all 0: no compression
 }
 }  // namespace detail
+
+/// DeepSeek-V4.1-Flash: 40 layers + 3 DSpark draft layers, ratios `[0,0] + [2]*18 + [1]*20 + [0]*3`,
+/// owners (`kv_source_layer_ids`) 2, 8, 14, 20; index sources 2, 8, 14, 20, 24, 28, 32, 36;
+/// `dspark_block_size` 5 (docs/layout-variants.md section 1.2: the released config.json).
+inline constexpr model_config deepseek_v4_1_flash = detail::make_v41_flash();
 
 /// DeepSeek-V3.2: 61 layers + 1 MTP, every layer MLA (latent 512 + RoPE 64) with an indexer key
 /// of 128; max_position_embeddings 163,840 (docs/layout-variants.md section 3.1).

@@ -51,56 +51,6 @@ struct parallel_config {
   [[nodiscard]] constexpr std::int64_t world_size() const { return checked_mul(checked_mul(dp, pp), tp); }
 };
 
-/// Checks `p` against model `c`: sizes >= 1, tp % dcp == 0, pp <= main layers, an explicit
-/// split of pp positive entries summing to num_hidden_layers. Throws std::invalid_argument.
-constexpr void validate(const parallel_config& p, const model_config& c) {
-  require(p.tp >= 1, "tp must be >= 1", {"tp", p.tp});
-  require(p.dp >= 1, "dp must be >= 1", {"dp", p.dp});
-  require(p.pp >= 1, "pp must be >= 1", {"pp", p.pp});
-  require(p.dcp >= 1, "dcp must be >= 1", {"dcp", p.dcp});
-  require(p.dcp_interleave_rows >= 1, "dcp_interleave_rows must be >= 1",
-          {"dcp_interleave_rows", p.dcp_interleave_rows});
-  require(p.tp % p.dcp == 0, "dcp must divide tp: DCP ranks are carved out of the TP group", {"tp", p.tp},
-          {"dcp", p.dcp});
-  require(p.dp <= (std::int64_t{1} << 20) && p.tp <= (std::int64_t{1} << 20), "tp and dp must be <= 2^20", {"tp", p.tp},
-          {"dp", p.dp});
-  require(p.pp <= c.num_hidden_layers, "pp must be <= num_hidden_layers (every stage needs a layer)", {"pp", p.pp},
-          {"num_hidden_layers", c.num_hidden_layers});
-  if (p.num_stage_layers == 0) return;
-  require(p.num_stage_layers == p.pp, "an explicit layer split needs one entry per pipeline stage",
-          {"entries", p.num_stage_layers}, {"pp", p.pp});
-  std::int64_t sum = 0;
-  for (int s = 0; s < p.num_stage_layers; ++s) {
-    const int n = p.stage_layers[static_cast<std::size_t>(s)];
-    require(n >= 1, "every pipeline stage needs at least one layer", {"stage", s}, {"layers", n});
-    sum += n;
-  }
-  require(sum == c.num_hidden_layers, "the explicit layer split must sum to num_hidden_layers", {"sum", sum},
-          {"num_hidden_layers", c.num_hidden_layers});
-}
-
-/// A rank's place in the grid.
-struct rank_coords {
-  std::int64_t rank = 0;
-  std::int64_t tp_rank = 0;
-  std::int64_t dp_rank = 0;
-  std::int64_t stage = 0;     ///< Pipeline stage.
-  std::int64_t dcp_rank = 0;  ///< tp_rank % dcp.
-};
-
-/// The coordinates of `rank` in [0, world_size). Throws std::invalid_argument out of range.
-constexpr rank_coords rank_of(const parallel_config& p, std::int64_t rank) {
-  require(rank >= 0 && rank < p.world_size(), "rank must be in [0, dp x pp x tp)", {"rank", rank},
-          {"world_size", p.world_size()});
-  rank_coords r;
-  r.rank = rank;
-  r.tp_rank = rank % p.tp;
-  r.stage = rank / p.tp % p.pp;
-  r.dp_rank = rank / p.tp / p.pp;
-  r.dcp_rank = r.tp_rank % p.dcp;
-  return r;
-}
-
 /// Main layers [first, end) of pipeline stage `stage`: the explicit split, or vLLM's
 /// `get_pp_indices` (floor(L / pp) each, the remainder to the stages before the last, the
 /// second-to-last first). Needs a validated config.
@@ -123,6 +73,78 @@ constexpr layer_range stage_layers(const parallel_config& p, int num_main_layers
   layer_range r;
   for (int s = 0; s < stage; ++s) r.first += parts[static_cast<std::size_t>(s)];
   r.end = r.first + parts[static_cast<std::size_t>(stage)];
+  return r;
+}
+
+namespace detail {
+/// V4.1: a reuse or reindex layer reads its owner's global caches, which live on the owner's
+/// pipeline stage; fails if a stage boundary separates the two (no engine moves them across).
+constexpr void check_owner_stages(const parallel_config& p, const model_config& c) {
+  if (c.family != model_family::v4_1 || p.pp == 1) return;
+  const layer_schedule s = build_layer_schedule(c);
+  for (std::int64_t stage = 0; stage < p.pp; ++stage) {
+    const layer_range r = stage_layers(p, c.num_hidden_layers, stage);
+    for (int l = r.first; l < r.end; ++l) {
+      const int owner = s[l].kv_owner;
+      require(owner < 0 || owner >= r.first,
+              "a V4.1 layer must be on the pipeline stage of the owner whose caches it reads (move the split)",
+              {"layer", l}, {"kv_owner", owner}, {"stage_first_layer", r.first});
+    }
+  }
+}
+}  // namespace detail
+
+/// Checks `p` against model `c`: sizes >= 1, tp % dcp == 0, pp <= main layers, an explicit
+/// split of pp positive entries summing to num_hidden_layers. Throws std::invalid_argument.
+constexpr void validate(const parallel_config& p, const model_config& c) {
+  require(p.tp >= 1, "tp must be >= 1", {"tp", p.tp});
+  require(p.dp >= 1, "dp must be >= 1", {"dp", p.dp});
+  require(p.pp >= 1, "pp must be >= 1", {"pp", p.pp});
+  require(p.dcp >= 1, "dcp must be >= 1", {"dcp", p.dcp});
+  require(p.dcp_interleave_rows >= 1, "dcp_interleave_rows must be >= 1",
+          {"dcp_interleave_rows", p.dcp_interleave_rows});
+  require(p.tp % p.dcp == 0, "dcp must divide tp: DCP ranks are carved out of the TP group", {"tp", p.tp},
+          {"dcp", p.dcp});
+  require(p.dp <= (std::int64_t{1} << 20) && p.tp <= (std::int64_t{1} << 20), "tp and dp must be <= 2^20", {"tp", p.tp},
+          {"dp", p.dp});
+  require(p.pp <= c.num_hidden_layers, "pp must be <= num_hidden_layers (every stage needs a layer)", {"pp", p.pp},
+          {"num_hidden_layers", c.num_hidden_layers});
+  if (p.num_stage_layers == 0) {
+    detail::check_owner_stages(p, c);
+    return;
+  }
+  require(p.num_stage_layers == p.pp, "an explicit layer split needs one entry per pipeline stage",
+          {"entries", p.num_stage_layers}, {"pp", p.pp});
+  std::int64_t sum = 0;
+  for (int s = 0; s < p.num_stage_layers; ++s) {
+    const int n = p.stage_layers[static_cast<std::size_t>(s)];
+    require(n >= 1, "every pipeline stage needs at least one layer", {"stage", s}, {"layers", n});
+    sum += n;
+  }
+  require(sum == c.num_hidden_layers, "the explicit layer split must sum to num_hidden_layers", {"sum", sum},
+          {"num_hidden_layers", c.num_hidden_layers});
+  detail::check_owner_stages(p, c);
+}
+
+/// A rank's place in the grid.
+struct rank_coords {
+  std::int64_t rank = 0;
+  std::int64_t tp_rank = 0;
+  std::int64_t dp_rank = 0;
+  std::int64_t stage = 0;     ///< Pipeline stage.
+  std::int64_t dcp_rank = 0;  ///< tp_rank % dcp.
+};
+
+/// The coordinates of `rank` in [0, world_size). Throws std::invalid_argument out of range.
+constexpr rank_coords rank_of(const parallel_config& p, std::int64_t rank) {
+  require(rank >= 0 && rank < p.world_size(), "rank must be in [0, dp x pp x tp)", {"rank", rank},
+          {"world_size", p.world_size()});
+  rank_coords r;
+  r.rank = rank;
+  r.tp_rank = rank % p.tp;
+  r.stage = rank / p.tp % p.pp;
+  r.dp_rank = rank / p.tp / p.pp;
+  r.dcp_rank = r.tp_rank % p.dcp;
   return r;
 }
 

@@ -28,6 +28,14 @@
 //   - `--enable-mixed-batch` (preset `tokenspeed`): decodes and prefills share steps, scheduled
 //     as vLLM's; the default scheduler (`tokenspeed-default`) runs prefill-only steps while any
 //     prompt is queued, so a prefilled request keeps its whole last chunk until then.
+// DeepSeek V4.1 ratio-2 compressor state (window 2 tokens: coff 1, no overlap; layout-variants 1.3):
+//   - vLLM `CompressorStateCache`: a fixed ring of max(8, next power of two >= s + 1) rows per
+//     request (state_dim 2 x head_dim; num_spec + 2 = s + 1);
+//   - tokenspeed (`deepseek_v41_geometry.py`, `v41.compressor_tail_r2`): the window, 2 tokens,
+//     plus protection for the tokens in flight (the sliding rule below);
+//   - SGLang `CompressStatePool` (not modelled, see below): a request-scoped ring of 2 rows, or
+//     with speculation the next power of two >= 2 + drafts.
+// s = 1 + the drafts of a step (DSpark proposes `dspark_block_size` drafts).
 // Overlap (async scheduling, one more step in flight): pages freed by expiry or by a finished
 // request come back one step later.
 //
@@ -70,6 +78,13 @@ enum class first_chunk_lookahead : std::uint8_t {
   spec = 2,  ///< s - 1 lookahead tokens on it too (newer vLLM).
 };
 
+/// How an engine sizes the V4.1 ratio-2 compressor-state ring of a request (groups with
+/// `engine_state_ring`; see the top of this file).
+enum class state_ring_rule : std::uint8_t {
+  window,     ///< The group's window, pages as any sliding group (tokenspeed).
+  vllm_pow2,  ///< At least max(8, next power of two >= s + 1) rows (vLLM `CompressorStateCache`).
+};
+
 /// How an engine allocates pages: the inputs of both the plan formula and the simulator.
 struct allocation_policy {
   engine_kind engine = engine_kind::vllm;
@@ -82,6 +97,7 @@ struct allocation_policy {
   bool last_chunk_reserves_step = false;    ///< A prompt's last chunk reserves s more tokens (tokenspeed).
   bool decode_needs_whole_step = false;     ///< A decode runs only with s tokens of budget left (tokenspeed).
   bool overlap = false;                     ///< One more step in flight: frees come back a step late.
+  state_ring_rule state_ring = state_ring_rule::window;  ///< V4.1 ratio-2 compressor-state ring.
 
   [[nodiscard]] constexpr bool has(window_rule r) const { return (window_rules & static_cast<std::uint8_t>(r)) != 0; }
   [[nodiscard]] constexpr bool has(first_chunk_lookahead r) const {
@@ -107,6 +123,7 @@ inline constexpr allocation_policy vllm_policy{
     .extent_capped = true,
     .last_chunk_reserves_step = false,
     .decode_needs_whole_step = false,
+    .state_ring = state_ring_rule::vllm_pow2,
 };
 
 /// tokenspeed with --enable-mixed-batch: bounds both CSA-state window rules.
@@ -182,11 +199,28 @@ constexpr policy_variants concrete_variants(const allocation_policy& p) {
   return v;
 }
 
+/// Rows of vLLM's V4.1 ratio-2 compressor-state ring at s tokens per step: max(8, next power of
+/// two >= s + 1) (`CompressorStateCache`: max(8, next_pow2(num_spec + 2)), num_spec = s - 1).
+/// Saturates at INT64_MAX for s >= 2^62 (the plan then reports an overflow).
+constexpr std::int64_t vllm_state_ring_rows(std::int64_t s) {
+  constexpr std::int64_t kTop = std::int64_t{1} << 62;
+  if (s >= kTop) return std::numeric_limits<std::int64_t>::max();
+  std::int64_t ring = 8;
+  while (ring < s + 1) ring *= 2;
+  return ring;
+}
+
 /// The window W in tokens a sliding group keeps under policy `p` at s tokens per step: the
 /// group's own window `window_tokens`, or, where `p` has `grows_with_step` and the group has a
-/// step-window base (CSA states: 4), the largest of the two: max(W, base + s).
+/// step-window base (CSA states: 4), the largest of the two: max(W, base + s). A group with an
+/// engine state ring (`engine_state_ring`: V4.1 ratio-2 compressor state) under vLLM's rule keeps
+/// max(W, `vllm_state_ring_rows(s)`) rows of one token.
 constexpr std::int64_t effective_window(std::int64_t window_tokens, std::int64_t step_window_base_tokens,
-                                        const allocation_policy& p, std::int64_t s) {
+                                        const allocation_policy& p, std::int64_t s, bool engine_state_ring = false) {
+  if (engine_state_ring && p.state_ring == state_ring_rule::vllm_pow2) {
+    const std::int64_t ring = vllm_state_ring_rows(s);
+    return ring > window_tokens ? ring : window_tokens;
+  }
   if (step_window_base_tokens <= 0 || !p.has(window_rule::grows_with_step) ||
       s <= window_tokens - step_window_base_tokens)
     return window_tokens;

@@ -160,7 +160,8 @@ inline std::string first_wrong(const ojson& d) {
   const ojson& l = d["layout"];
   const std::string lp = "layout";
   const std::string model = str_at(l, "model", lp);
-  if (model != "v4" && model != "v3.2") return lp + ".model: '" + model + "', not v4 or v3.2";
+  if (model != "v4" && model != "v4.1" && model != "v3.2") return lp + ".model: '" + model + "', not v4, v4.1 or v3.2";
+  const bool v41 = model == "v4.1";
   const ojson& layers = array_at(l, "layers", lp);
   const auto n = static_cast<std::int64_t>(layers.size());
   for (std::int64_t i = 0; i < n; ++i) {
@@ -170,14 +171,26 @@ inline std::string first_wrong(const ojson& d) {
       return fmt::format("{}.index: {}, but layers are listed in order: {}", p, int_at(y, "index", p), i);
     const std::string att = str_at(y, "attention", p);
     const std::int64_t ratio = int_at(y, "ratio", p);
-    const std::int64_t want = att == "csa" ? 4 : att == "hca" ? 128 : 0;
-    if (att != "swa" && att != "csa" && att != "hca" && att != "mla")
-      return fmt::format("{}.attention: '{}', not swa, csa, hca or mla", p, att);
+    const bool known = v41 ? (att == "swa" || att == "csa2" || att == "csa1")
+                           : (att == "swa" || att == "csa" || att == "hca" || att == "mla");
+    if (!known)
+      return fmt::format("{}.attention: '{}', not {}", p, att, v41 ? "swa, csa2 or csa1" : "swa, csa, hca or mla");
+    const std::int64_t want = att == "csa" ? 4 : att == "hca" ? 128 : att == "csa2" ? 2 : att == "csa1" ? 1 : 0;
     if (ratio != want) return fmt::format("{}.ratio: {}, but {} layers have ratio {}", p, ratio, att, want);
     const std::string role = str_at(y, "role", p);
-    if (role != "owner" && role != "draft") return fmt::format("{}.role: '{}', not owner or draft", p, role);
+    const bool shares = role == "reuse" || role == "reindex";
+    if (role != "owner" && role != "draft" && !(v41 && shares))
+      return fmt::format("{}.role: '{}', not {}", p, role, v41 ? "owner, reuse, reindex or draft" : "owner or draft");
     const std::int64_t owner = int_at(y, "owner", p);
-    if (owner != i) return fmt::format("{}.owner: {}, but a {} layer reads its own caches: {}", p, owner, model, i);
+    if (!shares && owner != i)
+      return fmt::format("{}.owner: {}, but a {} {} layer reads its own caches: {}", p, owner, model, role, i);
+    if (shares) {  // V4.1: the owner is an earlier owner layer of the same ratio
+      if (owner < 0 || owner >= i)
+        return fmt::format("{}.owner: {}, but a {} layer reads an owner before it (below {})", p, owner, role, i);
+      const ojson& o = layers[static_cast<std::size_t>(owner)];
+      if (str_at(o, "role", p + ".owner") != "owner" || int_at(o, "ratio", p + ".owner") != ratio)
+        return fmt::format("{}.owner: {}, but layer {} is not an owner layer of ratio {}", p, owner, owner, ratio);
+    }
   }
   const ojson& groups = array_at(l, "groups", lp);
   for (std::size_t gi = 0; gi < groups.size(); ++gi) {

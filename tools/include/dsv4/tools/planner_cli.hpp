@@ -38,7 +38,8 @@ struct planner_args {
   std::optional<std::int64_t> context;  // none: the model's max_position_embeddings
   std::int64_t requests = 1;
   std::optional<double> memory_gib;
-  std::string indexer = "fp8";
+  std::optional<std::string> indexer;      // --indexer fp8|mxfp4 (V4; none: fp8)
+  std::string format_set;                  // --format-set v41|v4 (V4.1; empty: v41)
   std::string kv_format;                   // --kv-format NAME: every main-KV pool
   std::vector<std::string> group_formats;  // --format GROUP=NAME, repeatable
   std::string indexer_format;              // --indexer-format NAME
@@ -134,6 +135,25 @@ inline std::vector<double> bytes_per_context_token(const memory_plan& p, int num
   return per;
 }
 
+/// The sum of `bytes_per_context_token` over the main layers: the global KV bytes a token of
+/// context adds (V4.1-Flash with the v41 formats: 3 x (288 + 68) / 2 + (288 + 68) = 890, the
+/// figure of the V4.1 paper and the vLLM blog; layout-variants 1.8).
+inline double main_layer_bytes_per_context_token(const memory_plan& p, const model_config& m) {
+  const std::vector<double> per = bytes_per_context_token(p, m.num_layers());
+  double sum = 0;
+  for (int i = 0; i < m.num_hidden_layers; ++i) sum += per[static_cast<std::size_t>(i)];
+  return sum;
+}
+
+/// "fp8" or "mxfp4": the indexer keys the plan's groups store (the format set decides for V4.1).
+inline std::string_view plan_indexer(const memory_plan& p) {
+  for (const group_plan& g : p)
+    for (int i = 0; i < g.spec.num_pools; ++i)
+      if (g.spec.pools[static_cast<std::size_t>(i)].format.role == format_role::indexer_k)
+        return g.spec.pools[static_cast<std::size_t>(i)].format.data.type == element_type::e2m1 ? "mxfp4" : "fp8";
+  return to_string(p.options.indexer);
+}
+
 /// Bytes a request keeps in each layer whatever its context: the rows of every sliding group
 /// (SWA window, compressor states) the layer belongs to, min(L, W) x row bytes, from the plan.
 inline std::vector<std::uint64_t> fixed_bytes_per_request(const memory_plan& p, int num_layers) {
@@ -217,13 +237,14 @@ struct preset {
 };
 
 /// The presets, in one list: --preset, --help and the errors take their names from it.
-inline constexpr std::array<preset, 3> kPresets = {{
+inline constexpr std::array<preset, 4> kPresets = {{
     {"v4-flash", "flash", &deepseek_v4_flash},
     {"v4-pro", "pro", &deepseek_v4_pro},
+    {"v4.1-flash", "", &deepseek_v4_1_flash},
     {"v3.2", "", &deepseek_v3_2},
 }};
 
-/// Every preset name and alias ("v4-flash, flash, v4-pro, pro, v3.2").
+/// Every preset name and alias ("v4-flash, flash, v4-pro, pro, v4.1-flash, v3.2").
 inline std::vector<std::string> preset_names() {
   std::vector<std::string> names;
   for (const preset& p : kPresets) {
@@ -242,9 +263,38 @@ inline int format_flag(const std::string& flag, const std::string& name) {
   return i;
 }
 
-/// Applies --kv-format, --format GROUP=NAME and --indexer-format to `o`, then checks every chosen
-/// format against the model (`check_formats`: a format that does not fit names both).
+/// The groups whose main-KV format --format GROUP=NAME sets, per family, and the field it sets.
+struct format_group_flag {
+  model_family family;
+  std::string_view group;
+  int format_overrides::*field;
+};
+inline constexpr std::array<format_group_flag, 8> kFormatGroupFlags = {{
+    {model_family::v4, "v4.swa_kv", &format_overrides::swa_kv},
+    {model_family::v4, "v4.c4a.compressed_kv", &format_overrides::csa_kv},
+    {model_family::v4, "v4.c128a.compressed_kv", &format_overrides::hca_kv},
+    {model_family::v4_1, "v4.1.swa", &format_overrides::swa_kv},
+    {model_family::v4_1, "v4.1.global_r2", &format_overrides::global_r2},
+    {model_family::v4_1, "v4.1.global_r1", &format_overrides::global_r1},
+    {model_family::v3_2, "v3.2.mla_kv", &format_overrides::mla_kv},
+    {model_family::v3_2, "v3.2.indexer_k", &format_overrides::indexer},
+}};
+
+/// Applies --format-set, --kv-format, --format GROUP=NAME and --indexer-format to `o`, then
+/// checks every chosen format against the model (`check_formats`: a format that does not fit
+/// names both).
 inline void apply_format_flags(const planner_args& a, const model_config& m, plan_options& o) {
+  if (!a.format_set.empty()) {
+    if (m.family != model_family::v4_1)
+      throw std::invalid_argument("--format-set " + a.format_set + ": format sets are for DeepSeek V4.1 models, not " +
+                                  std::string(to_string(m.family)) + " (use --kv-format / --format)");
+    if (a.format_set == "v41")
+      o.formats.set = format_set::v41;
+    else if (a.format_set == "v4")
+      o.formats.set = format_set::v4;
+    else
+      throw std::invalid_argument("--format-set must be v41 or v4, got '" + a.format_set + "'");
+  }
   if (!a.kv_format.empty()) o.formats.kv = format_flag("--kv-format", a.kv_format);
   if (!a.indexer_format.empty()) o.formats.indexer = format_flag("--indexer-format", a.indexer_format);
   for (const std::string& item : a.group_formats) {
@@ -254,24 +304,22 @@ inline void apply_format_flags(const planner_args& a, const model_config& m, pla
                                   "'");
     const std::string group = item.substr(0, eq);
     const int f = format_flag("--format " + group, item.substr(eq + 1));
-    const bool v32 = m.family == model_family::v3_2;
-    if (!v32 && group == "v4.swa_kv") {
-      o.formats.swa_kv = f;
-    } else if (!v32 && group == "v4.c4a.compressed_kv") {
-      o.formats.csa_kv = f;
-    } else if (!v32 && group == "v4.c128a.compressed_kv") {
-      o.formats.hca_kv = f;
-    } else if (v32 && group == "v3.2.mla_kv") {
-      o.formats.mla_kv = f;
-    } else if (v32 && group == "v3.2.indexer_k") {
-      o.formats.indexer = f;
-    } else {
-      throw std::invalid_argument(
-          "--format: group '" + group + "' has no format to choose for a " + std::string(to_string(m.family)) +
-          " model (" +
-          (v32 ? "v3.2.mla_kv, v3.2.indexer_k" : "v4.swa_kv, v4.c4a.compressed_kv, v4.c128a.compressed_kv") +
-          "; compressor states are always fp32_state; use --indexer-format for V4 indexer keys)");
+    std::vector<std::string_view> groups;
+    bool found = false;
+    for (const format_group_flag& g : kFormatGroupFlags) {
+      if (g.family != m.family) continue;
+      groups.push_back(g.group);
+      if (g.group == group) {
+        o.formats.*g.field = f;
+        found = true;
+      }
     }
+    if (!found)
+      throw std::invalid_argument("--format: group '" + group + "' has no format to choose for a " +
+                                  std::string(to_string(m.family)) + " model (" +
+                                  fmt::format("{}", fmt::join(groups, ", ")) +
+                                  "; compressor states are always fp32_state; use --indexer-format for " +
+                                  (m.family == model_family::v3_2 ? "the" : "V4 / V4.1") + " indexer keys)");
   }
   check_formats(m, resolve_formats(m.family, o.indexer, o.formats));
 }
@@ -289,14 +337,19 @@ inline planner_result compute(const planner_args& a) {
     r.model = *it->model;
   }
   plan_options o;
-  if (a.indexer == "fp8") {
+  const std::string indexer = a.indexer.value_or("fp8");
+  if (a.indexer && r.model.family == model_family::v4_1)
+    throw std::invalid_argument("--indexer " + indexer +
+                                ": a DeepSeek V4.1 model takes its index-key format from --format-set (v41: "
+                                "v4.indexer_mxfp4, v4: v4.indexer_fp8) or --indexer-format NAME");
+  if (indexer == "fp8") {
     o.indexer = indexer_format::fp8;
-  } else if (a.indexer == "mxfp4") {
+  } else if (indexer == "mxfp4") {
     if (r.model.family == model_family::v3_2)
       throw std::invalid_argument("--indexer mxfp4: DeepSeek V3.2 indexer keys are FP8 only (v3.2.indexer_fp8)");
     o.indexer = indexer_format::mxfp4;
   } else {
-    throw std::invalid_argument("--indexer must be fp8 or mxfp4, got '" + a.indexer + "'");
+    throw std::invalid_argument("--indexer must be fp8 or mxfp4, got '" + indexer + "'");
   }
   apply_format_flags(a, r.model, o);
   o.context_tokens = a.context.value_or(0);  // 0: the model's max_position_embeddings
@@ -386,6 +439,7 @@ inline nlohmann::ordered_json groups_json(const memory_plan& p, const sim_result
     groups.push_back({{"id", to_string(s.id)},
                       {"family", std::string(to_string(s.family))},
                       {"retention", std::string(to_string(s.retention))},
+                      {"prefix_cache", std::string(to_string(s.prefix))},
                       {"rows_per_page", s.rows_per_page},
                       {"entry_stride_tokens", s.entry_stride_tokens},
                       {"page_size_tokens", s.page_size_tokens()},
@@ -415,31 +469,50 @@ inline nlohmann::ordered_json to_json(const planner_result& r) {
                 {"qk_rope_head_dim", r.model.qk_rope_head_dim},
                 {"index_head_dim", r.model.index_head_dim},
                 {"sliding_window", r.model.sliding_window},
-                {"max_position_embeddings", r.model.max_position_embeddings}};
+                {"max_position_embeddings", r.model.max_position_embeddings},
+                {"family", std::string(to_string(r.model.family))}};
+  if (r.model.family == model_family::v4_1) {
+    j["model"]["kv_source_layer_ids"] =
+        std::vector<int>(r.model.kv_source_layer_ids.begin(), r.model.kv_source_layer_ids.end());
+    j["model"]["index_source_layer_ids"] =
+        std::vector<int>(r.model.index_source_layer_ids.begin(), r.model.index_source_layer_ids.end());
+    j["model"]["dspark_block_size"] = r.model.dspark_block_size;
+  }
   j["layers"] = json::array();
   const std::vector<std::uint64_t> fixed = fixed_bytes_per_request(p, r.schema.num_layers);
   const std::vector<double> per_token = bytes_per_context_token(p, r.schema.num_layers);
-  for (const layer_cache_schema& l : r.schema)
-    j["layers"].push_back({{"index", l.layer_idx},
-                           {"attention", std::string(to_string(l.attn_type))},
-                           {"compress_ratio", l.compress_ratio},
-                           {"mtp", l.mtp},
-                           {"cached", !l.mtp || p.options.cache_mtp},
-                           {"bytes_per_context_token", per_token[static_cast<std::size_t>(l.layer_idx)]},
-                           {"fixed_bytes_per_request", fixed[static_cast<std::size_t>(l.layer_idx)]}});
+  const bool v41 = r.model.family == model_family::v4_1;
+  for (const layer_cache_schema& l : r.schema) {
+    json layer = {{"index", l.layer_idx}, {"attention", std::string(to_string(l.attn_type))}};
+    // V4.1: the config's ratio (0 for SWA layers), the role and the owner whose caches it reads.
+    layer["compress_ratio"] = v41 && l.attn_type == attention_kind::swa ? 0 : l.compress_ratio;
+    if (v41) {
+      layer["role"] = std::string(to_string(l.role));
+      layer["kv_owner"] = l.kv_owner >= 0 ? json(l.kv_owner) : json(nullptr);
+    }
+    layer["mtp"] = l.mtp;
+    layer["cached"] = !l.mtp || p.options.cache_mtp;
+    layer["bytes_per_context_token"] = per_token[static_cast<std::size_t>(l.layer_idx)];
+    layer["fixed_bytes_per_request"] = fixed[static_cast<std::size_t>(l.layer_idx)];
+    j["layers"].push_back(layer);
+  }
   j["groups"] = groups_json(p, r.simulated ? &*r.simulated : nullptr);
   json plan = {{"requests", p.options.requests},
                {"context_tokens", p.options.context_tokens},
                {"tokens_per_step", p.options.tokens_per_step},
                {"prefill_chunk_tokens", p.options.prefill_chunk_tokens},
-               {"indexer", std::string(to_string(p.options.indexer))},
+               {"indexer", std::string(plan_indexer(p))},
                {"cache_mtp", p.options.cache_mtp},
                {"engine", std::string(to_string(p.options.policy.engine))},
                {"overlap", p.options.policy.overlap},
                {"holding_requests", p.holding_requests},
                {"total_bytes", p.total_bytes},
                {"ideal_bytes", p.ideal_bytes},
-               {"overhead", p.overhead()}};
+               {"overhead", p.overhead()},
+               {"main_layer_bytes_per_context_token", main_layer_bytes_per_context_token(p, r.model)}};
+  if (r.model.family == model_family::v4_1)
+    plan["format_set"] =
+        std::string(to_string(p.options.formats.set == format_set::v4 ? format_set::v4 : format_set::v41));
   if (r.budget_bytes) {
     plan["budget_bytes"] = *r.budget_bytes;
     plan["max_requests"] = r.requests_fit->max_requests;
@@ -503,17 +576,26 @@ inline std::string to_text(const planner_result& r) {
   fmt::format_to(out, "sliding_window {}, max_position_embeddings {}\n",
                  m.sliding_window > 0 ? std::to_string(m.sliding_window) : std::string("none"),
                  m.max_position_embeddings);
-  if (m.family == model_family::v3_2)
+  if (m.family == model_family::v3_2) {
     fmt::format_to(out, "main layers: {} MLA; MTP layers: {} MLA (each a latent row and an indexer key per token)\n",
                    sched.count(attention_kind::mla, false),
                    sched.count(attention_kind::mla) - sched.count(attention_kind::mla, false));
-  else
+  } else if (m.family == model_family::v4_1) {
+    fmt::format_to(out,
+                   "main layers: {} SWA + {} CSA2 + {} CSA1, owners (kv_source_layer_ids) {}; {} DSpark draft layers "
+                   "(SWA only, dspark_block_size {}); format set {}\n",
+                   sched.count(attention_kind::swa, false), sched.count(attention_kind::csa2, false),
+                   sched.count(attention_kind::csa1, false), fmt::join(m.kv_source_layer_ids, ", "),
+                   m.num_nextn_predict_layers, m.dspark_block_size,
+                   to_string(p.options.formats.set == format_set::v4 ? format_set::v4 : format_set::v41));
+  } else {
     fmt::format_to(out, "main layers: {} SWA + {} CSA + {} HCA; MTP layers: {} SWA + {} CSA + {} HCA\n",
                    sched.count(attention_kind::swa, false), sched.count(attention_kind::csa, false),
                    sched.count(attention_kind::hca, false),
                    sched.count(attention_kind::swa) - sched.count(attention_kind::swa, false),
                    sched.count(attention_kind::csa) - sched.count(attention_kind::csa, false),
                    sched.count(attention_kind::hca) - sched.count(attention_kind::hca, false));
+  }
   fmt::format_to(out, "row formats:");
   for (const group_plan& g : p)
     for (int i = 0; i < g.spec.num_pools; ++i) {
@@ -527,13 +609,22 @@ inline std::string to_text(const planner_result& r) {
   const std::vector<double> per_token = bytes_per_context_token(p, r.schema.num_layers);
   fmt::format_to(out, "{:>5}  {:<9}  {:>5}  {:<3}  {:>16}  {:>16}\n", "layer", "attention", "ratio", "mtp",
                  "B/context token", "fixed B/request");
-  for (const layer_cache_schema& l : r.schema)
-    fmt::format_to(out, "{:>5}  {:<9}  {:>5}  {:<3}  {:>16.4f}  {:>16}{}\n", l.layer_idx, l.attn_type, l.compress_ratio,
-                   l.mtp ? "yes" : "no", per_token[static_cast<std::size_t>(l.layer_idx)],
-                   fixed[static_cast<std::size_t>(l.layer_idx)], l.mtp && !p.options.cache_mtp ? "  (not cached)" : "");
+  const bool v41 = m.family == model_family::v4_1;
+  for (const layer_cache_schema& l : r.schema) {
+    std::string role;  // V4.1: who owns the global caches it reads
+    if (v41 && l.role != layer_role::none)
+      role = l.role == layer_role::owner || l.kv_owner < 0 ? fmt::format("  {}", to_string(l.role))
+                                                           : fmt::format("  {} of {}", to_string(l.role), l.kv_owner);
+    fmt::format_to(out, "{:>5}  {:<9}  {:>5}  {:<3}  {:>16.4f}  {:>16}{}{}\n", l.layer_idx, l.attn_type,
+                   v41 && l.attn_type == attention_kind::swa ? 0 : l.compress_ratio, l.mtp ? "yes" : "no",
+                   per_token[static_cast<std::size_t>(l.layer_idx)], fixed[static_cast<std::size_t>(l.layer_idx)], role,
+                   l.mtp && !p.options.cache_mtp ? "  (not cached)" : "");
+  }
   fmt::format_to(out,
                  "(B/context token: compressed rows (KV + indexer key) per token of context; fixed B/request: the "
                  "sliding windows and compressor states a request keeps in the layer, min(L, window) rows)\n");
+  fmt::format_to(out, "global KV per token of context over the {} main layers: {:.2f} B\n", m.num_hidden_layers,
+                 main_layer_bytes_per_context_token(p, m));
 
   fmt::format_to(out, "\n{:<32} {:<7} {:<14} {:>4} {:>6} {:>8} {:>6} {:>10} {:>9} {:>12} {:>16}", "group", "family",
                  "retention", "rows", "tokens", "window", "layers", "page B", "pages/L", "pages", "bytes");
@@ -562,7 +653,7 @@ inline std::string to_text(const planner_result& r) {
   fmt::format_to(out,
                  "\nplan: {} request(s) x {} tokens (indexer {}, {} token(s)/step, prefill chunk {}, MTP {}), "
                  "engine {}{}{}; {} request(s) hold pages at once\n",
-                 p.options.requests, p.options.context_tokens, p.options.indexer, p.options.tokens_per_step,
+                 p.options.requests, p.options.context_tokens, plan_indexer(p), p.options.tokens_per_step,
                  p.options.prefill_chunk_tokens, p.options.cache_mtp ? "cached" : "not cached",
                  to_string(p.options.policy.engine), p.options.policy.overlap ? " with overlap" : "",
                  p.options.role == deployment_role::prefill ? ", prefill role (prompts held until transferred)"
@@ -628,21 +719,26 @@ inline std::string to_text(const planner_result& r) {
 /// The defaults shown by --help are the values `a` holds now (context 0 = the model's max).
 inline void add_model_options(CLI::App& app, planner_args& a, const std::string& memory_gib_help) {
   app.add_option("--preset", a.preset,
-                 "Built-in model: v4-flash or flash (DeepSeek-V4-Flash), v4-pro or pro (DeepSeek-V4-Pro), v3.2 "
-                 "(DeepSeek-V3.2)")
+                 "Built-in model: v4-flash or flash (DeepSeek-V4-Flash), v4-pro or pro (DeepSeek-V4-Pro), "
+                 "v4.1-flash (DeepSeek-V4.1-Flash), v3.2 (DeepSeek-V3.2)")
       ->check(CLI::IsMember(preset_names()))
       ->capture_default_str();
   app.add_option("--config", a.config_path,
-                 "A V4 or V3.2 config.json, or a model directory holding one (overrides --preset)")
+                 "A V4, V4.1 or V3.2 config.json, or a model directory holding one (overrides --preset)")
       ->check(kNonEmpty);
   app.add_option("--context", a.context,
                  "Max context tokens per request L (default: the model's max_position_embeddings)")
       ->transform(kDecimalInt);
   app.add_option("--requests", a.requests, "Concurrent requests N")->transform(kDecimalInt)->capture_default_str();
   app.add_option("--memory-gib", a.memory_gib, memory_gib_help)->check(kDecimalNumber);
-  app.add_option("--indexer", a.indexer, "Indexer key format: fp8 (132 B/row) or mxfp4 (68 B/row)")
-      ->check(CLI::IsMember({"fp8", "mxfp4"}))
-      ->capture_default_str();
+  app.add_option("--indexer", a.indexer,
+                 "V4 indexer key format: fp8 (132 B/row, the default) or mxfp4 (68 B/row); V4.1 models take "
+                 "theirs from --format-set")
+      ->check(CLI::IsMember({"fp8", "mxfp4"}));
+  app.add_option("--format-set", a.format_set,
+                 "V4.1 default formats: v41 (default: SWA v4.1.fp8, global v4.1.fp4, index v4.indexer_mxfp4) or "
+                 "v4 (the Hopper fallback: v4.fp8_ds_mla rows, v4.indexer_fp8 keys)")
+      ->check(CLI::IsMember({"v41", "v4"}));
   app.add_option("--kv-format", a.kv_format,
                  "Row format of every main-KV pool (registry name, e.g. v4.fp8_ds_mla.footer; see "
                  "dsv4-cache-layout formats)")
