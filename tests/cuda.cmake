@@ -10,6 +10,13 @@ if(DSV4_CACHE_HAS_CUDA)
   gtest_discover_tests(cuda_kernels_test PROPERTIES LABELS gpu SKIP_REGULAR_EXPRESSION "no CUDA device"
                        DISCOVERY_TIMEOUT 120)
 
+  # The generic kernels of every registered format against the host lanes (slot_work.hpp).
+  add_executable(generic_kernels_test ${CMAKE_CURRENT_SOURCE_DIR}/cuda/generic_kernels_test.cu)
+  target_link_libraries(generic_kernels_test PRIVATE GTest::gtest_main)
+  dsv4_cache_cuda_target(generic_kernels_test)
+  gtest_discover_tests(generic_kernels_test PROPERTIES LABELS gpu SKIP_REGULAR_EXPRESSION "no CUDA device"
+                       DISCOVERY_TIMEOUT 120)
+
   # Layout members called from device code, built WITHOUT --expt-relaxed-constexpr (as an engine's
   # kernels may be): the compile is the check here; a GPU also checks the values (exit 3 = skipped).
   add_executable(dsv4-host-device-layout ${CMAKE_CURRENT_SOURCE_DIR}/cuda/host_device_layout.cu)

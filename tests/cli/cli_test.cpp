@@ -402,6 +402,7 @@ TEST(CliV41, PresetReports890BytesPerTokenAndTheOwners) {
   const run_result text = run({"--preset", "v4.1-flash"});
   ASSERT_EQ(text.code, 0) << text.err;
   EXPECT_NE(text.out.find("owners (kv_source_layer_ids) 2, 8, 14, 20"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("plan it with --tokens-per-step 6"), std::string::npos);
   EXPECT_NE(text.out.find("over the 40 main layers: 890.00 B"), std::string::npos);
   EXPECT_NE(text.out.find("reuse of 2"), std::string::npos);
 }

@@ -420,16 +420,21 @@ constexpr pool_spec fp32_pool(std::int64_t row_bytes, std::int64_t rows) {
   const format_layout f = bind_state_row_bytes(row_bytes);
   return {f, rows, row_bytes, f.page_bytes(rows)};
 }
-/// An empty compressor-state group (sliding, one fp32 pool, 4 or 8 rows per page by ratio).
-constexpr paged_cache_group_spec compressor_state_group(group_id id) {
+/// A group without layers: sliding groups are state, full-history groups history.
+constexpr paged_cache_group_spec empty_group(group_id id, cache_retention retention, std::int64_t rows_per_page,
+                                             std::int64_t tokens_per_row, int num_pools) {
   paged_cache_group_spec g;
   g.id = id;
-  g.retention = cache_retention::sliding_window;
-  g.rows_per_page = compressor_state_rows_per_page(id.ratio);
-  g.entry_stride_tokens = 1;
-  g.family = cache_family::state;
-  g.num_pools = 1;
+  g.retention = retention;
+  g.rows_per_page = rows_per_page;
+  g.entry_stride_tokens = tokens_per_row;
+  g.family = retention == cache_retention::sliding_window ? cache_family::state : cache_family::history;
+  g.num_pools = num_pools;
   return g;
+}
+/// An empty compressor-state group (sliding, one fp32 pool, 4 or 8 rows per page by ratio).
+constexpr paged_cache_group_spec compressor_state_group(group_id id) {
+  return empty_group(id, cache_retention::sliding_window, compressor_state_rows_per_page(id.ratio), 1, 1);
 }
 /// The step-window base of a layer's compressor states: its ratio if the compressor overlaps
 /// windows (window (1 + overlap) x ratio > ratio), else 0.
@@ -456,13 +461,8 @@ namespace detail {
 constexpr group_spec_list build_v32_specs(const model_cache_schema& schema, const format_selection& formats,
                                           bool include_mtp) {
   group_spec_list out;
-  paged_cache_group_spec kv;
-  kv.id = {group_kind::mla_kv, 0};
-  kv.retention = cache_retention::full_history;
-  kv.rows_per_page = kKernelBlockRows;
-  kv.entry_stride_tokens = 1;
-  kv.family = cache_family::history;
-  kv.num_pools = 1;
+  paged_cache_group_spec kv =
+      empty_group({group_kind::mla_kv, 0}, cache_retention::full_history, kKernelBlockRows, 1, 1);
   paged_cache_group_spec keys = kv;
   keys.id = {group_kind::indexer_k, 0};
   for (const layer_cache_schema& l : schema) {
@@ -486,32 +486,16 @@ constexpr group_spec_list build_v32_specs(const model_cache_schema& schema, cons
 /// layers are left out.
 constexpr group_spec_list build_v41_specs(const model_cache_schema& schema, const format_selection& formats,
                                           bool include_mtp) {
-  paged_cache_group_spec swa;
-  swa.id = {group_kind::v41_swa, 0};
-  swa.retention = cache_retention::sliding_window;
-  swa.rows_per_page = kKernelBlockRows;
-  swa.entry_stride_tokens = 1;
-  swa.family = cache_family::state;
+  paged_cache_group_spec swa =
+      empty_group({group_kind::v41_swa, 0}, cache_retention::sliding_window, kKernelBlockRows, 1, 1);
   swa.prefix = prefix_reuse::replay;
-  swa.num_pools = 1;
-  std::array<paged_cache_group_spec, 2> global{};  // ratio 2, ratio 1
-  for (const int ratio : {2, 1}) {
-    paged_cache_group_spec& g = global[ratio == 2 ? 0 : 1];
-    g.id = {group_kind::v41_global, ratio};
-    g.retention = cache_retention::full_history;
-    g.rows_per_page = kKernelBlockRows;
-    g.entry_stride_tokens = ratio;
-    g.family = cache_family::history;
-    g.num_pools = 2;
-  }
-  paged_cache_group_spec state;
-  state.id = {group_kind::v41_compressor_state, 2};
-  state.retention = cache_retention::sliding_window;
-  state.rows_per_page = 2;
-  state.entry_stride_tokens = 1;
-  state.family = cache_family::state;
+  // Ratio 2, then ratio 1: 64 rows of 2 or 1 tokens, global KV + index keys.
+  std::array<paged_cache_group_spec, 2> global = {
+      empty_group({group_kind::v41_global, 2}, cache_retention::full_history, kKernelBlockRows, 2, 2),
+      empty_group({group_kind::v41_global, 1}, cache_retention::full_history, kKernelBlockRows, 1, 2)};
+  paged_cache_group_spec state =
+      empty_group({group_kind::v41_compressor_state, 2}, cache_retention::sliding_window, 2, 1, 1);
   state.engine_state_ring = true;
-  state.num_pools = 1;
   for (const layer_cache_schema& l : schema) {
     if (l.mtp && !include_mtp) continue;
     swa.sliding_window_tokens = l.swa_window_size;
@@ -559,12 +543,7 @@ constexpr group_spec_list build_cache_specs(const model_cache_schema& schema, co
 
   // v4.swa_kv: every layer keeps the SWA window.
   paged_cache_group_spec& swa = push();
-  swa.id = {group_kind::swa_kv, 0};
-  swa.retention = cache_retention::sliding_window;
-  swa.rows_per_page = kKernelBlockRows;
-  swa.entry_stride_tokens = 1;
-  swa.family = cache_family::state;
-  swa.num_pools = 1;
+  swa = detail::empty_group({group_kind::swa_kv, 0}, cache_retention::sliding_window, kKernelBlockRows, 1, 1);
   for (const layer_cache_schema& l : schema) {
     if (l.mtp && !include_mtp) continue;
     swa.sliding_window_tokens = l.swa_window_size;
@@ -577,11 +556,8 @@ constexpr group_spec_list build_cache_specs(const model_cache_schema& schema, co
   paged_cache_group_spec idx = detail::compressor_state_group({group_kind::indexer_compressor_state, kCsaRatio});
   for (const int ratio : {kCsaRatio, kHcaRatio}) {  // ascending, as the seed's sorted set
     paged_cache_group_spec state = detail::compressor_state_group({group_kind::compressor_state, ratio});
-    paged_cache_group_spec kv;
-    kv.id = {group_kind::compressed_kv, ratio};
-    kv.retention = cache_retention::full_history;
-    kv.entry_stride_tokens = ratio;
-    kv.family = cache_family::history;
+    paged_cache_group_spec kv = detail::empty_group({group_kind::compressed_kv, ratio}, cache_retention::full_history,
+                                                    0, ratio, 1);  // rows per page from the schema
     const format_layout& kv_format = ratio == kCsaRatio ? formats.csa_kv : formats.hca_kv;
     for (const layer_cache_schema& l : schema) {
       if (l.compress_ratio != ratio || (l.mtp && !include_mtp)) continue;

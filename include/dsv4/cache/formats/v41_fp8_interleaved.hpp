@@ -23,22 +23,14 @@ namespace dsv4::cache::formats {
 /// `quantize_unit` and `dequantize_unit` are v41_fp8's (they place bytes through the layout they
 /// are given); only `layout` differs.
 struct v41_fp8_interleaved : v41_fp8 {
-  static constexpr format_layout layout{
-      .name = "v4.1.fp8.interleaved",
-      .model = model_family::v4_1,
-      .role = format_role::main_kv,
-      .source = "deepseek-ai/FlashMLA kv_cache_format.h @2e5429fc, tests/quant.py @9a7d253a (V41, interleaved)",
-      .rule = page_rule::interleaved,
-      .alignment = 0,
-      .row_bytes = 528,
-      .data_bytes = 512,
-      .scale_bytes = 16,
-      .rope_offset_in_data = 448,
-      .values = 512,
-      .data = {element_type::e4m3, 448, 0},
-      .scales = {element_type::ue8m0, 16, 32},
-      .rope = {element_type::e4m3, 64, 0},
-  };
+  static constexpr format_layout layout = [] {
+    format_layout l = v41_fp8::layout;  // the same row fields; only the page rule differs
+    l.name = "v4.1.fp8.interleaved";
+    l.source = "deepseek-ai/FlashMLA kv_cache_format.h @2e5429fc, tests/quant.py @9a7d253a (V41, interleaved)";
+    l.rule = page_rule::interleaved;
+    l.alignment = 0;
+    return l;
+  }();
 };
 
 }  // namespace dsv4::cache::formats

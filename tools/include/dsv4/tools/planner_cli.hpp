@@ -588,6 +588,9 @@ inline std::string to_text(const planner_result& r) {
                    sched.count(attention_kind::csa1, false), fmt::join(m.kv_source_layer_ids, ", "),
                    m.num_nextn_predict_layers, m.dspark_block_size,
                    to_string(p.options.formats.set == format_set::v4 ? format_set::v4 : format_set::v41));
+    if (m.dspark_block_size > 0 && p.options.tokens_per_step == 1)
+      fmt::format_to(out, "(with DSpark each decode step verifies 1 + {} tokens: plan it with --tokens-per-step {})\n",
+                     m.dspark_block_size, m.dspark_block_size + 1);
   } else {
     fmt::format_to(out, "main layers: {} SWA + {} CSA + {} HCA; MTP layers: {} SWA + {} CSA + {} HCA\n",
                    sched.count(attention_kind::swa, false), sched.count(attention_kind::csa, false),
