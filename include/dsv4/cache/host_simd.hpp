@@ -1,0 +1,241 @@
+// dsv4-cache: the host vector kernels of the shared codec primitives (E4M3 / E2M1 blocks, BF16
+// and fp32 copies), written with GCC / clang vector extensions: no intrinsics, no third-party
+// headers. Host only; empty in CUDA translation units and for other compilers.
+//
+// Each kernel computes, lane by lane, the same integer and IEEE float operations as the
+// straight-line scalar kernels of scalar_codec.hpp (`e4m3_code_branchless`, ...), so its results
+// are identical for every input (tests/host_codec_test.cpp checks it on every ISA). 16 lanes per
+// step: the compiler lowers a 64-byte vector to 4 SSE2, 2 AVX2 or 1 AVX-512 operations, as the
+// function it is inlined into is compiled for (host_codec.hpp compiles one copy per ISA).
+//
+// The primitives of row_codec.hpp and format_traits.hpp take these kernels only inside a bulk
+// call of host_codec.hpp (`host_simd_scope`), never in constant evaluation: `quantize_row<F>`
+// and the other per-row codecs stay the scalar reference, and the bulk calls clear FTZ / DAZ
+// first (the kernels need gradual underflow, as the scalar code does).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "dsv4/cache/scalar_codec.hpp"
+
+#ifndef DSV4_HOST_SIMD
+#if !defined(__CUDACC__) && (defined(__GNUC__) || defined(__clang__)) && defined(__BYTE_ORDER__) && \
+    __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define DSV4_HOST_SIMD 1
+#else
+#define DSV4_HOST_SIMD 0
+#endif
+#endif
+
+#if DSV4_HOST_SIMD
+namespace dsv4::cache::detail {
+
+/// Whether the calling thread is inside a host bulk call (host_codec.hpp) whose primitives take
+/// the vector kernels.
+inline thread_local bool g_host_simd_on = false;
+inline bool host_simd_on() noexcept { return g_host_simd_on; }
+
+/// Whether a primitive takes its vector kernel: never in constant evaluation, only inside a bulk
+/// call, and only when `shape_ok` (a block of whole 16-value steps).
+constexpr bool host_simd_path(bool shape_ok) noexcept {
+  if (std::is_constant_evaluated()) return false;
+  return shape_ok && host_simd_on();
+}
+
+/// Enables the vector kernels on this thread for its lifetime (nests).
+class host_simd_scope {
+ public:
+  host_simd_scope() noexcept : prev_(g_host_simd_on) { g_host_simd_on = true; }
+  ~host_simd_scope() { g_host_simd_on = prev_; }
+  host_simd_scope(const host_simd_scope&) = delete;
+  host_simd_scope& operator=(const host_simd_scope&) = delete;
+  host_simd_scope(host_simd_scope&&) = delete;
+  host_simd_scope& operator=(host_simd_scope&&) = delete;
+
+ private:
+  bool prev_;
+};
+
+namespace simd {
+
+inline constexpr int kLanes = 16;  ///< Block sizes the kernels take: multiples of this.
+
+/// `amax_bf16` (all and finite maxima of the sign-less bits), signed 16-bit lanes (SSE2 pmaxsw).
+struct amax_bits {
+  std::uint16_t all;     ///< max sign-less bits over every value (> 0x7F80 iff a NaN)
+  std::uint16_t finite;  ///< max over the non-NaN values
+};
+inline amax_bits block_amax(const bf16* __restrict in, int n) noexcept {
+  std::int16_t all = 0;
+  std::int16_t fin = 0;
+  for (int i = 0; i < n; ++i) {
+    const auto a = static_cast<std::int16_t>(in[i].bits & 0x7FFF);
+    all = a > all ? a : all;
+    const std::int16_t f = a <= 0x7F80 ? a : std::int16_t{0};
+    fin = f > fin ? f : fin;
+  }
+  return {static_cast<std::uint16_t>(all), static_cast<std::uint16_t>(fin)};
+}
+/// The exponent s of a scale 2^s with |s| <= limit (so that the codes times it stay normal);
+/// 1000 for any other scale.
+inline int pow2_scale_exponent(float scale, int limit) noexcept {
+  const std::uint32_t u = float_bits(scale);
+  if ((u & 0x807FFFFFU) != 0) return 1000;
+  const int s = static_cast<int>(u >> 23) - 127;
+  return s >= -limit && s <= limit ? s : 1000;
+}
+/// codes[i] = E4M3 code of in[i] x inv_scale (`e4m3_block_any`).
+inline void e4m3_scaled(const bf16* __restrict in, int n, float inv_scale, std::uint8_t* __restrict out) noexcept {
+  for (int i = 0; i < n; ++i)
+    out[i] = static_cast<std::uint8_t>(e4m3_code_branchless(bf16_to_float(in[i]) * inv_scale));
+}
+/// codes[i] = E4M3 code of in[i] / divisor (IEEE division, `e4m3_tensor_scaled`).
+inline void e4m3_divided(const bf16* __restrict in, int n, float divisor, std::uint8_t* __restrict out) noexcept {
+  for (int i = 0; i < n; ++i) out[i] = static_cast<std::uint8_t>(e4m3_code_branchless(bf16_to_float(in[i]) / divisor));
+}
+/// `e4m3_block_normal` (its precondition holds): 16-bit lanes.
+inline void e4m3_normal(const bf16* __restrict in, int n, int e, std::uint8_t* __restrict out) noexcept {
+  const auto bias = static_cast<std::uint16_t>(7 - ((e + 120) << 7));
+  for (int i = 0; i < n; ++i) {
+    const std::uint16_t b = in[i].bits;
+    const auto a = static_cast<std::uint16_t>(b & 0x7FFFU);
+    const auto t = static_cast<std::int16_t>(static_cast<std::uint16_t>(a + bias + ((a >> 4) & 1U)));
+    const auto q = static_cast<std::int16_t>(t >> 4);
+    const std::int16_t code = q > 0 ? q : std::int16_t{0};
+    out[i] = static_cast<std::uint8_t>(code | ((b >> 8) & 0x80));
+  }
+}
+/// out[i] = E4M3(codes[i]) x scale, as `from_float<Out>`. A power-of-two scale and a block of
+/// normal codes and zeros (the common case) is an exponent shift of the code bits: exact, so the
+/// same bits; otherwise the float product.
+template <class Out>
+inline void e4m3_dequant(const std::uint8_t* __restrict codes, int n, float scale, Out* __restrict out) noexcept {
+  const int s = pow2_scale_exponent(scale, 119);
+  if (s != 1000) {
+    std::uint8_t odd = 0;
+    for (int i = 0; i < n; ++i) {
+      const auto a = static_cast<std::uint8_t>(codes[i] & 0x7FU);
+      odd |= static_cast<std::uint8_t>((static_cast<std::uint8_t>(a - 1U) < 7U) | (a == 0x7FU));
+    }
+    if (odd == 0) {
+      if constexpr (std::is_same_v<Out, bf16>) {
+        const auto off = static_cast<std::uint16_t>((120 + s) << 7);
+        for (int i = 0; i < n; ++i) {
+          const std::uint16_t c = codes[i];
+          const auto a = static_cast<std::uint16_t>(c & 0x7FU);
+          const auto v = static_cast<std::uint16_t>(a == 0 ? 0U : static_cast<unsigned>((a << 4) + off));
+          out[i] = bf16{static_cast<std::uint16_t>(v | ((c & 0x80U) << 8))};
+        }
+      } else {
+        const auto off = static_cast<std::uint32_t>(120 + s) << 23;
+        for (int i = 0; i < n; ++i) {
+          const std::uint32_t c = codes[i];
+          const std::uint32_t a = c & 0x7FU;
+          const std::uint32_t v = a == 0 ? 0U : (a << 20) + off;
+          out[i] = bits_float(v | ((c & 0x80U) << 24));
+        }
+      }
+      return;
+    }
+  }
+  for (int i = 0; i < n; ++i) {
+    const float v = e4m3_to_float_branchless(codes[i]) * scale;
+    if constexpr (std::is_same_v<Out, bf16>) {
+      out[i] = bf16{float_to_bf16_bits_branchless(v)};
+    } else {
+      out[i] = canonical_nan(v);
+    }
+  }
+}
+/// Packed E2M1 codes of in[i] x inv_scale (n / 2 bytes).
+inline void e2m1_scaled(const bf16* __restrict in, int n, float inv_scale, std::uint8_t* __restrict out) noexcept {
+  for (int i = 0; i < n / 2; ++i) {
+    const std::uint32_t lo = e2m1_code_branchless(bf16_to_float(in[2 * i]) * inv_scale);
+    const std::uint32_t hi = e2m1_code_branchless(bf16_to_float(in[2 * i + 1]) * inv_scale);
+    out[i] = static_cast<std::uint8_t>(lo | (hi << 4));
+  }
+}
+/// Packed E2M1 codes of in[i] / divisor (IEEE division), n / 2 bytes.
+inline void e2m1_divided(const bf16* __restrict in, int n, float divisor, std::uint8_t* __restrict out) noexcept {
+  for (int i = 0; i < n / 2; ++i) {
+    const std::uint32_t lo = e2m1_code_branchless(bf16_to_float(in[2 * i]) / divisor);
+    const std::uint32_t hi = e2m1_code_branchless(bf16_to_float(in[2 * i + 1]) / divisor);
+    out[i] = static_cast<std::uint8_t>(lo | (hi << 4));
+  }
+}
+/// E2M1 nibble c times 2^s as float bits (s in [-125, 125]: every product is a float normal).
+DSV4_HOST_DEVICE constexpr std::uint32_t e2m1_pow2_bits(std::uint32_t c, std::uint32_t off) noexcept {
+  const std::uint32_t exp = (c >> 1) & 0x3U;
+  const std::uint32_t man = c & 0x1U;
+  const std::uint32_t normal = ((exp << 23) + off) | (man << 22);
+  const std::uint32_t sub = man != 0 ? off : 0U;
+  return (exp == 0 ? sub : normal) | ((c & 0x8U) << 28);
+}
+/// out[i] = E2M1(nibble i) x scale, as `from_float<Out>`; a power-of-two scale is an exponent
+/// shift (exact: the same bits), any other the float product.
+template <class Out>
+inline void e2m1_dequant(const std::uint8_t* __restrict packed, int n, float scale, Out* __restrict out) noexcept {
+  const int s = pow2_scale_exponent(scale, 125);
+  if (s != 1000) {
+    const auto off = static_cast<std::uint32_t>(126 + s) << 23;
+    for (int i = 0; i < n / 2; ++i) {
+      const std::uint32_t lo = e2m1_pow2_bits(packed[i] & 0xFU, off);
+      const std::uint32_t hi = e2m1_pow2_bits(static_cast<std::uint32_t>(packed[i]) >> 4, off);
+      if constexpr (std::is_same_v<Out, bf16>) {
+        out[2 * i] = bf16{static_cast<std::uint16_t>(lo >> 16)};
+        out[2 * i + 1] = bf16{static_cast<std::uint16_t>(hi >> 16)};
+      } else {
+        out[2 * i] = bits_float(lo);
+        out[2 * i + 1] = bits_float(hi);
+      }
+    }
+    return;
+  }
+  for (int i = 0; i < n / 2; ++i) {
+    const float lo = e2m1_to_float_branchless(packed[i]) * scale;
+    const float hi = e2m1_to_float_branchless(static_cast<std::uint32_t>(packed[i]) >> 4) * scale;
+    if constexpr (std::is_same_v<Out, bf16>) {
+      out[2 * i] = bf16{float_to_bf16_bits_branchless(lo)};
+      out[2 * i + 1] = bf16{float_to_bf16_bits_branchless(hi)};
+    } else {
+      out[2 * i] = canonical_nan(lo);
+      out[2 * i + 1] = canonical_nan(hi);
+    }
+  }
+}
+/// BF16 values from little-endian page bytes into float (exact) or BF16 (bits).
+template <class Out>
+inline void bf16_in(const std::uint8_t* __restrict src, Out* __restrict out, std::int64_t n) noexcept {
+  if constexpr (std::is_same_v<Out, bf16>) {
+    std::memcpy(out, src, static_cast<std::size_t>(n) * 2);
+  } else {
+    for (std::int64_t i = 0; i < n; ++i) {
+      std::uint16_t h = 0;
+      std::memcpy(&h, src + 2 * i, 2);
+      out[i] = bits_float(static_cast<std::uint32_t>(h) << 16);
+    }
+  }
+}
+/// fp32 values from little-endian page bytes into float (bits) or BF16 (`float_to_bf16`).
+template <class Out>
+inline void f32_in(const std::uint8_t* __restrict src, Out* __restrict out, std::int64_t n) noexcept {
+  if constexpr (std::is_same_v<Out, bf16>) {
+    for (std::int64_t i = 0; i < n; ++i) {
+      float v = 0;
+      std::memcpy(&v, src + 4 * i, 4);
+      out[i] = bf16{float_to_bf16_bits_branchless(v)};
+    }
+  } else {
+    std::memcpy(out, src, static_cast<std::size_t>(n) * 4);
+  }
+}
+
+}  // namespace simd
+}  // namespace dsv4::cache::detail
+#else
+namespace dsv4::cache::detail {
+DSV4_HOST_DEVICE constexpr bool host_simd_path(bool /*shape_ok*/) noexcept { return false; }
+}  // namespace dsv4::cache::detail
+#endif  // DSV4_HOST_SIMD
