@@ -218,7 +218,8 @@ inline void dequantize_rows_any(const format_layout& l, const std::uint8_t* page
 }
 
 // One copy of the loops per ISA: everything they call is inlined into them (flatten) and
-// vectorized for the function's target.
+// vectorized for the function's target. `attrs` is an attribute list, which cannot be parenthesized.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define DSV4_HOST_CODEC_COPY(suffix, attrs)                                                                        \
   template <row_format F>                                                                                          \
   [[gnu::flatten, gnu::noinline]] attrs void quantize_rows_##suffix(                                               \
@@ -239,6 +240,7 @@ DSV4_HOST_CODEC_COPY(avx2, __attribute__((target("avx2"))))
 DSV4_HOST_CODEC_COPY(avx512, __attribute__((target("avx2,avx512f,avx512bw,avx512dq,avx512vl"))))
 #endif
 #undef DSV4_HOST_CODEC_COPY
+// NOLINTEND(bugprone-macro-parentheses)
 
 template <row_format F>
 void require_bulk_rows(const format_layout& l, std::int64_t rows, std::int64_t first, std::int64_t count) {

@@ -14,6 +14,7 @@
 // first (the kernels need gradual underflow, as the scalar code does).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -151,7 +152,7 @@ inline void e4m3_dequant(const std::uint8_t* __restrict codes, int n, float scal
 }
 /// Packed E2M1 codes of in[i] x inv_scale (n / 2 bytes).
 inline void e2m1_scaled(const bf16* __restrict in, int n, float inv_scale, std::uint8_t* __restrict out) noexcept {
-  for (int i = 0; i < n / 2; ++i) {
+  for (std::ptrdiff_t i = 0; i < n / 2; ++i) {
     const std::uint32_t lo = e2m1_code_branchless(bf16_to_float(in[2 * i]) * inv_scale);
     const std::uint32_t hi = e2m1_code_branchless(bf16_to_float(in[2 * i + 1]) * inv_scale);
     out[i] = static_cast<std::uint8_t>(lo | (hi << 4));
@@ -159,7 +160,7 @@ inline void e2m1_scaled(const bf16* __restrict in, int n, float inv_scale, std::
 }
 /// Packed E2M1 codes of in[i] / divisor (IEEE division), n / 2 bytes.
 inline void e2m1_divided(const bf16* __restrict in, int n, float divisor, std::uint8_t* __restrict out) noexcept {
-  for (int i = 0; i < n / 2; ++i) {
+  for (std::ptrdiff_t i = 0; i < n / 2; ++i) {
     const std::uint32_t lo = e2m1_code_branchless(bf16_to_float(in[2 * i]) / divisor);
     const std::uint32_t hi = e2m1_code_branchless(bf16_to_float(in[2 * i + 1]) / divisor);
     out[i] = static_cast<std::uint8_t>(lo | (hi << 4));
@@ -180,7 +181,7 @@ inline void e2m1_dequant(const std::uint8_t* __restrict packed, int n, float sca
   const int s = pow2_scale_exponent(scale, 125);
   if (s != 1000) {
     const auto off = static_cast<std::uint32_t>(126 + s) << 23;
-    for (int i = 0; i < n / 2; ++i) {
+    for (std::ptrdiff_t i = 0; i < n / 2; ++i) {
       const std::uint32_t lo = e2m1_pow2_bits(packed[i] & 0xFU, off);
       const std::uint32_t hi = e2m1_pow2_bits(static_cast<std::uint32_t>(packed[i]) >> 4, off);
       if constexpr (std::is_same_v<Out, bf16>) {
@@ -193,7 +194,7 @@ inline void e2m1_dequant(const std::uint8_t* __restrict packed, int n, float sca
     }
     return;
   }
-  for (int i = 0; i < n / 2; ++i) {
+  for (std::ptrdiff_t i = 0; i < n / 2; ++i) {
     const float lo = e2m1_to_float_branchless(packed[i]) * scale;
     const float hi = e2m1_to_float_branchless(static_cast<std::uint32_t>(packed[i]) >> 4) * scale;
     if constexpr (std::is_same_v<Out, bf16>) {
