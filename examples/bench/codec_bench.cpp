@@ -260,7 +260,7 @@ void register_all() {
               }
             });
             b->Unit(benchmark::kMillisecond);
-            if (set == "large") b->MinTime(0.3);
+            if (set == "large") b->MinTime(0.2);
           }
         }
       }

@@ -94,6 +94,8 @@ inline void e4m3_scaled(const bf16* __restrict in, int n, float inv_scale, std::
 }
 /// codes[i] = E4M3 code of in[i] / divisor (IEEE division, `e4m3_tensor_scaled`).
 inline void e4m3_divided(const bf16* __restrict in, int n, float divisor, std::uint8_t* __restrict out) noexcept {
+  // x / 2^k and x x 2^-k are the same correctly rounded value when 2^-k is a float normal.
+  if (pow2_scale_exponent(divisor, 126) != 1000) return e4m3_scaled(in, n, 1.0f / divisor, out);
   for (int i = 0; i < n; ++i) out[i] = static_cast<std::uint8_t>(e4m3_code_branchless(bf16_to_float(in[i]) / divisor));
 }
 /// `e4m3_block_normal` (its precondition holds): 16-bit lanes.
@@ -150,20 +152,84 @@ inline void e4m3_dequant(const std::uint8_t* __restrict codes, int n, float scal
     }
   }
 }
-/// Packed E2M1 codes of in[i] x inv_scale (n / 2 bytes).
+inline constexpr int kChunk = 64;  ///< Values per step of the E2M1 kernels (a local code buffer).
+
+/// Packs n <= kChunk codes (one per byte, n even) into n / 2 bytes, value 2i in the low nibble:
+/// the codes are read as little-endian 16-bit pairs (one copy), so that the loop vectorizes
+/// without shuffles.
+inline void pack_nibbles(const std::uint8_t* __restrict codes, int n, std::uint8_t* __restrict out) noexcept {
+  std::uint16_t w[kChunk / 2];
+  std::memcpy(w, codes, static_cast<std::size_t>(n));
+  for (int i = 0; i < n / 2; ++i) out[i] = static_cast<std::uint8_t>((w[i] & 0xFU) | ((w[i] >> 4) & 0xF0U));
+}
+/// Spreads n / 2 packed bytes (n <= kChunk) into n nibbles, one per byte (the inverse of
+/// `pack_nibbles`).
+inline void unpack_nibbles(const std::uint8_t* __restrict packed, int n, std::uint8_t* __restrict nib) noexcept {
+  std::uint16_t w[kChunk / 2];
+  for (int i = 0; i < n / 2; ++i) w[i] = static_cast<std::uint16_t>((packed[i] & 0xFU) | ((packed[i] & 0xF0U) << 4));
+  std::memcpy(nib, w, static_cast<std::size_t>(n));
+}
+
+/// E2M1 codes of in[i] x 2^-e on the 16-bit sign-less BF16 bits, for a block without NaN or
+/// infinity and, when e < 0, without BF16 subnormals. Then x x 2^-e is exact in BF16 unless it
+/// underflows (its code is then 0) or overflows (saturated to 6 as the float path does): its bits
+/// are the input's with the exponent lowered by e, saturating at 0 and at 0x7F80 (inf). The code
+/// is the nearest-even E2M1 value: below 1.0 by comparison with 0.25 (tie to 0) and 0.75 (tie to
+/// 1.0); from 1.0 a round-to-nearest-even shift of 6 mantissa bits, clamped to 7 (6.0).
+inline void e2m1_pow2_codes(const bf16* __restrict in, int n, int e, std::uint8_t* __restrict codes) noexcept {
+  const auto down = static_cast<std::uint16_t>(e > 0 ? e << 7 : 0);
+  const auto up = static_cast<std::uint16_t>(e < 0 ? (-e) << 7 : 0);
+  for (int i = 0; i < n; ++i) {
+    const std::uint16_t b = in[i].bits;
+    const auto a = static_cast<std::uint16_t>(b & 0x7FFFU);
+    const auto d = static_cast<std::uint16_t>(a > down ? a - down : 0U);
+    const auto u = static_cast<std::uint16_t>(d + up);
+    const std::uint16_t s = u < 0x7F80U ? u : std::uint16_t{0x7F80U};
+    const auto sub =
+        static_cast<std::uint16_t>(static_cast<std::uint16_t>(s > 0x3E80U) + static_cast<std::uint16_t>(s >= 0x3F40U));
+    const auto t = static_cast<std::uint16_t>(s - 0x3F00U);
+    const auto sum = static_cast<std::uint16_t>(t + 0x1FU + ((t >> 6) & 1U));  // t < 0x4100: no wrap
+    const auto r = static_cast<std::uint16_t>(sum >> 6);
+    const std::uint16_t normal = r < 7U ? r : std::uint16_t{7U};
+    const std::uint16_t code = s >= 0x3F80U ? normal : sub;
+    codes[i] = static_cast<std::uint8_t>(code | ((b >> 12) & 0x8U));
+  }
+}
+/// Packed E2M1 codes of in[i] x inv_scale (n / 2 bytes). A power-of-two inv_scale takes the
+/// 16-bit path where it is exact (see `e2m1_pow2_codes`), else the float path.
 inline void e2m1_scaled(const bf16* __restrict in, int n, float inv_scale, std::uint8_t* __restrict out) noexcept {
-  for (std::ptrdiff_t i = 0; i < n / 2; ++i) {
-    const std::uint32_t lo = e2m1_code_branchless(bf16_to_float(in[2 * i]) * inv_scale);
-    const std::uint32_t hi = e2m1_code_branchless(bf16_to_float(in[2 * i + 1]) * inv_scale);
-    out[i] = static_cast<std::uint8_t>(lo | (hi << 4));
+  const int k = pow2_scale_exponent(inv_scale, 127);  // inv_scale = 2^k, e = -k
+  for (int c = 0; c < n; c += kChunk) {
+    const int m = n - c < kChunk ? n - c : kChunk;
+    std::uint8_t codes[kChunk];
+    bool fast = k != 1000;
+    if (fast) {
+      std::int16_t mx = 0;
+      std::uint16_t sub = 0;
+      for (int i = 0; i < m; ++i) {
+        const auto a = static_cast<std::int16_t>(in[c + i].bits & 0x7FFF);
+        mx = a > mx ? a : mx;
+        sub |= static_cast<std::uint16_t>(a != 0 && a < 0x80 ? 1U : 0U);
+      }
+      fast = mx < 0x7F80 && (k <= 0 || sub == 0);
+    }
+    if (fast) {
+      e2m1_pow2_codes(in + c, m, -k, codes);
+    } else {
+      for (int i = 0; i < m; ++i)
+        codes[i] = static_cast<std::uint8_t>(e2m1_code_branchless(bf16_to_float(in[c + i]) * inv_scale));
+    }
+    pack_nibbles(codes, m, out + c / 2);
   }
 }
 /// Packed E2M1 codes of in[i] / divisor (IEEE division), n / 2 bytes.
 inline void e2m1_divided(const bf16* __restrict in, int n, float divisor, std::uint8_t* __restrict out) noexcept {
-  for (std::ptrdiff_t i = 0; i < n / 2; ++i) {
-    const std::uint32_t lo = e2m1_code_branchless(bf16_to_float(in[2 * i]) / divisor);
-    const std::uint32_t hi = e2m1_code_branchless(bf16_to_float(in[2 * i + 1]) / divisor);
-    out[i] = static_cast<std::uint8_t>(lo | (hi << 4));
+  for (int c = 0; c < n; c += kChunk) {
+    const int m = n - c < kChunk ? n - c : kChunk;
+    std::uint8_t codes[kChunk];
+    for (int i = 0; i < m; ++i)
+      codes[i] = static_cast<std::uint8_t>(e2m1_code_branchless(bf16_to_float(in[c + i]) / divisor));
+    pack_nibbles(codes, m, out + c / 2);
   }
 }
 /// E2M1 nibble c times 2^s as float bits (s in [-125, 125]: every product is a float normal).
@@ -179,30 +245,30 @@ DSV4_HOST_DEVICE constexpr std::uint32_t e2m1_pow2_bits(std::uint32_t c, std::ui
 template <class Out>
 inline void e2m1_dequant(const std::uint8_t* __restrict packed, int n, float scale, Out* __restrict out) noexcept {
   const int s = pow2_scale_exponent(scale, 125);
-  if (s != 1000) {
-    const auto off = static_cast<std::uint32_t>(126 + s) << 23;
-    for (std::ptrdiff_t i = 0; i < n / 2; ++i) {
-      const std::uint32_t lo = e2m1_pow2_bits(packed[i] & 0xFU, off);
-      const std::uint32_t hi = e2m1_pow2_bits(static_cast<std::uint32_t>(packed[i]) >> 4, off);
-      if constexpr (std::is_same_v<Out, bf16>) {
-        out[2 * i] = bf16{static_cast<std::uint16_t>(lo >> 16)};
-        out[2 * i + 1] = bf16{static_cast<std::uint16_t>(hi >> 16)};
-      } else {
-        out[2 * i] = bits_float(lo);
-        out[2 * i + 1] = bits_float(hi);
+  const auto off = static_cast<std::uint32_t>(126 + s) << 23;
+  for (int c = 0; c < n; c += kChunk) {
+    const int m = n - c < kChunk ? n - c : kChunk;
+    std::uint8_t nib[kChunk];
+    unpack_nibbles(packed + c / 2, m, nib);
+    Out* o = out + c;
+    if (s != 1000) {
+      for (int i = 0; i < m; ++i) {
+        const std::uint32_t v = e2m1_pow2_bits(nib[i], off);
+        if constexpr (std::is_same_v<Out, bf16>) {
+          o[i] = bf16{static_cast<std::uint16_t>(v >> 16)};
+        } else {
+          o[i] = bits_float(v);
+        }
       }
-    }
-    return;
-  }
-  for (std::ptrdiff_t i = 0; i < n / 2; ++i) {
-    const float lo = e2m1_to_float_branchless(packed[i]) * scale;
-    const float hi = e2m1_to_float_branchless(static_cast<std::uint32_t>(packed[i]) >> 4) * scale;
-    if constexpr (std::is_same_v<Out, bf16>) {
-      out[2 * i] = bf16{float_to_bf16_bits_branchless(lo)};
-      out[2 * i + 1] = bf16{float_to_bf16_bits_branchless(hi)};
     } else {
-      out[2 * i] = canonical_nan(lo);
-      out[2 * i + 1] = canonical_nan(hi);
+      for (int i = 0; i < m; ++i) {
+        const float v = e2m1_to_float_branchless(nib[i]) * scale;
+        if constexpr (std::is_same_v<Out, bf16>) {
+          o[i] = bf16{float_to_bf16_bits_branchless(v)};
+        } else {
+          o[i] = canonical_nan(v);
+        }
+      }
     }
   }
 }
