@@ -16,8 +16,9 @@
 //   memcpy_GB/s  memcpy traffic, 2 x bytes copied per second, copying half the working set
 //              into the other half (best of 3 copies, measured before each group of benchmarks)
 //   vs_memcpy  GB/s / memcpy_GB/s
-// After the run a table prints the median of each benchmark's repetitions
-// (--benchmark_repetitions=N) per format, direction, values type, set and ISA.
+// After the run a table prints, per format, direction, values type, set and ISA, the median over
+// every measurement taken (Google Benchmark's calibration calls and each of
+// --benchmark_repetitions=N; "samples" counts them).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -274,7 +275,7 @@ void print_table() {
       "\nMedians per benchmark (GB/s = codec bytes read + written per second; vs_memcpy = over memcpy's"
       " 2 x bytes copied per second, same working set, same run)\n");
   std::printf("%-30s %-10s %-6s %-6s %-9s %8s %8s %9s %5s\n", "format", "direction", "values", "set", "isa", "GB/s",
-              "memcpy", "vs_memcpy", "runs");
+              "memcpy", "vs_memcpy", "samples");
   for (const result_key& k : result_order()) {
     const result& r = results()[k];
     std::printf("%-30s %-10s %-6s %-6s %-9s %8.2f %8.2f %9.2f %5zu\n", k.format.c_str(), k.dir.c_str(),
