@@ -271,6 +271,40 @@ TEST_P(HostCodec, SubnormalScalesAndCodesSurviveFtzDaz) {
   EXPECT_EQ(detail::float_bits(o8[0]), detail::float_bits(0x1p-129f));
 }
 
+// The E2M1 host kernels against the scalar conversion for every BF16 input: the comparison
+// kernel at every positive finite E4M3 scale (as a divisor), the 16-bit power-of-two kernel at
+// every scale 2^-e, e in [-127, 127]. Compiled for the test's own target (the format tests above
+// run them on every ISA).
+TEST(HostKernels, E2m1DividedByEveryE4m3ScaleIsExact) {
+  std::vector<bf16> in(65536);
+  for (std::size_t i = 0; i < in.size(); ++i) in[i] = bf16{static_cast<std::uint16_t>(i)};
+  std::vector<std::uint8_t> got(in.size() / 2);
+  for (int byte = 1; byte <= 0x7E; ++byte) {
+    const float s = e4m3_to_float(static_cast<std::uint8_t>(byte));
+    detail::simd::e2m1_divided(in.data(), static_cast<int>(in.size()), s, got.data());
+    for (std::size_t i = 0; i < in.size(); ++i) {
+      const std::uint8_t want = float_to_e2m1(bf16_to_float(in[i]) / s);
+      const auto have = static_cast<std::uint8_t>(i % 2 == 0 ? got[i / 2] & 0xF : got[i / 2] >> 4);
+      ASSERT_EQ(have, want) << "bf16 0x" << std::hex << i << " / E4M3 byte 0x" << byte;
+    }
+  }
+}
+
+TEST(HostKernels, E2m1TimesEveryPowerOfTwoIsExact) {
+  std::vector<bf16> in(65536);
+  for (std::size_t i = 0; i < in.size(); ++i) in[i] = bf16{static_cast<std::uint16_t>(i)};
+  std::vector<std::uint8_t> got(in.size() / 2);
+  for (int e = -127; e <= 127; ++e) {
+    const float inv = exp2i(-e);
+    detail::simd::e2m1_scaled(in.data(), static_cast<int>(in.size()), inv, got.data());
+    for (std::size_t i = 0; i < in.size(); ++i) {
+      const std::uint8_t want = float_to_e2m1(bf16_to_float(in[i]) * inv);
+      const auto have = static_cast<std::uint8_t>(i % 2 == 0 ? got[i / 2] & 0xF : got[i / 2] >> 4);
+      ASSERT_EQ(have, want) << "bf16 0x" << std::hex << i << " x 2^" << std::dec << -e;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Isa, HostCodec, ::testing::ValuesIn(kHostIsas),
                          [](const ::testing::TestParamInfo<host_isa>& i) { return std::string(to_string(i.param)); });
 

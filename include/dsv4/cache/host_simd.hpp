@@ -223,12 +223,39 @@ inline void e2m1_scaled(const bf16* __restrict in, int n, float inv_scale, std::
   }
 }
 /// Packed E2M1 codes of in[i] / divisor (IEEE division), n / 2 bytes.
+///
+/// For a divisor d > 0 whose products with the E2M1 rounding midpoints T = 0.25, 0.75, 1.25,
+/// 1.75, 2.5, 3.5, 5 are exact BF16 values (an E4M3 scale: 4 significant bits times at most 3),
+/// the code is counted on the 16-bit sign-less BF16 bits a of x: the number of midpoints below
+/// |x| / d, a midpoint itself rounding to the even code ( > for 0.25, 1.25, 2.5, 5; >= for 0.75,
+/// 1.75, 3.5). The same code as E2M1(RN(x / d)): x has 8 significant bits and T d at most 7, so
+/// x != T d differ by at least 2^-9 of x, far more than the 2^-24 of the float rounding of x / d,
+/// which therefore never crosses a midpoint it did not cross exactly. NaN gives 0x7 (no sign),
+/// as `float_to_e2m1`. Any other divisor: the float division.
 inline void e2m1_divided(const bf16* __restrict in, int n, float divisor, std::uint8_t* __restrict out) noexcept {
+  constexpr float kMid[7] = {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f};
+  std::int16_t t[7] = {};
+  bool exact = divisor > 0.0f && (float_bits(divisor) & kF32AbsMask) < kF32Inf;
+  for (int k = 0; k < 7 && exact; ++k) {
+    const std::uint32_t p = float_bits(kMid[k] * divisor);
+    exact = (p & 0xFFFFU) == 0 && p < 0x7F800000U && p >= 0x00800000U;
+    t[k] = static_cast<std::int16_t>(p >> 16);
+  }
   for (int c = 0; c < n; c += kChunk) {
     const int m = n - c < kChunk ? n - c : kChunk;
     std::uint8_t codes[kChunk];
-    for (int i = 0; i < m; ++i)
-      codes[i] = static_cast<std::uint8_t>(e2m1_code_branchless(bf16_to_float(in[c + i]) / divisor));
+    if (exact) {
+      for (int i = 0; i < m; ++i) {
+        const std::uint16_t b = in[c + i].bits;
+        const auto a = static_cast<std::int16_t>(b & 0x7FFF);
+        const int code = (a > t[0]) + (a >= t[1]) + (a > t[2]) + (a >= t[3]) + (a > t[4]) + (a >= t[5]) + (a > t[6]);
+        const auto sign = static_cast<std::uint8_t>((b >> 12) & 0x8U);
+        codes[i] = a > 0x7F80 ? std::uint8_t{7} : static_cast<std::uint8_t>(code | sign);
+      }
+    } else {
+      for (int i = 0; i < m; ++i)
+        codes[i] = static_cast<std::uint8_t>(e2m1_code_branchless(bf16_to_float(in[c + i]) / divisor));
+    }
     pack_nibbles(codes, m, out + c / 2);
   }
 }
