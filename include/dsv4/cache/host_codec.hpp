@@ -179,6 +179,10 @@ class fp_env_guard {
   fp_env_guard& operator=(fp_env_guard&&) = delete;
 };
 
+/// Rows ahead whose bytes the row loops prefetch (input rows, or the page rows read): the loops
+/// stream from memory and a row is too short for the hardware prefetcher to get ahead.
+inline constexpr std::int64_t kPrefetchRows = 4;
+
 /// The row loops. Copies of the layout and policy: stores through the page's byte pointer could
 /// alias the caller's objects as far as the compiler knows.
 template <row_format F>
@@ -187,7 +191,12 @@ inline void quantize_rows_loop(const format_layout& l, std::uint8_t* page, std::
   const format_policy p = policy;
   const std::int64_t values = l.values;
   const int n = F::units(l);
+  const auto row_in_bytes = static_cast<std::int64_t>(sizeof(typename F::input_type)) * values;
   for (std::int64_t k = 0; k < count; ++k) {
+    if (k + kPrefetchRows < count) {
+      const auto* next = reinterpret_cast<const char*>(in + (k + kPrefetchRows) * values);
+      for (std::int64_t b = 0; b < row_in_bytes; b += 64) __builtin_prefetch(next + b);
+    }
     for (int u = 0; u < n; ++u) F::quantize_unit(l, page, rows, first + k, in + k * values, p, u);
   }
 }
@@ -198,6 +207,12 @@ inline void dequantize_rows_loop(const format_layout& l, const std::uint8_t* pag
   const std::int64_t values = l.values;
   const int n = F::units(l);
   for (std::int64_t k = 0; k < count; ++k) {
+    if (k + kPrefetchRows < count) {
+      const std::int64_t r = first + k + kPrefetchRows;
+      const std::uint8_t* data = page + l.data_offset(rows, r);
+      for (std::int64_t b = 0; b < l.data_bytes; b += 64) __builtin_prefetch(data + b);
+      if (l.has_scales()) __builtin_prefetch(page + l.scale_offset(rows, r));
+    }
     for (int u = 0; u < n; ++u) F::dequantize_unit(l, page, rows, first + k, out + k * values, p, u);
   }
 }

@@ -87,8 +87,58 @@ inline int pow2_scale_exponent(float scale, int limit) noexcept {
   const int s = static_cast<int>(u >> 23) - 127;
   return s >= -limit && s <= limit ? s : 1000;
 }
-/// codes[i] = E4M3 code of in[i] x inv_scale (`e4m3_block_any`).
+/// The E4M3 rounding midpoints below 2^-6, (k + 1/2) x 2^-9 for k = 0..7, as BF16 bits.
+inline constexpr std::int16_t kE4m3SubMid[8] = {0x3A80, 0x3B40, 0x3BA0, 0x3BE0, 0x3C10, 0x3C30, 0x3C50, 0x3C70};
+
+/// E4M3 codes (satfinite) of in[i] x 2^-e on the 16-bit sign-less BF16 bits, for a block
+/// without BF16 subnormals when e < 0. x x 2^-e is exact in BF16 unless it underflows (code 0)
+/// or overflows (saturates, as the float path): its bits are the input's with the exponent
+/// lowered by e, saturating at 0 and 0x7F80. From 2^-6 the code is a round-to-nearest-even shift
+/// of 4 mantissa bits clamped to 0x7E (448); below, the number of midpoints (k + 1/2) 2^-9 below
+/// the value, a midpoint rounding to the even code (> for even k, >= for odd k). NaN gives 0x7F,
+/// +-inf +-448.
+inline void e4m3_pow2_codes(const bf16* __restrict in, int n, int e, std::uint8_t* __restrict out) noexcept {
+  const auto down = static_cast<std::uint16_t>(e > 0 ? e << 7 : 0);
+  const auto up = static_cast<std::uint16_t>(e < 0 ? (-e) << 7 : 0);
+  for (int i = 0; i < n; ++i) {
+    const std::uint16_t b = in[i].bits;
+    const auto a = static_cast<std::uint16_t>(b & 0x7FFFU);
+    const auto d = static_cast<std::uint16_t>(a > down ? a - down : 0U);
+    const auto u = static_cast<std::uint16_t>(d + up);
+    const auto s = static_cast<std::int16_t>(u < 0x7F80U ? u : 0x7F80U);
+    const auto sub = static_cast<std::uint16_t>(
+        static_cast<std::uint16_t>(s > kE4m3SubMid[0]) + static_cast<std::uint16_t>(s >= kE4m3SubMid[1]) +
+        static_cast<std::uint16_t>(s > kE4m3SubMid[2]) + static_cast<std::uint16_t>(s >= kE4m3SubMid[3]) +
+        static_cast<std::uint16_t>(s > kE4m3SubMid[4]) + static_cast<std::uint16_t>(s >= kE4m3SubMid[5]) +
+        static_cast<std::uint16_t>(s > kE4m3SubMid[6]) + static_cast<std::uint16_t>(s >= kE4m3SubMid[7]));
+    const auto t = static_cast<std::uint16_t>(s - 0x3C00);                  // (120 << 7): rebias 127 -> 7
+    const auto sum = static_cast<std::uint16_t>(t + 7U + ((t >> 4) & 1U));  // t < 0x4380: no wrap
+    const auto r = static_cast<std::uint16_t>(sum >> 4);
+    const std::uint16_t normal = r < 0x7EU ? r : std::uint16_t{0x7EU};
+    const std::uint16_t code = s >= 0x3C80 ? normal : sub;  // 0x3C80 = 2^-6
+    const auto sign = static_cast<std::uint16_t>((b >> 8) & 0x80U);
+    // An infinity stays one whatever e (saturates to 448); its bits cannot be rescaled.
+    const auto finite_or_inf = static_cast<std::uint16_t>((a == 0x7F80U ? 0x7EU : code) | sign);
+    out[i] = static_cast<std::uint8_t>(a > 0x7F80U ? 0x7FU : finite_or_inf);
+  }
+}
+
+/// codes[i] = E4M3 code of in[i] x inv_scale (`e4m3_block_any`); a power-of-two inv_scale takes
+/// the 16-bit path where it is exact (`e4m3_pow2_codes`), else the float path.
 inline void e4m3_scaled(const bf16* __restrict in, int n, float inv_scale, std::uint8_t* __restrict out) noexcept {
+  const int k = pow2_scale_exponent(inv_scale, 127);  // inv_scale = 2^k, e = -k
+  if (k != 1000) {
+    bool subnormal = false;
+    if (k > 0) {
+      std::uint16_t any = 0;
+      for (int i = 0; i < n; ++i) {
+        const auto a = static_cast<std::int16_t>(in[i].bits & 0x7FFF);
+        any |= static_cast<std::uint16_t>(a != 0 && a < 0x80 ? 1U : 0U);
+      }
+      subnormal = any != 0;
+    }
+    if (!subnormal) return e4m3_pow2_codes(in, n, -k, out);
+  }
   for (int i = 0; i < n; ++i)
     out[i] = static_cast<std::uint8_t>(e4m3_code_branchless(bf16_to_float(in[i]) * inv_scale));
 }
@@ -154,20 +204,19 @@ inline void e4m3_dequant(const std::uint8_t* __restrict codes, int n, float scal
 }
 inline constexpr int kChunk = 64;  ///< Values per step of the E2M1 kernels (a local code buffer).
 
-/// Packs n <= kChunk codes (one per byte, n even) into n / 2 bytes, value 2i in the low nibble:
-/// the codes are read as little-endian 16-bit pairs (one copy), so that the loop vectorizes
-/// without shuffles.
+/// Packs n <= kChunk codes (one per byte, n even; `codes` holds kChunk bytes) into n / 2 bytes, value 2i in the low
+/// nibble: the codes are read as little-endian 16-bit pairs (one copy), so that the loop vectorizes without shuffles.
 inline void pack_nibbles(const std::uint8_t* __restrict codes, int n, std::uint8_t* __restrict out) noexcept {
   std::uint16_t w[kChunk / 2];
-  std::memcpy(w, codes, static_cast<std::size_t>(n));
+  std::memcpy(w, codes, sizeof(w));  // the whole buffer: a fixed-size copy, no library call
   for (int i = 0; i < n / 2; ++i) out[i] = static_cast<std::uint8_t>((w[i] & 0xFU) | ((w[i] >> 4) & 0xF0U));
 }
-/// Spreads n / 2 packed bytes (n <= kChunk) into n nibbles, one per byte (the inverse of
+/// Spreads n / 2 packed bytes (n <= kChunk) into n nibbles (`nib` holds kChunk bytes), one per byte (the inverse of
 /// `pack_nibbles`).
 inline void unpack_nibbles(const std::uint8_t* __restrict packed, int n, std::uint8_t* __restrict nib) noexcept {
-  std::uint16_t w[kChunk / 2];
+  std::uint16_t w[kChunk / 2] = {};
   for (int i = 0; i < n / 2; ++i) w[i] = static_cast<std::uint16_t>((packed[i] & 0xFU) | ((packed[i] & 0xF0U) << 4));
-  std::memcpy(nib, w, static_cast<std::size_t>(n));
+  std::memcpy(nib, w, sizeof(w));  // nib holds kChunk bytes: a fixed-size copy
 }
 
 /// E2M1 codes of in[i] x 2^-e on the 16-bit sign-less BF16 bits, for a block without NaN or
