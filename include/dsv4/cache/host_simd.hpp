@@ -297,7 +297,10 @@ inline void e2m1_divided(const bf16* __restrict in, int n, float divisor, std::u
       for (int i = 0; i < m; ++i) {
         const std::uint16_t b = in[c + i].bits;
         const auto a = static_cast<std::int16_t>(b & 0x7FFF);
-        const int code = (a > t[0]) + (a >= t[1]) + (a > t[2]) + (a >= t[3]) + (a > t[4]) + (a >= t[5]) + (a > t[6]);
+        const auto code = static_cast<std::uint8_t>(static_cast<int>(a > t[0]) + static_cast<int>(a >= t[1]) +
+                                                    static_cast<int>(a > t[2]) + static_cast<int>(a >= t[3]) +
+                                                    static_cast<int>(a > t[4]) + static_cast<int>(a >= t[5]) +
+                                                    static_cast<int>(a > t[6]));
         const auto sign = static_cast<std::uint8_t>((b >> 12) & 0x8U);
         codes[i] = a > 0x7F80 ? std::uint8_t{7} : static_cast<std::uint8_t>(code | sign);
       }
