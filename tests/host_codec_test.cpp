@@ -325,6 +325,20 @@ TEST(HostKernels, E4m3TimesEveryPowerOfTwoIsExact) {
   }
 }
 
+// The block exponent without the division, for every non-negative BF16 amax (NaN excluded) and
+// the floors the formats use, against `scale_exponent_for_amax`.
+TEST(HostKernels, BlockScaleExponentMatchesForEveryBf16Amax) {
+  for (float fmax : {kE4m3Max, kE2m1Max}) {
+    for (float floor : {0.0f, 1e-4f, 0.0448f, 1e-8f, 6.0f * 0x1p-126f}) {
+      for (std::uint32_t b = 0; b <= 0x7F80U; ++b) {
+        const float amax = bf16_to_float(bf16{static_cast<std::uint16_t>(b)});
+        ASSERT_EQ(detail::simd::block_scale_exponent(amax, fmax, floor), scale_exponent_for_amax(amax, fmax, floor))
+            << "amax bf16 0x" << std::hex << b << " max " << fmax << " floor " << floor;
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Isa, HostCodec, ::testing::ValuesIn(kHostIsas),
                          [](const ::testing::TestParamInfo<host_isa>& i) { return std::string(to_string(i.param)); });
 

@@ -79,6 +79,32 @@ inline amax_bits block_amax(const bf16* __restrict in, int n) noexcept {
   }
   return {static_cast<std::uint16_t>(all), static_cast<std::uint16_t>(fin)};
 }
+/// `scale_exponent_for_amax(amax, format_max, floor)` for format_max 448 (E4M3) or 6 (E2M1)
+/// without the float division: when max(amax, floor) is a float normal with at most 8
+/// significant bits (a BF16 amax), m / format_max is never within 2^-24 (relative) of a power of
+/// two without being one, so the float quotient has the exact quotient's ceiling:
+/// m = 2^E x 1.f and format_max = 2^k x 1.g give E - k, plus one if 1.f > 1.g. Any other m
+/// (the floor itself, a subnormal, inf) or format_max: the scalar function.
+inline int block_scale_exponent(float amax, float format_max, float floor) noexcept {
+  const float m = amax > floor ? amax : floor;
+  const std::uint32_t u = float_bits(m);
+  const std::uint32_t biased = u >> 23;  // m >= 0
+  int k = 0;
+  std::uint32_t g = 0;
+  if (format_max == kE4m3Max) {
+    k = 8;
+    g = 0x600000U;  // 448 = 1.75 x 2^8
+  } else if (format_max == kE2m1Max) {
+    k = 2;
+    g = 0x400000U;  // 6 = 1.5 x 2^2
+  } else {
+    return scale_exponent_for_amax(amax, format_max, floor);
+  }
+  if ((u & 0xFFFFU) != 0 || biased == 0 || biased >= 255) return scale_exponent_for_amax(amax, format_max, floor);
+  const int e = static_cast<int>(biased) - 127 - k + ((u & 0x7FFFFFU) > g ? 1 : 0);
+  return e < -127 ? -127 : (e > 127 ? 127 : e);
+}
+
 /// The exponent s of a scale 2^s with |s| <= limit (so that the codes times it stay normal);
 /// 1000 for any other scale.
 inline int pow2_scale_exponent(float scale, int limit) noexcept {

@@ -184,7 +184,12 @@ DSV4_HOST_DEVICE constexpr std::uint8_t quantize_fp8_block_fixed(const bf16* in,
     }
     amax = amax_bf16(in, N).amax;
   }
+#if DSV4_HOST_SIMD
+  const int e = host_simd_path(true) ? simd::block_scale_exponent(amax, kE4m3Max, amax_floor)
+                                     : scale_exponent_for_amax(amax, kE4m3Max, amax_floor);
+#else
   const int e = scale_exponent_for_amax(amax, kE4m3Max, amax_floor);
+#endif
   if (e4m3_block_is_normal(st, e)) {
     e4m3_block_normal<N>(in, e, codes);
   } else {
@@ -224,7 +229,12 @@ DSV4_HOST_DEVICE constexpr std::uint8_t quantize_fp8_block(const bf16* in, int n
 
 /// The MXFP4 block exponent of `rule` for a NaN-free amax, clamped to [-127, 127].
 DSV4_HOST_DEVICE constexpr int mxfp4_scale_exponent(float amax, float amax_floor, mxfp4_scale_rule rule) noexcept {
-  if (rule == mxfp4_scale_rule::deepseek_ceil) return scale_exponent_for_amax(amax, kE2m1Max, amax_floor);
+  if (rule == mxfp4_scale_rule::deepseek_ceil) {
+#if DSV4_HOST_SIMD
+    if (detail::host_simd_path(true)) return detail::simd::block_scale_exponent(amax, kE2m1Max, amax_floor);
+#endif
+    return scale_exponent_for_amax(amax, kE2m1Max, amax_floor);
+  }
   const float m = amax > amax_floor ? amax : amax_floor;
   const int e = floor_log2(m) - 2;  // 2 = emax of E2M1 (6 = 1.5 x 2^2)
   return e < -127 ? -127 : (e > 127 ? 127 : e);
