@@ -1,12 +1,15 @@
-// dsv4-cache: the host vector kernels of the shared codec primitives (E4M3 / E2M1 blocks, BF16
-// and fp32 copies), written with GCC / clang vector extensions: no intrinsics, no third-party
-// headers. Host only; empty in CUDA translation units and for other compilers.
+// dsv4-cache: the host kernels of the shared codec primitives (E4M3 / E2M1 blocks, block
+// exponents, BF16 and fp32 copies): plain loops over restrict-qualified buffers, shaped so that
+// GCC and clang vectorize them (16-bit integer lanes where the float work can be replaced
+// exactly), no intrinsics, no third-party headers. Host only, little-endian; empty in CUDA
+// translation units and for other compilers (DSV4_HOST_SIMD 0: the scalar code runs).
 //
-// Each kernel computes, lane by lane, the same integer and IEEE float operations as the
-// straight-line scalar kernels of scalar_codec.hpp (`e4m3_code_branchless`, ...), so its results
-// are identical for every input (tests/host_codec_test.cpp checks it on every ISA). 16 lanes per
-// step: the compiler lowers a 64-byte vector to 4 SSE2, 2 AVX2 or 1 AVX-512 operations, as the
-// function it is inlined into is compiled for (host_codec.hpp compiles one copy per ISA).
+// Each kernel gives the scalar code's result for every input: either the same operations
+// (`e4m3_code_branchless`, ...) or integer work proved equal in its comment (power-of-two
+// scales as exponent shifts of the BF16 / code bits, E2M1 rounding by comparison with exactly
+// scaled midpoints, the block exponent from the amax bits). tests/host_codec_test.cpp checks
+// the formats on every ISA and the integer kernels exhaustively. The vector width is the
+// caller's: host_codec.hpp inlines them into one copy of the row loops per ISA.
 //
 // The primitives of row_codec.hpp and format_traits.hpp take these kernels only inside a bulk
 // call of host_codec.hpp (`host_simd_scope`), never in constant evaluation: `quantize_row<F>`
