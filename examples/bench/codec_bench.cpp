@@ -1,161 +1,305 @@
-// dsv4-cache-bench: host throughput of each row codec, one core, beside a memcpy of the same
-// bytes measured in the same run.
+// dsv4-cache-bench: host throughput of every registered row format's bulk codecs
+// (`quantize_rows` / `dequantize_rows`, host_codec.hpp), one core, beside a memcpy of the same
+// working set measured in the same run.
 //
-// Each benchmark runs over one of two working sets (the argument, printed as /pages:N):
-//   /pages:1    one page of 64 rows: 64 KiB of BF16 input for fp8_ds_mla (16 KiB indexer), so
-//               input, page and memcpy buffers stay in L1/L2 (in-cache);
-//   /pages:512  512 pages (32,768 rows): 32 MiB of fp8_ds_mla input + 18 MiB of pages (8 MiB +
-//               4.3 / 2.2 MiB indexer), larger than L2 (1 MiB here) and most of L3, so both the
-//               codec and the memcpy stream from memory.
-// The codecs are called through the public row API (layout, page pointer, row), and report:
-//   rows/s         rows quantized or dequantized per second
-//   bytes_per_second  input bytes per second (BF16 in for quantize, page bytes in for dequantize)
-//   memcpy_GB/s    memcpy of the same input bytes over the same working set (same source
-//                  buffers, a destination of the same size), measured just before
-//   vs_memcpy      codec GB/s / memcpy GB/s (goal for the fp8_ds_mla quantizer: >= 0.25)
+// Benchmarks are generated from the registry (`visit_format`), so a new format appears by
+// itself: <format>/<direction>/<values>/<set>/<isa>, with
+//   direction  quantize (values in, page out) or dequantize (page in, values out)
+//   values     the unpacked side: bf16 or float (fp32_state quantizes float rows)
+//   set        large: >= DSV4_BENCH_LARGE_MIB MiB of input + output (default 512, above the
+//              last-level cache of most servers); small: DSV4_BENCH_SMALL_KIB KiB (default 256,
+//              in L2). Pages of 64 rows; fp32_state at 8,192-B rows (the V4 CSA state row).
+//   isa        every host_isa the CPU supports (baseline = the forced x86-64 SSE2 path)
+// Counters:
+//   GB/s       codec traffic: (bytes read + bytes written by the codec) per second; a row's
+//              page bytes are those its quantizer writes (measured), the values 2 or 4 B each
+//   memcpy_GB/s  memcpy traffic, 2 x bytes copied per second, copying half the working set
+//              into the other half (best of 3 copies, measured before each group of benchmarks)
+//   vs_memcpy  GB/s / memcpy_GB/s
+// After the run a table prints, per format, direction, values type, set and ISA, the median over
+// every measurement taken (Google Benchmark's calibration calls and each of
+// --benchmark_repetitions=N; "samples" counts them).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <map>
+#include <memory>
 #include <random>
+#include <string>
+#include <tuple>
 #include <vector>
 
-#include "dsv4/cache/row_codec.hpp"
+#include "dsv4/cache/formats/registry.hpp"
+#include "dsv4/cache/host_codec.hpp"
 
 namespace dc = dsv4::cache;
 
 namespace {
 
-constexpr std::int64_t kRows = 64;  // rows per page
+constexpr std::int64_t kRows = 64;             // rows per page
+constexpr std::int64_t kStateRowBytes = 8192;  // fp32_state row bytes benchmarked
 
-std::vector<dc::bf16> random_bf16(std::size_t n) {
-  std::mt19937 rng(1);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<dc::bf16> v(n);
-  for (auto& x : v) x = dc::float_to_bf16(normal(rng));
-  return v;
+std::int64_t env_int(const char* name, std::int64_t fallback) {
+  const char* v = std::getenv(name);  // NOLINT(concurrency-mt-unsafe)
+  return v != nullptr && *v != '\0' ? std::atoll(v) : fallback;
 }
 
-/// memcpy throughput of `bytes` from src to dst, bytes per second (best of 5 runs of ~20 ms).
-double memcpy_rate(const void* src, void* dst, std::size_t bytes) {
+/// A 64-byte aligned byte buffer, zeroed.
+struct buffer {
+  std::unique_ptr<std::uint64_t[]> storage;
+  std::size_t bytes = 0;
+  explicit buffer(std::size_t n) : storage(new std::uint64_t[(n + 7) / 8 + 8]()), bytes(n) {}
+  std::uint8_t* data() {
+    auto p = reinterpret_cast<std::uintptr_t>(storage.get());
+    return reinterpret_cast<std::uint8_t*>((p + 63) & ~std::uintptr_t{63});
+  }
+};
+
+/// memcpy traffic (2 x bytes copied per second) copying `bytes` within `buf` (best of 3, each >= 20 ms).
+double memcpy_traffic(std::size_t bytes) {
+  static std::unique_ptr<buffer> b;
+  if (!b || b->bytes < 2 * bytes) b = std::make_unique<buffer>(2 * bytes);
+  std::uint8_t* src = b->data();
+  std::uint8_t* dst = src + bytes;
+  std::memset(src, 1, 2 * bytes);
   double best = 0;
-  for (int run = 0; run < 5; ++run) {
+  for (int run = 0; run < 3; ++run) {
     std::int64_t reps = 0;
     const auto t0 = std::chrono::steady_clock::now();
     double s = 0;
     do {
-      for (int k = 0; k < 64; ++k) {
-        std::memcpy(dst, src, bytes);
-        benchmark::ClobberMemory();
-      }
-      reps += 64;
+      std::memcpy(dst, src, bytes);
+      benchmark::ClobberMemory();
+      ++reps;
       s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     } while (s < 0.02);
-    best = std::max(best, static_cast<double>(reps) * static_cast<double>(bytes) / s);
+    best = std::max(best, 2.0 * static_cast<double>(reps) * static_cast<double>(bytes) / s);
   }
   return best;
 }
 
-/// Runs `body()` (one pass over the page) under the benchmark loop and sets the counters.
-template <class Body>
-void run(benchmark::State& state, std::size_t input_bytes, const void* src, void* scratch, Body body) {
-  const std::int64_t total_rows = kRows * state.range(0);
-  const double mc = memcpy_rate(src, scratch, input_bytes);
-  const auto t0 = std::chrono::steady_clock::now();
-  for (auto _ : state) {
-    body();
-    benchmark::ClobberMemory();
+/// The layout benchmarked for format F (fp32_state bound to kStateRowBytes).
+template <dc::row_format F>
+dc::format_layout bench_layout() {
+  if constexpr (std::is_same_v<F, dc::formats::fp32_state>) {
+    return dc::bind_state_row_bytes(kStateRowBytes);
+  } else {
+    return F::layout;
   }
+}
+
+/// Input values: normal(0, 1) samples tiled from a 64 Ki pool, each row scaled by 2^(row % 16 - 8);
+/// rows repeat with a period of 256.
+template <class In>
+void fill_input(In* in, std::int64_t rows, std::int64_t values) {
+  static const std::vector<float> pool = [] {
+    std::mt19937 rng(1);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> v(65536);
+    for (float& x : v) x = normal(rng);
+    return v;
+  }();
+  constexpr std::int64_t kPeriod = 256;  // rows filled; the rest repeat them (setup time of large sets)
+  for (std::int64_t r = 0; r < std::min(rows, kPeriod); ++r) {
+    const float scale = dc::exp2i(static_cast<int>(r % 16) - 8);
+    for (std::int64_t i = 0; i < values; ++i) {
+      const float x = pool[static_cast<std::size_t>((r * values + i) % 65536)] * scale;
+      if constexpr (std::is_same_v<In, dc::bf16>) {
+        in[r * values + i] = dc::float_to_bf16(x);
+      } else {
+        in[r * values + i] = x;
+      }
+    }
+  }
+  for (std::int64_t r = kPeriod; r < rows; r += kPeriod)
+    std::memcpy(in + r * values, in, static_cast<std::size_t>(std::min(kPeriod, rows - r) * values) * sizeof(In));
+}
+
+/// Bytes of one row the quantizer writes (from two pages pre-filled with 0x00 and 0xFF).
+template <dc::row_format F>
+std::int64_t written_row_bytes(const dc::format_layout& l) {
+  using In = typename F::input_type;
+  std::vector<In> in(static_cast<std::size_t>(l.values));
+  fill_input(in.data(), 1, l.values);
+  const auto pb = static_cast<std::size_t>(l.page_bytes(kRows));
+  std::vector<std::uint8_t> a(pb, 0x00), b(pb, 0xFF);
+  dc::quantize_row<F>(l, a.data(), kRows, 1, in.data());
+  dc::quantize_row<F>(l, b.data(), kRows, 1, in.data());
+  std::int64_t n = 0;
+  for (std::size_t i = 0; i < pb; ++i) n += (a[i] != 0x00 || b[i] != 0xFF) ? 1 : 0;
+  return n;
+}
+
+enum class direction { quantize, dequantize };
+
+struct result_key {
+  std::string format, dir, values, set, isa;
+  auto tie() const { return std::tie(format, dir, values, set, isa); }
+  bool operator<(const result_key& o) const { return tie() < o.tie(); }
+};
+struct result {
+  std::vector<double> gbps, memcpy_gbps, ratio;
+};
+std::map<result_key, result>& results() {
+  static std::map<result_key, result> r;
+  return r;
+}
+std::vector<result_key>& result_order() {
+  static std::vector<result_key> o;
+  return o;
+}
+
+/// The data of the last prepared group (format, direction, values, set): reused by the
+/// benchmarks of every ISA of that group and by Google Benchmark's repeated calls.
+struct prepared {
+  std::string key;
+  std::unique_ptr<buffer> values, pages;
+  std::int64_t page_count = 0;
+  double traffic_per_pass = 0;
+  double memcpy = 0;
+};
+prepared& cache() {
+  static prepared p;
+  return p;
+}
+
+template <dc::row_format F, class V>
+void bench_case(benchmark::State& state, direction dir, std::int64_t ws_bytes, dc::host_isa isa,
+                const result_key& key) {
+  const dc::format_layout l = bench_layout<F>();
+  const auto pb = static_cast<std::size_t>(l.page_bytes(kRows));
+  const auto value_row = static_cast<std::size_t>(l.values) * sizeof(V);
+  const std::int64_t per_page = static_cast<std::int64_t>(pb + kRows * value_row);
+  const std::int64_t pages = std::max<std::int64_t>(1, ws_bytes / per_page);
+  prepared& c = cache();
+  const std::string ck = key.format + "/" + key.dir + "/" + key.values + "/" + key.set;
+  if (c.key != ck) {
+    using In = typename F::input_type;
+    c.key.clear();
+    c.values = std::make_unique<buffer>(static_cast<std::size_t>(pages * kRows) * value_row);
+    c.pages = std::make_unique<buffer>(static_cast<std::size_t>(pages) * pb);
+    std::vector<In> in(static_cast<std::size_t>(pages * kRows * l.values));
+    fill_input(in.data(), pages * kRows, l.values);
+    if (dir == direction::quantize) {
+      std::memcpy(c.values->data(), in.data(), in.size() * sizeof(In));
+    } else {
+      for (std::int64_t p = 0; p < pages; ++p)
+        dc::quantize_rows<F>(l, c.pages->data() + static_cast<std::size_t>(p) * pb, kRows, 0, kRows,
+                             in.data() + p * kRows * l.values);
+    }
+    c.page_count = pages;
+    c.traffic_per_pass =
+        static_cast<double>(pages * kRows) * static_cast<double>(written_row_bytes<F>(l) + std::int64_t(value_row));
+    c.memcpy = memcpy_traffic(static_cast<std::size_t>(pages * per_page / 2));
+    c.key = ck;
+  }
+  dc::force_host_isa(isa);
+  std::uint8_t* pg = c.pages->data();
+  auto* vals = reinterpret_cast<V*>(c.values->data());
+  auto pass = [&] {
+    for (std::int64_t p = 0; p < c.page_count; ++p) {
+      std::uint8_t* page = pg + static_cast<std::size_t>(p) * pb;
+      if (dir == direction::quantize) {
+        if constexpr (std::is_same_v<V, typename F::input_type>)
+          dc::quantize_rows<F>(l, page, kRows, 0, kRows, vals + p * kRows * l.values);
+      } else {
+        dc::dequantize_rows<F, V>(l, page, kRows, 0, kRows, vals + p * kRows * l.values);
+      }
+    }
+    benchmark::ClobberMemory();
+  };
+  pass();  // warm up (page faults of a fresh buffer)
+  const auto t0 = std::chrono::steady_clock::now();
+  for (auto _ : state) pass();
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const double rate = static_cast<double>(state.iterations()) * static_cast<double>(input_bytes) / s;
-  state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(input_bytes));
-  state.counters["rows/s"] =
-      benchmark::Counter(static_cast<double>(state.iterations() * total_rows), benchmark::Counter::kIsRate);
-  state.counters["working_set_MiB"] = static_cast<double>(input_bytes) / (1 << 20);
-  state.counters["memcpy_GB/s"] = mc / 1e9;
-  state.counters["vs_memcpy"] = rate / mc;
+  dc::force_host_isa(std::nullopt);
+  const double gbps = static_cast<double>(state.iterations()) * c.traffic_per_pass / s / 1e9;
+  state.counters["GB/s"] = gbps;
+  state.counters["memcpy_GB/s"] = c.memcpy / 1e9;
+  state.counters["vs_memcpy"] = gbps * 1e9 / c.memcpy;
+  state.counters["working_set_MiB"] = static_cast<double>(pages * per_page) / (1 << 20);
+  result& r = results()[key];
+  if (r.gbps.empty()) result_order().push_back(key);
+  r.gbps.push_back(gbps);
+  r.memcpy_gbps.push_back(c.memcpy / 1e9);
+  r.ratio.push_back(gbps * 1e9 / c.memcpy);
 }
 
-void BM_Fp8DsMlaQuantize(benchmark::State& state) {
-  const std::int64_t pages = state.range(0);
-  const auto layout = dc::make_fp8_ds_mla_page_layout(dc::make_fp8_ds_mla_format(512, 64), kRows);
-  const auto pb = static_cast<std::size_t>(layout.page_bytes());
-  const auto in = random_bf16(static_cast<std::size_t>(512 * kRows * pages));
-  std::vector<std::uint8_t> page(pb * static_cast<std::size_t>(pages));
-  std::vector<std::uint8_t> scratch(in.size() * sizeof(dc::bf16));
-  run(state, in.size() * sizeof(dc::bf16), in.data(), scratch.data(), [&] {
-    for (std::int64_t p = 0; p < pages; ++p)
-      for (std::int64_t r = 0; r < kRows; ++r)
-        dc::quantize_fp8_ds_mla_row(layout, page.data() + static_cast<std::size_t>(p) * pb, r,
-                                    in.data() + (p * kRows + r) * 512);
-  });
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-void BM_Fp8DsMlaDequantize(benchmark::State& state) {
-  const std::int64_t pages = state.range(0);
-  const auto layout = dc::make_fp8_ds_mla_page_layout(dc::make_fp8_ds_mla_format(512, 64), kRows);
-  const auto pb = static_cast<std::size_t>(layout.page_bytes());
-  const auto in = random_bf16(static_cast<std::size_t>(512 * kRows * pages));
-  std::vector<std::uint8_t> page(pb * static_cast<std::size_t>(pages));
-  for (std::int64_t p = 0; p < pages; ++p)
-    for (std::int64_t r = 0; r < kRows; ++r)
-      dc::quantize_fp8_ds_mla_row(layout, page.data() + static_cast<std::size_t>(p) * pb, r,
-                                  in.data() + (p * kRows + r) * 512);
-  std::vector<float> out(in.size());
-  std::vector<std::uint8_t> scratch(page.size());
-  run(state, page.size(), page.data(), scratch.data(), [&] {
-    for (std::int64_t p = 0; p < pages; ++p)
-      for (std::int64_t r = 0; r < kRows; ++r)
-        dc::dequantize_fp8_ds_mla_row(layout, page.data() + static_cast<std::size_t>(p) * pb, r,
-                                      out.data() + (p * kRows + r) * 512);
-  });
+void register_all() {
+  const std::int64_t large = env_int("DSV4_BENCH_LARGE_MIB", 512) << 20;
+  const std::int64_t small = env_int("DSV4_BENCH_SMALL_KIB", 256) << 10;
+  for (int i = 0; i < static_cast<int>(dc::kFormats.size()); ++i) {
+    dc::visit_format(i, [&]<dc::row_format F>() {
+      using In = typename F::input_type;
+      const std::string in_name = std::is_same_v<In, float> ? "float" : "bf16";
+      struct group {
+        direction dir;
+        std::string values;
+      };
+      for (const auto& [set, ws] : {std::pair<std::string, std::int64_t>{"large", large}, {"small", small}}) {
+        for (const group& g : {group{direction::quantize, in_name}, group{direction::dequantize, "bf16"},
+                               group{direction::dequantize, "float"}}) {
+          for (dc::host_isa isa : dc::kHostIsas) {
+            if (!dc::host_isa_supported(isa)) continue;
+            const result_key key{std::string(F::layout.name), g.dir == direction::quantize ? "quantize" : "dequantize",
+                                 g.values, set, std::string(dc::to_string(isa))};
+            const std::string name = key.format + "/" + key.dir + "/" + key.values + "/" + key.set + "/" + key.isa;
+            const direction dir = g.dir;
+            const std::int64_t bytes = ws;
+            auto* b = benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) {
+              if (g.values == "float") {
+                bench_case<F, float>(st, dir, bytes, isa, key);
+              } else {
+                bench_case<F, dc::bf16>(st, dir, bytes, isa, key);
+              }
+            });
+            b->Unit(benchmark::kMillisecond);
+            if (set == "large") b->MinTime(0.2);
+          }
+        }
+      }
+    });
+  }
 }
 
-void BM_IndexerQuantize(benchmark::State& state, dc::indexer_format f) {
-  const std::int64_t pages = state.range(0);
-  const auto layout = dc::make_indexer_page_layout(dc::make_indexer_row_format(f, 128), kRows);
-  const auto pb = static_cast<std::size_t>(layout.page_bytes());
-  const auto in = random_bf16(static_cast<std::size_t>(128 * kRows * pages));
-  std::vector<std::uint8_t> page(pb * static_cast<std::size_t>(pages));
-  std::vector<std::uint8_t> scratch(in.size() * sizeof(dc::bf16));
-  run(state, in.size() * sizeof(dc::bf16), in.data(), scratch.data(), [&] {
-    for (std::int64_t p = 0; p < pages; ++p)
-      for (std::int64_t r = 0; r < kRows; ++r)
-        dc::quantize_indexer_row(layout, page.data() + static_cast<std::size_t>(p) * pb, r,
-                                 in.data() + (p * kRows + r) * 128);
-  });
-}
-
-void BM_IndexerDequantize(benchmark::State& state, dc::indexer_format f) {
-  const std::int64_t pages = state.range(0);
-  const auto layout = dc::make_indexer_page_layout(dc::make_indexer_row_format(f, 128), kRows);
-  const auto pb = static_cast<std::size_t>(layout.page_bytes());
-  const auto in = random_bf16(static_cast<std::size_t>(128 * kRows * pages));
-  std::vector<std::uint8_t> page(pb * static_cast<std::size_t>(pages));
-  for (std::int64_t p = 0; p < pages; ++p)
-    for (std::int64_t r = 0; r < kRows; ++r)
-      dc::quantize_indexer_row(layout, page.data() + static_cast<std::size_t>(p) * pb, r,
-                               in.data() + (p * kRows + r) * 128);
-  std::vector<float> out(in.size());
-  std::vector<std::uint8_t> scratch(page.size());
-  run(state, page.size(), page.data(), scratch.data(), [&] {
-    for (std::int64_t p = 0; p < pages; ++p)
-      for (std::int64_t r = 0; r < kRows; ++r)
-        dc::dequantize_indexer_row(layout, page.data() + static_cast<std::size_t>(p) * pb, r,
-                                   out.data() + (p * kRows + r) * 128);
-  });
+void print_table() {
+  if (results().empty()) return;
+  std::printf(
+      "\nMedians per benchmark (GB/s = codec bytes read + written per second; vs_memcpy = over memcpy's"
+      " 2 x bytes copied per second, same working set, same run)\n");
+  std::printf("%-30s %-10s %-6s %-6s %-9s %8s %8s %9s %5s\n", "format", "direction", "values", "set", "isa", "GB/s",
+              "memcpy", "vs_memcpy", "samples");
+  for (const result_key& k : result_order()) {
+    const result& r = results()[k];
+    std::printf("%-30s %-10s %-6s %-6s %-9s %8.2f %8.2f %9.2f %5zu\n", k.format.c_str(), k.dir.c_str(),
+                k.values.c_str(), k.set.c_str(), k.isa.c_str(), median(r.gbps), median(r.memcpy_gbps), median(r.ratio),
+                r.gbps.size());
+  }
 }
 
 }  // namespace
 
-// pages:1 = in-cache working set, pages:512 = larger than L2 (see the top of the file).
-BENCHMARK(BM_Fp8DsMlaQuantize)->ArgName("pages")->Arg(1)->Arg(512);
-BENCHMARK(BM_Fp8DsMlaDequantize)->ArgName("pages")->Arg(1)->Arg(512);
-BENCHMARK_CAPTURE(BM_IndexerQuantize, fp8, dc::indexer_format::fp8)->ArgName("pages")->Arg(1)->Arg(512);
-BENCHMARK_CAPTURE(BM_IndexerDequantize, fp8, dc::indexer_format::fp8)->ArgName("pages")->Arg(1)->Arg(512);
-BENCHMARK_CAPTURE(BM_IndexerQuantize, mxfp4, dc::indexer_format::mxfp4)->ArgName("pages")->Arg(1)->Arg(512);
-BENCHMARK_CAPTURE(BM_IndexerDequantize, mxfp4, dc::indexer_format::mxfp4)->ArgName("pages")->Arg(1)->Arg(512);
-
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  register_all();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  std::printf("host ISAs: best %s, supported:", std::string(dc::to_string(dc::best_host_isa())).c_str());
+  for (dc::host_isa isa : dc::kHostIsas)
+    if (dc::host_isa_supported(isa)) std::printf(" %s", std::string(dc::to_string(isa)).c_str());
+  std::printf("\n");
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  print_table();
+  return 0;
+}

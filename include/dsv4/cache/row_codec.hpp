@@ -33,6 +33,7 @@
 #include <span>
 #include <type_traits>
 
+#include "dsv4/cache/host_simd.hpp"
 #include "dsv4/cache/platform.hpp"
 #include "dsv4/cache/row_format.hpp"
 #include "dsv4/cache/scalar_codec.hpp"
@@ -87,6 +88,12 @@ struct bf16_amax {
   bool has_nan = false;
 };
 DSV4_HOST_DEVICE constexpr bf16_amax amax_bf16(const bf16* in, int n) noexcept {
+#if DSV4_HOST_SIMD
+  if (detail::host_simd_path(n % detail::simd::kLanes == 0)) {
+    const detail::simd::amax_bits b = detail::simd::block_amax(in, n);
+    return {bf16_to_float(bf16{b.finite}), b.all > 0x7F80U};
+  }
+#endif
   std::int32_t all = 0;     // max over every value: > 0x7F80 iff a NaN was seen
   std::int32_t finite = 0;  // max over the non-NaN values (signed: vectorizes on SSE2)
   for (int i = 0; i < n; ++i) {
@@ -130,6 +137,9 @@ DSV4_HOST_DEVICE constexpr bf16_block_stats block_stats(const bf16* in) noexcept
 /// precondition (checked by the caller, `e4m3_block_is_normal`).
 template <int N>
 DSV4_HOST_DEVICE constexpr void e4m3_block_normal(const bf16* in, int e, std::uint8_t* out) noexcept {
+#if DSV4_HOST_SIMD
+  if (host_simd_path(N % simd::kLanes == 0)) return simd::e4m3_normal(in, N, e, out);
+#endif
   const auto bias = static_cast<std::uint16_t>(7 - ((e + 120) << 7));
   for (int i = 0; i < N; ++i) {
     const std::uint16_t b = in[i].bits;
@@ -152,6 +162,9 @@ DSV4_HOST_DEVICE constexpr bool e4m3_block_is_normal(const bf16_block_stats& st,
 /// E4M3 codes of in[i] x inv_scale for any block (NaN, inf, E4M3 subnormals): 32-bit lanes.
 template <int N>
 DSV4_HOST_DEVICE constexpr void e4m3_block_any(const bf16* in, float inv_scale, std::uint8_t* out) noexcept {
+#if DSV4_HOST_SIMD
+  if (host_simd_path(N % simd::kLanes == 0)) return simd::e4m3_scaled(in, N, inv_scale, out);
+#endif
   for (int i = 0; i < N; ++i) {
     out[i] = static_cast<std::uint8_t>(e4m3_code_branchless(bf16_to_float(in[i]) * inv_scale));
   }
@@ -171,7 +184,12 @@ DSV4_HOST_DEVICE constexpr std::uint8_t quantize_fp8_block_fixed(const bf16* in,
     }
     amax = amax_bf16(in, N).amax;
   }
+#if DSV4_HOST_SIMD
+  const int e = host_simd_path(true) ? simd::block_scale_exponent(amax, kE4m3Max, amax_floor)
+                                     : scale_exponent_for_amax(amax, kE4m3Max, amax_floor);
+#else
   const int e = scale_exponent_for_amax(amax, kE4m3Max, amax_floor);
+#endif
   if (e4m3_block_is_normal(st, e)) {
     e4m3_block_normal<N>(in, e, codes);
   } else {
@@ -211,7 +229,12 @@ DSV4_HOST_DEVICE constexpr std::uint8_t quantize_fp8_block(const bf16* in, int n
 
 /// The MXFP4 block exponent of `rule` for a NaN-free amax, clamped to [-127, 127].
 DSV4_HOST_DEVICE constexpr int mxfp4_scale_exponent(float amax, float amax_floor, mxfp4_scale_rule rule) noexcept {
-  if (rule == mxfp4_scale_rule::deepseek_ceil) return scale_exponent_for_amax(amax, kE2m1Max, amax_floor);
+  if (rule == mxfp4_scale_rule::deepseek_ceil) {
+#if DSV4_HOST_SIMD
+    if (detail::host_simd_path(true)) return detail::simd::block_scale_exponent(amax, kE2m1Max, amax_floor);
+#endif
+    return scale_exponent_for_amax(amax, kE2m1Max, amax_floor);
+  }
   const float m = amax > amax_floor ? amax : amax_floor;
   const int e = floor_log2(m) - 2;  // 2 = emax of E2M1 (6 = 1.5 x 2^2)
   return e < -127 ? -127 : (e > 127 ? 127 : e);
@@ -221,6 +244,9 @@ namespace detail {
 /// Packed E2M1 codes of in[i] x inv_scale (n values, n / 2 bytes, value 2i in the low nibble).
 template <int N>
 DSV4_HOST_DEVICE constexpr void e2m1_block_packed(const bf16* in, float inv_scale, std::uint8_t* out) noexcept {
+#if DSV4_HOST_SIMD
+  if (host_simd_path(N % simd::kLanes == 0)) return simd::e2m1_scaled(in, N, inv_scale, out);
+#endif
   std::uint8_t codes[static_cast<std::size_t>(N)] = {};
   for (int i = 0; i < N; ++i) {
     codes[i] = static_cast<std::uint8_t>(e2m1_code_branchless(bf16_to_float(in[i]) * inv_scale));
@@ -279,6 +305,9 @@ DSV4_HOST_DEVICE constexpr Out from_float(float v) noexcept {
 /// out[i] = e4m3_to_float(codes[i]) x scale for N codes (vectorizable: no table, no branch).
 template <int N, class Out>
 DSV4_HOST_DEVICE constexpr void dequantize_e4m3_block(const std::uint8_t* codes, float scale, Out* out) noexcept {
+#if DSV4_HOST_SIMD
+  if (host_simd_path(N % simd::kLanes == 0)) return simd::e4m3_dequant(codes, N, scale, out);
+#endif
   Out tmp[static_cast<std::size_t>(N)] = {};
   for (int i = 0; i < N; ++i) tmp[i] = from_float<Out>(e4m3_to_float_branchless(codes[i]) * scale);
   for (int i = 0; i < N; ++i) out[i] = tmp[i];
@@ -287,6 +316,9 @@ DSV4_HOST_DEVICE constexpr void dequantize_e4m3_block(const std::uint8_t* codes,
 /// out[2i], out[2i+1] = e2m1_to_float(low, high nibble of packed[i]) x scale, N values.
 template <int N, class Out>
 DSV4_HOST_DEVICE constexpr void dequantize_e2m1_block(const std::uint8_t* packed, float scale, Out* out) noexcept {
+#if DSV4_HOST_SIMD
+  if (host_simd_path(N % simd::kLanes == 0)) return simd::e2m1_dequant(packed, N, scale, out);
+#endif
   Out tmp[static_cast<std::size_t>(N)] = {};
   float lo[static_cast<std::size_t>(N / 2)] = {};
   float hi[static_cast<std::size_t>(N / 2)] = {};

@@ -29,6 +29,7 @@
 
 #include <concepts>
 #include <cstdint>
+#include <cstring>
 #include <string_view>
 
 #include "dsv4/cache/checked.hpp"
@@ -248,11 +249,20 @@ DSV4_HOST_DEVICE constexpr float load_f32(const std::uint8_t* p) noexcept {
 
 /// Copies n BF16 values to the page, little-endian.
 DSV4_HOST_DEVICE constexpr void copy_bf16_out(std::uint8_t* dst, const bf16* in, std::int64_t n) noexcept {
+#if DSV4_HOST_SIMD
+  if (host_simd_path(true)) {
+    std::memcpy(dst, in, static_cast<std::size_t>(n) * 2);  // little-endian host
+    return;
+  }
+#endif
   for (std::int64_t j = 0; j < n; ++j) store_bf16(dst + 2 * j, in[j]);
 }
 /// Reads n little-endian BF16 values from the page into float (exact) or BF16 (bits copied).
 template <class Out>
 DSV4_HOST_DEVICE constexpr void copy_bf16_in(const std::uint8_t* src, Out* out, std::int64_t n) noexcept {
+#if DSV4_HOST_SIMD
+  if (host_simd_path(n % simd::kLanes == 0)) return simd::bf16_in(src, out, n);
+#endif
   for (std::int64_t j = 0; j < n; ++j) {
     const bf16 v = load_bf16(src + 2 * j);
     if constexpr (std::is_same_v<Out, bf16>) {
@@ -263,21 +273,57 @@ DSV4_HOST_DEVICE constexpr void copy_bf16_in(const std::uint8_t* src, Out* out, 
   }
 }
 
+/// Copies n float32 values to the page, little-endian (bits kept, NaN payloads too).
+DSV4_HOST_DEVICE constexpr void copy_f32_out(std::uint8_t* dst, const float* in, std::int64_t n) noexcept {
+#if DSV4_HOST_SIMD
+  if (host_simd_path(true)) {
+    std::memcpy(dst, in, static_cast<std::size_t>(n) * 4);  // little-endian host
+    return;
+  }
+#endif
+  for (std::int64_t i = 0; i < n; ++i) store_f32(dst + 4 * i, in[i]);
+}
+/// Reads n little-endian float32 values from the page into float (bits kept) or BF16
+/// (`float_to_bf16`: round to nearest even, NaN 0x7FFF).
+template <class Out>
+DSV4_HOST_DEVICE constexpr void copy_f32_in(const std::uint8_t* src, Out* out, std::int64_t n) noexcept {
+#if DSV4_HOST_SIMD
+  if (host_simd_path(n % simd::kLanes == 0)) return simd::f32_in(src, out, n);
+#endif
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float v = load_f32(src + 4 * i);
+    if constexpr (std::is_same_v<Out, bf16>) {
+      out[i] = float_to_bf16(v);
+    } else {
+      out[i] = v;
+    }
+  }
+}
+
 /// E4M3 codes of x / tensor_scale for n values (per-tensor FP8, saturating at +-448).
 DSV4_HOST_DEVICE constexpr void e4m3_tensor_scaled(const bf16* in, std::int64_t n, float tensor_scale,
                                                    std::uint8_t* out) noexcept {
+#if DSV4_HOST_SIMD
+  if (host_simd_path(n % simd::kLanes == 0)) return simd::e4m3_divided(in, static_cast<int>(n), tensor_scale, out);
+#endif
   for (std::int64_t i = 0; i < n; ++i) out[i] = float_to_e4m3(bf16_to_float(in[i]) / tensor_scale);
 }
 /// out[i] = E4M3(code[i]) x scale for n codes.
 template <class Out>
 DSV4_HOST_DEVICE constexpr void e4m3_dequant(const std::uint8_t* codes, std::int64_t n, float scale,
                                              Out* out) noexcept {
+#if DSV4_HOST_SIMD
+  if (host_simd_path(n % simd::kLanes == 0)) return simd::e4m3_dequant(codes, static_cast<int>(n), scale, out);
+#endif
   for (std::int64_t i = 0; i < n; ++i) out[i] = from_float<Out>(e4m3_to_float(codes[i]) * scale);
 }
 /// Packed E2M1 (value 2i in the low nibble of byte i) x scale for n values (n even).
 template <class Out>
 DSV4_HOST_DEVICE constexpr void e2m1_dequant(const std::uint8_t* packed, std::int64_t n, float scale,
                                              Out* out) noexcept {
+#if DSV4_HOST_SIMD
+  if (host_simd_path(n % simd::kLanes == 0)) return simd::e2m1_dequant(packed, static_cast<int>(n), scale, out);
+#endif
   for (std::int64_t i = 0; i < n / 2; ++i) {
     out[2 * i] = from_float<Out>(e2m1_to_float(packed[i]) * scale);
     out[2 * i + 1] = from_float<Out>(e2m1_to_float(static_cast<std::uint8_t>(packed[i] >> 4)) * scale);
@@ -287,6 +333,16 @@ DSV4_HOST_DEVICE constexpr void e2m1_dequant(const std::uint8_t* packed, std::in
 /// scale gives zero codes.
 DSV4_HOST_DEVICE constexpr void e2m1_pack_divided(const bf16* in, std::int64_t n, float scale,
                                                   std::uint8_t* out) noexcept {
+#if DSV4_HOST_SIMD
+  if (host_simd_path(n % simd::kLanes == 0)) {
+    if (scale == 0.0f) {
+      std::memset(out, 0, static_cast<std::size_t>(n / 2));
+    } else {
+      simd::e2m1_divided(in, static_cast<int>(n), scale, out);
+    }
+    return;
+  }
+#endif
   for (std::int64_t i = 0; i < n / 2; ++i) {
     const std::uint8_t lo = scale == 0.0f ? 0 : float_to_e2m1(bf16_to_float(in[2 * i]) / scale);
     const std::uint8_t hi = scale == 0.0f ? 0 : float_to_e2m1(bf16_to_float(in[2 * i + 1]) / scale);

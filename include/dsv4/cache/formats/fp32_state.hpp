@@ -43,7 +43,7 @@ struct fp32_state {
                                                        int unit) {
     std::uint8_t* dst = page + l.data_offset(rows, r) + std::int64_t{unit} * kUnitFloats * 4;
     const float* src = in + std::int64_t{unit} * kUnitFloats;
-    for (int i = 0; i < kUnitFloats; ++i) cache::detail::store_f32(dst + std::int64_t{4} * i, src[i]);
+    cache::detail::copy_f32_out(dst, src, kUnitFloats);
   }
   template <class Out>
   DSV4_HOST_DEVICE static constexpr void dequantize_unit(const format_layout& l, const std::uint8_t* page,
@@ -51,14 +51,7 @@ struct fp32_state {
                                                          const format_policy& /*policy*/, int unit) {
     const std::uint8_t* src = page + l.data_offset(rows, r) + std::int64_t{unit} * kUnitFloats * 4;
     Out* dst = out + std::int64_t{unit} * kUnitFloats;
-    for (int i = 0; i < kUnitFloats; ++i) {
-      const float v = cache::detail::load_f32(src + std::int64_t{4} * i);
-      if constexpr (std::is_same_v<Out, bf16>) {
-        dst[i] = float_to_bf16(v);
-      } else {
-        dst[i] = v;
-      }
-    }
+    cache::detail::copy_f32_in(src, dst, kUnitFloats);
   }
 };
 

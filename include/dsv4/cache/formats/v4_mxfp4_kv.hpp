@@ -75,12 +75,8 @@ struct v4_mxfp4_kv {
       byte = 0xFF;
       for (int i = 0; i < kBlock / 2; ++i) codes[i] = 0;
     } else {
-      const float inv = exp2i(127 - byte);
-      for (int i = 0; i < kBlock / 2; ++i) {
-        const std::uint8_t lo = float_to_e2m1(bf16_to_float(x[std::ptrdiff_t{2} * i]) * inv);
-        const std::uint8_t hi = float_to_e2m1(bf16_to_float(x[2 * i + 1]) * inv);
-        codes[i] = static_cast<std::uint8_t>(lo | (hi << 4));
-      }
+      // E2M1(x x 2^-e) packed: `e2m1_code_branchless` is `float_to_e2m1` for every float.
+      cache::detail::e2m1_block_packed<kBlock>(x, exp2i(127 - byte), codes);
     }
     page[l.scale_offset(rows, r) + unit] = byte;
   }

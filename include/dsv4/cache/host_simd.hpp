@@ -1,0 +1,416 @@
+// dsv4-cache: the host kernels of the shared codec primitives (E4M3 / E2M1 blocks, block
+// exponents, BF16 and fp32 copies): plain loops over restrict-qualified buffers, shaped so that
+// GCC and clang vectorize them (16-bit integer lanes where the float work can be replaced
+// exactly), no intrinsics, no third-party headers. Host only, little-endian; empty in CUDA
+// translation units and for other compilers (DSV4_HOST_SIMD 0: the scalar code runs).
+//
+// Each kernel gives the scalar code's result for every input: either the same operations
+// (`e4m3_code_branchless`, ...) or integer work proved equal in its comment (power-of-two
+// scales as exponent shifts of the BF16 / code bits, E2M1 rounding by comparison with exactly
+// scaled midpoints, the block exponent from the amax bits). tests/host_codec_test.cpp checks
+// the formats on every ISA and the integer kernels exhaustively. The vector width is the
+// caller's: host_codec.hpp inlines them into one copy of the row loops per ISA.
+//
+// The primitives of row_codec.hpp and format_traits.hpp take these kernels only inside a bulk
+// call of host_codec.hpp (`host_simd_scope`), never in constant evaluation: `quantize_row<F>`
+// and the other per-row codecs stay the scalar reference, and the bulk calls clear FTZ / DAZ
+// first (the kernels need gradual underflow, as the scalar code does).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "dsv4/cache/scalar_codec.hpp"
+
+#ifndef DSV4_HOST_SIMD
+#if !defined(__CUDACC__) && (defined(__GNUC__) || defined(__clang__)) && defined(__BYTE_ORDER__) && \
+    __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define DSV4_HOST_SIMD 1
+#else
+#define DSV4_HOST_SIMD 0
+#endif
+#endif
+
+#if DSV4_HOST_SIMD
+namespace dsv4::cache::detail {
+
+/// Whether the calling thread is inside a host bulk call (host_codec.hpp) whose primitives take
+/// the vector kernels.
+inline thread_local bool g_host_simd_on = false;
+inline bool host_simd_on() noexcept { return g_host_simd_on; }
+
+/// Whether a primitive takes its vector kernel: never in constant evaluation, only inside a bulk
+/// call, and only when `shape_ok` (a block of whole 16-value steps).
+constexpr bool host_simd_path(bool shape_ok) noexcept {
+  if (std::is_constant_evaluated()) return false;
+  return shape_ok && host_simd_on();
+}
+
+/// Enables the vector kernels on this thread for its lifetime (nests).
+class host_simd_scope {
+ public:
+  host_simd_scope() noexcept : prev_(g_host_simd_on) { g_host_simd_on = true; }
+  ~host_simd_scope() { g_host_simd_on = prev_; }
+  host_simd_scope(const host_simd_scope&) = delete;
+  host_simd_scope& operator=(const host_simd_scope&) = delete;
+  host_simd_scope(host_simd_scope&&) = delete;
+  host_simd_scope& operator=(host_simd_scope&&) = delete;
+
+ private:
+  bool prev_;
+};
+
+namespace simd {
+
+inline constexpr int kLanes = 16;  ///< Block sizes the kernels take: multiples of this.
+
+/// `amax_bf16` (all and finite maxima of the sign-less bits), signed 16-bit lanes (SSE2 pmaxsw).
+struct amax_bits {
+  std::uint16_t all;     ///< max sign-less bits over every value (> 0x7F80 iff a NaN)
+  std::uint16_t finite;  ///< max over the non-NaN values
+};
+inline amax_bits block_amax(const bf16* __restrict in, int n) noexcept {
+  std::int16_t all = 0;
+  std::int16_t fin = 0;
+  for (int i = 0; i < n; ++i) {
+    const auto a = static_cast<std::int16_t>(in[i].bits & 0x7FFF);
+    all = a > all ? a : all;
+    const std::int16_t f = a <= 0x7F80 ? a : std::int16_t{0};
+    fin = f > fin ? f : fin;
+  }
+  return {static_cast<std::uint16_t>(all), static_cast<std::uint16_t>(fin)};
+}
+/// `scale_exponent_for_amax(amax, format_max, floor)` for format_max 448 (E4M3) or 6 (E2M1)
+/// without the float division: when max(amax, floor) is a float normal with at most 8
+/// significant bits (a BF16 amax), m / format_max is never within 2^-24 (relative) of a power of
+/// two without being one, so the float quotient has the exact quotient's ceiling:
+/// m = 2^E x 1.f and format_max = 2^k x 1.g give E - k, plus one if 1.f > 1.g. Any other m
+/// (the floor itself, a subnormal, inf) or format_max: the scalar function.
+inline int block_scale_exponent(float amax, float format_max, float floor) noexcept {
+  const float m = amax > floor ? amax : floor;
+  const std::uint32_t u = float_bits(m);
+  const std::uint32_t biased = u >> 23;  // m >= 0
+  int k = 0;
+  std::uint32_t g = 0;
+  if (format_max == kE4m3Max) {
+    k = 8;
+    g = 0x600000U;  // 448 = 1.75 x 2^8
+  } else if (format_max == kE2m1Max) {
+    k = 2;
+    g = 0x400000U;  // 6 = 1.5 x 2^2
+  } else {
+    return scale_exponent_for_amax(amax, format_max, floor);
+  }
+  if ((u & 0xFFFFU) != 0 || biased == 0 || biased >= 255) return scale_exponent_for_amax(amax, format_max, floor);
+  const int e = static_cast<int>(biased) - 127 - k + ((u & 0x7FFFFFU) > g ? 1 : 0);
+  return e < -127 ? -127 : (e > 127 ? 127 : e);
+}
+
+/// The exponent s of a scale 2^s with |s| <= limit (so that the codes times it stay normal);
+/// 1000 for any other scale.
+inline int pow2_scale_exponent(float scale, int limit) noexcept {
+  const std::uint32_t u = float_bits(scale);
+  if ((u & 0x807FFFFFU) != 0) return 1000;
+  const int s = static_cast<int>(u >> 23) - 127;
+  return s >= -limit && s <= limit ? s : 1000;
+}
+/// The E4M3 rounding midpoints below 2^-6, (k + 1/2) x 2^-9 for k = 0..7, as BF16 bits.
+inline constexpr std::int16_t kE4m3SubMid[8] = {0x3A80, 0x3B40, 0x3BA0, 0x3BE0, 0x3C10, 0x3C30, 0x3C50, 0x3C70};
+
+/// E4M3 codes (satfinite) of in[i] x 2^-e on the 16-bit sign-less BF16 bits, for a block
+/// without BF16 subnormals when e < 0. x x 2^-e is exact in BF16 unless it underflows (code 0)
+/// or overflows (saturates, as the float path): its bits are the input's with the exponent
+/// lowered by e, saturating at 0 and 0x7F80. From 2^-6 the code is a round-to-nearest-even shift
+/// of 4 mantissa bits clamped to 0x7E (448); below, the number of midpoints (k + 1/2) 2^-9 below
+/// the value, a midpoint rounding to the even code (> for even k, >= for odd k). NaN gives 0x7F,
+/// +-inf +-448.
+inline void e4m3_pow2_codes(const bf16* __restrict in, int n, int e, std::uint8_t* __restrict out) noexcept {
+  const auto down = static_cast<std::uint16_t>(e > 0 ? e << 7 : 0);
+  const auto up = static_cast<std::uint16_t>(e < 0 ? (-e) << 7 : 0);
+  for (int i = 0; i < n; ++i) {
+    const std::uint16_t b = in[i].bits;
+    const auto a = static_cast<std::uint16_t>(b & 0x7FFFU);
+    const auto d = static_cast<std::uint16_t>(a > down ? a - down : 0U);
+    const auto u = static_cast<std::uint16_t>(d + up);
+    const auto s = static_cast<std::int16_t>(u < 0x7F80U ? u : 0x7F80U);
+    const auto sub = static_cast<std::uint16_t>(
+        static_cast<std::uint16_t>(s > kE4m3SubMid[0]) + static_cast<std::uint16_t>(s >= kE4m3SubMid[1]) +
+        static_cast<std::uint16_t>(s > kE4m3SubMid[2]) + static_cast<std::uint16_t>(s >= kE4m3SubMid[3]) +
+        static_cast<std::uint16_t>(s > kE4m3SubMid[4]) + static_cast<std::uint16_t>(s >= kE4m3SubMid[5]) +
+        static_cast<std::uint16_t>(s > kE4m3SubMid[6]) + static_cast<std::uint16_t>(s >= kE4m3SubMid[7]));
+    const auto t = static_cast<std::uint16_t>(s - 0x3C00);                  // (120 << 7): rebias 127 -> 7
+    const auto sum = static_cast<std::uint16_t>(t + 7U + ((t >> 4) & 1U));  // t < 0x4380: no wrap
+    const auto r = static_cast<std::uint16_t>(sum >> 4);
+    const std::uint16_t normal = r < 0x7EU ? r : std::uint16_t{0x7EU};
+    const std::uint16_t code = s >= 0x3C80 ? normal : sub;  // 0x3C80 = 2^-6
+    const auto sign = static_cast<std::uint16_t>((b >> 8) & 0x80U);
+    // An infinity stays one whatever e (saturates to 448); its bits cannot be rescaled.
+    const auto finite_or_inf = static_cast<std::uint16_t>((a == 0x7F80U ? 0x7EU : code) | sign);
+    out[i] = static_cast<std::uint8_t>(a > 0x7F80U ? 0x7FU : finite_or_inf);
+  }
+}
+
+/// codes[i] = E4M3 code of in[i] x inv_scale (`e4m3_block_any`); a power-of-two inv_scale takes
+/// the 16-bit path where it is exact (`e4m3_pow2_codes`), else the float path.
+inline void e4m3_scaled(const bf16* __restrict in, int n, float inv_scale, std::uint8_t* __restrict out) noexcept {
+  const int k = pow2_scale_exponent(inv_scale, 127);  // inv_scale = 2^k, e = -k
+  if (k != 1000) {
+    bool subnormal = false;
+    if (k > 0) {
+      std::uint16_t any = 0;
+      for (int i = 0; i < n; ++i) {
+        const auto a = static_cast<std::int16_t>(in[i].bits & 0x7FFF);
+        any |= static_cast<std::uint16_t>(a != 0 && a < 0x80 ? 1U : 0U);
+      }
+      subnormal = any != 0;
+    }
+    if (!subnormal) return e4m3_pow2_codes(in, n, -k, out);
+  }
+  for (int i = 0; i < n; ++i)
+    out[i] = static_cast<std::uint8_t>(e4m3_code_branchless(bf16_to_float(in[i]) * inv_scale));
+}
+/// codes[i] = E4M3 code of in[i] / divisor (IEEE division, `e4m3_tensor_scaled`).
+inline void e4m3_divided(const bf16* __restrict in, int n, float divisor, std::uint8_t* __restrict out) noexcept {
+  // x / 2^k and x x 2^-k are the same correctly rounded value when 2^-k is a float normal.
+  if (pow2_scale_exponent(divisor, 126) != 1000) return e4m3_scaled(in, n, 1.0f / divisor, out);
+  for (int i = 0; i < n; ++i) out[i] = static_cast<std::uint8_t>(e4m3_code_branchless(bf16_to_float(in[i]) / divisor));
+}
+/// `e4m3_block_normal` (its precondition holds): 16-bit lanes.
+inline void e4m3_normal(const bf16* __restrict in, int n, int e, std::uint8_t* __restrict out) noexcept {
+  const auto bias = static_cast<std::uint16_t>(7 - ((e + 120) << 7));
+  for (int i = 0; i < n; ++i) {
+    const std::uint16_t b = in[i].bits;
+    const auto a = static_cast<std::uint16_t>(b & 0x7FFFU);
+    const auto t = static_cast<std::int16_t>(static_cast<std::uint16_t>(a + bias + ((a >> 4) & 1U)));
+    const auto q = static_cast<std::int16_t>(t >> 4);
+    const std::int16_t code = q > 0 ? q : std::int16_t{0};
+    out[i] = static_cast<std::uint8_t>(code | ((b >> 8) & 0x80));
+  }
+}
+/// out[i] = E4M3(codes[i]) x scale, as `from_float<Out>`. A power-of-two scale and a block of
+/// normal codes and zeros (the common case) is an exponent shift of the code bits: exact, so the
+/// same bits; otherwise the float product.
+template <class Out>
+inline void e4m3_dequant(const std::uint8_t* __restrict codes, int n, float scale, Out* __restrict out) noexcept {
+  const int s = pow2_scale_exponent(scale, 119);
+  if (s != 1000) {
+    std::uint8_t odd = 0;
+    for (int i = 0; i < n; ++i) {
+      const auto a = static_cast<std::uint8_t>(codes[i] & 0x7FU);
+      odd |= static_cast<std::uint8_t>((static_cast<std::uint8_t>(a - 1U) < 7U) | (a == 0x7FU));
+    }
+    if (odd == 0) {
+      if constexpr (std::is_same_v<Out, bf16>) {
+        const auto off = static_cast<std::uint16_t>((120 + s) << 7);
+        for (int i = 0; i < n; ++i) {
+          const std::uint16_t c = codes[i];
+          const auto a = static_cast<std::uint16_t>(c & 0x7FU);
+          const auto v = static_cast<std::uint16_t>(a == 0 ? 0U : static_cast<unsigned>((a << 4) + off));
+          out[i] = bf16{static_cast<std::uint16_t>(v | ((c & 0x80U) << 8))};
+        }
+      } else {
+        const auto off = static_cast<std::uint32_t>(120 + s) << 23;
+        for (int i = 0; i < n; ++i) {
+          const std::uint32_t c = codes[i];
+          const std::uint32_t a = c & 0x7FU;
+          const std::uint32_t v = a == 0 ? 0U : (a << 20) + off;
+          out[i] = bits_float(v | ((c & 0x80U) << 24));
+        }
+      }
+      return;
+    }
+  }
+  for (int i = 0; i < n; ++i) {
+    const float v = e4m3_to_float_branchless(codes[i]) * scale;
+    if constexpr (std::is_same_v<Out, bf16>) {
+      out[i] = bf16{float_to_bf16_bits_branchless(v)};
+    } else {
+      out[i] = canonical_nan(v);
+    }
+  }
+}
+inline constexpr int kChunk = 64;  ///< Values per step of the E2M1 kernels (a local code buffer).
+
+/// Packs n <= kChunk codes (one per byte, n even; `codes` holds kChunk bytes) into n / 2 bytes, value 2i in the low
+/// nibble: the codes are read as little-endian 16-bit pairs (one copy), so that the loop vectorizes without shuffles.
+inline void pack_nibbles(const std::uint8_t* __restrict codes, int n, std::uint8_t* __restrict out) noexcept {
+  std::uint16_t w[kChunk / 2];
+  std::memcpy(w, codes, sizeof(w));  // the whole buffer: a fixed-size copy, no library call
+  for (int i = 0; i < n / 2; ++i) out[i] = static_cast<std::uint8_t>((w[i] & 0xFU) | ((w[i] >> 4) & 0xF0U));
+}
+/// Spreads n / 2 packed bytes (n <= kChunk) into n nibbles (`nib` holds kChunk bytes), one per byte (the inverse of
+/// `pack_nibbles`).
+inline void unpack_nibbles(const std::uint8_t* __restrict packed, int n, std::uint8_t* __restrict nib) noexcept {
+  std::uint16_t w[kChunk / 2] = {};
+  for (int i = 0; i < n / 2; ++i) w[i] = static_cast<std::uint16_t>((packed[i] & 0xFU) | ((packed[i] & 0xF0U) << 4));
+  std::memcpy(nib, w, sizeof(w));  // nib holds kChunk bytes: a fixed-size copy
+}
+
+/// E2M1 codes of in[i] x 2^-e on the 16-bit sign-less BF16 bits, for a block without NaN or
+/// infinity and, when e < 0, without BF16 subnormals. Then x x 2^-e is exact in BF16 unless it
+/// underflows (its code is then 0) or overflows (saturated to 6 as the float path does): its bits
+/// are the input's with the exponent lowered by e, saturating at 0 and at 0x7F80 (inf). The code
+/// is the nearest-even E2M1 value: below 1.0 by comparison with 0.25 (tie to 0) and 0.75 (tie to
+/// 1.0); from 1.0 a round-to-nearest-even shift of 6 mantissa bits, clamped to 7 (6.0).
+inline void e2m1_pow2_codes(const bf16* __restrict in, int n, int e, std::uint8_t* __restrict codes) noexcept {
+  const auto down = static_cast<std::uint16_t>(e > 0 ? e << 7 : 0);
+  const auto up = static_cast<std::uint16_t>(e < 0 ? (-e) << 7 : 0);
+  for (int i = 0; i < n; ++i) {
+    const std::uint16_t b = in[i].bits;
+    const auto a = static_cast<std::uint16_t>(b & 0x7FFFU);
+    const auto d = static_cast<std::uint16_t>(a > down ? a - down : 0U);
+    const auto u = static_cast<std::uint16_t>(d + up);
+    const std::uint16_t s = u < 0x7F80U ? u : std::uint16_t{0x7F80U};
+    const auto sub =
+        static_cast<std::uint16_t>(static_cast<std::uint16_t>(s > 0x3E80U) + static_cast<std::uint16_t>(s >= 0x3F40U));
+    const auto t = static_cast<std::uint16_t>(s - 0x3F00U);
+    const auto sum = static_cast<std::uint16_t>(t + 0x1FU + ((t >> 6) & 1U));  // t < 0x4100: no wrap
+    const auto r = static_cast<std::uint16_t>(sum >> 6);
+    const std::uint16_t normal = r < 7U ? r : std::uint16_t{7U};
+    const std::uint16_t code = s >= 0x3F80U ? normal : sub;
+    codes[i] = static_cast<std::uint8_t>(code | ((b >> 12) & 0x8U));
+  }
+}
+/// Packed E2M1 codes of in[i] x inv_scale (n / 2 bytes). A power-of-two inv_scale takes the
+/// 16-bit path where it is exact (see `e2m1_pow2_codes`), else the float path.
+inline void e2m1_scaled(const bf16* __restrict in, int n, float inv_scale, std::uint8_t* __restrict out) noexcept {
+  const int k = pow2_scale_exponent(inv_scale, 127);  // inv_scale = 2^k, e = -k
+  for (int c = 0; c < n; c += kChunk) {
+    const int m = n - c < kChunk ? n - c : kChunk;
+    std::uint8_t codes[kChunk];
+    bool fast = k != 1000;
+    if (fast) {
+      std::int16_t mx = 0;
+      std::uint16_t sub = 0;
+      for (int i = 0; i < m; ++i) {
+        const auto a = static_cast<std::int16_t>(in[c + i].bits & 0x7FFF);
+        mx = a > mx ? a : mx;
+        sub |= static_cast<std::uint16_t>(a != 0 && a < 0x80 ? 1U : 0U);
+      }
+      fast = mx < 0x7F80 && (k <= 0 || sub == 0);
+    }
+    if (fast) {
+      e2m1_pow2_codes(in + c, m, -k, codes);
+    } else {
+      for (int i = 0; i < m; ++i)
+        codes[i] = static_cast<std::uint8_t>(e2m1_code_branchless(bf16_to_float(in[c + i]) * inv_scale));
+    }
+    pack_nibbles(codes, m, out + c / 2);
+  }
+}
+/// Packed E2M1 codes of in[i] / divisor (IEEE division), n / 2 bytes.
+///
+/// For a divisor d > 0 whose products with the E2M1 rounding midpoints T = 0.25, 0.75, 1.25,
+/// 1.75, 2.5, 3.5, 5 are exact BF16 values (an E4M3 scale: 4 significant bits times at most 3),
+/// the code is counted on the 16-bit sign-less BF16 bits a of x: the number of midpoints below
+/// |x| / d, a midpoint itself rounding to the even code ( > for 0.25, 1.25, 2.5, 5; >= for 0.75,
+/// 1.75, 3.5). The same code as E2M1(RN(x / d)): x has 8 significant bits and T d at most 7, so
+/// x != T d differ by at least 2^-9 of x, far more than the 2^-24 of the float rounding of x / d,
+/// which therefore never crosses a midpoint it did not cross exactly. NaN gives 0x7 (no sign),
+/// as `float_to_e2m1`. Any other divisor: the float division.
+inline void e2m1_divided(const bf16* __restrict in, int n, float divisor, std::uint8_t* __restrict out) noexcept {
+  constexpr float kMid[7] = {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f};
+  std::int16_t t[7] = {};
+  bool exact = divisor > 0.0f && (float_bits(divisor) & kF32AbsMask) < kF32Inf;
+  for (int k = 0; k < 7 && exact; ++k) {
+    const std::uint32_t p = float_bits(kMid[k] * divisor);
+    exact = (p & 0xFFFFU) == 0 && p < 0x7F800000U && p >= 0x00800000U;
+    t[k] = static_cast<std::int16_t>(p >> 16);
+  }
+  for (int c = 0; c < n; c += kChunk) {
+    const int m = n - c < kChunk ? n - c : kChunk;
+    std::uint8_t codes[kChunk];
+    if (exact) {
+      for (int i = 0; i < m; ++i) {
+        const std::uint16_t b = in[c + i].bits;
+        const auto a = static_cast<std::int16_t>(b & 0x7FFF);
+        const auto code = static_cast<std::uint8_t>(static_cast<int>(a > t[0]) + static_cast<int>(a >= t[1]) +
+                                                    static_cast<int>(a > t[2]) + static_cast<int>(a >= t[3]) +
+                                                    static_cast<int>(a > t[4]) + static_cast<int>(a >= t[5]) +
+                                                    static_cast<int>(a > t[6]));
+        const auto sign = static_cast<std::uint8_t>((b >> 12) & 0x8U);
+        codes[i] = a > 0x7F80 ? std::uint8_t{7} : static_cast<std::uint8_t>(code | sign);
+      }
+    } else {
+      for (int i = 0; i < m; ++i)
+        codes[i] = static_cast<std::uint8_t>(e2m1_code_branchless(bf16_to_float(in[c + i]) / divisor));
+    }
+    pack_nibbles(codes, m, out + c / 2);
+  }
+}
+/// E2M1 nibble c times 2^s as float bits (s in [-125, 125]: every product is a float normal).
+DSV4_HOST_DEVICE constexpr std::uint32_t e2m1_pow2_bits(std::uint32_t c, std::uint32_t off) noexcept {
+  const std::uint32_t exp = (c >> 1) & 0x3U;
+  const std::uint32_t man = c & 0x1U;
+  const std::uint32_t normal = ((exp << 23) + off) | (man << 22);
+  const std::uint32_t sub = man != 0 ? off : 0U;
+  return (exp == 0 ? sub : normal) | ((c & 0x8U) << 28);
+}
+/// out[i] = E2M1(nibble i) x scale, as `from_float<Out>`; a power-of-two scale is an exponent
+/// shift (exact: the same bits), any other the float product.
+template <class Out>
+inline void e2m1_dequant(const std::uint8_t* __restrict packed, int n, float scale, Out* __restrict out) noexcept {
+  const int s = pow2_scale_exponent(scale, 125);
+  const auto off = static_cast<std::uint32_t>(126 + s) << 23;
+  for (int c = 0; c < n; c += kChunk) {
+    const int m = n - c < kChunk ? n - c : kChunk;
+    std::uint8_t nib[kChunk];
+    unpack_nibbles(packed + c / 2, m, nib);
+    Out* o = out + c;
+    if (s != 1000) {
+      for (int i = 0; i < m; ++i) {
+        const std::uint32_t v = e2m1_pow2_bits(nib[i], off);
+        if constexpr (std::is_same_v<Out, bf16>) {
+          o[i] = bf16{static_cast<std::uint16_t>(v >> 16)};
+        } else {
+          o[i] = bits_float(v);
+        }
+      }
+    } else {
+      for (int i = 0; i < m; ++i) {
+        const float v = e2m1_to_float_branchless(nib[i]) * scale;
+        if constexpr (std::is_same_v<Out, bf16>) {
+          o[i] = bf16{float_to_bf16_bits_branchless(v)};
+        } else {
+          o[i] = canonical_nan(v);
+        }
+      }
+    }
+  }
+}
+/// BF16 values from little-endian page bytes into float (exact) or BF16 (bits).
+template <class Out>
+inline void bf16_in(const std::uint8_t* __restrict src, Out* __restrict out, std::int64_t n) noexcept {
+  if constexpr (std::is_same_v<Out, bf16>) {
+    std::memcpy(out, src, static_cast<std::size_t>(n) * 2);
+  } else {
+    for (std::int64_t i = 0; i < n; ++i) {
+      std::uint16_t h = 0;
+      std::memcpy(&h, src + 2 * i, 2);
+      out[i] = bits_float(static_cast<std::uint32_t>(h) << 16);
+    }
+  }
+}
+/// fp32 values from little-endian page bytes into float (bits) or BF16 (`float_to_bf16`).
+template <class Out>
+inline void f32_in(const std::uint8_t* __restrict src, Out* __restrict out, std::int64_t n) noexcept {
+  if constexpr (std::is_same_v<Out, bf16>) {
+    for (std::int64_t i = 0; i < n; ++i) {
+      float v = 0;
+      std::memcpy(&v, src + 4 * i, 4);
+      out[i] = bf16{float_to_bf16_bits_branchless(v)};
+    }
+  } else {
+    std::memcpy(out, src, static_cast<std::size_t>(n) * 4);
+  }
+}
+
+}  // namespace simd
+}  // namespace dsv4::cache::detail
+#else
+namespace dsv4::cache::detail {
+DSV4_HOST_DEVICE constexpr bool host_simd_path(bool /*shape_ok*/) noexcept { return false; }
+}  // namespace dsv4::cache::detail
+#endif  // DSV4_HOST_SIMD

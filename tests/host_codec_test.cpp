@@ -1,0 +1,380 @@
+// Host bulk codecs (host_codec.hpp): for every registered format and every host ISA this CPU
+// runs (the others skip, naming the reason), `quantize_rows` / `dequantize_rows` give the bytes
+// and values of the scalar per-row codec (`quantize_row` / `dequantize_row`, run without
+// flush-to-zero), with the caller's MXCSR / FPCR in its default mode and with flush-to-zero and
+// denormals-are-zero set (as PyTorch processes often run); the caller's mode is kept.
+//
+// Inputs: every BF16 bit pattern once per format (a permutation, rows of the format's values),
+// once as is (NaN, inf and huge values in blocks) and once with each 16-value group led by an
+// anchor 2^j (j cycling over [-133, 127]) so that blocks take many scale exponents; policies: the
+// default and the variants a format may read. Pages for dequantization: the quantized pages and
+// pages of random bytes (about 2^18 values per format: each code / scale byte pair expected a
+// few times), plus E8M0 scale byte 0x00 (2^-127) and E4M3 subnormal codes by construction.
+// The host kernels that replace float arithmetic by 16-bit integer work (E4M3 and E2M1 codes at
+// a power-of-two scale, E2M1 of x / E4M3 scale) are also checked alone, exhaustively: every BF16
+// input at every scale.
+#include "dsv4/cache/host_codec.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <iostream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "dsv4/cache/formats/registry.hpp"
+
+namespace dsv4::cache {
+namespace {
+
+constexpr std::int64_t kRowsPerPage = 64;
+
+/// Sets flush-to-zero and denormals-are-zero (x86 MXCSR bits 15 and 6; aarch64 FPCR.FZ) for its
+/// lifetime when `on`.
+class ftz_daz {
+ public:
+  explicit ftz_daz(bool on) : on_(on) {
+    if (!on_) return;
+#if defined(__x86_64__) || defined(__i386__)
+    saved_ = __builtin_ia32_stmxcsr();
+    __builtin_ia32_ldmxcsr(static_cast<unsigned>(saved_) | 0x8040U);
+#elif defined(__aarch64__)
+    __asm__ __volatile__("mrs %0, fpcr" : "=r"(saved_));
+    const std::uint64_t v = saved_ | (1ULL << 24);
+    __asm__ __volatile__("msr fpcr, %0" : : "r"(v));
+#endif
+  }
+  ~ftz_daz() {
+    if (!on_) return;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_ldmxcsr(static_cast<unsigned>(saved_ & 0xFFFFFFFFU));
+#elif defined(__aarch64__)
+    __asm__ __volatile__("msr fpcr, %0" : : "r"(saved_));
+#endif
+  }
+  ftz_daz(const ftz_daz&) = delete;
+  ftz_daz& operator=(const ftz_daz&) = delete;
+
+  /// Whether FTZ is set now (so the test can check that a bulk call left it set).
+  static bool ftz_set() {
+#if defined(__x86_64__) || defined(__i386__)
+    return (__builtin_ia32_stmxcsr() & 0x8000U) != 0;
+#elif defined(__aarch64__)
+    std::uint64_t v = 0;
+    __asm__ __volatile__("mrs %0, fpcr" : "=r"(v));
+    return (v & (1ULL << 24)) != 0;
+#else
+    return false;
+#endif
+  }
+  /// Whether FTZ makes 2^-126 x 0.5 zero here (so the FTZ runs really run flushed).
+  static bool flushes() {
+    volatile float a = 0x1p-126f;
+    volatile float b = 0.5f;
+    return a * b == 0.0f;
+  }
+
+ private:
+  bool on_;
+  std::uint64_t saved_ = 0;
+};
+
+/// The layout tested for F (fp32_state bound to 4,096-B rows).
+template <row_format F>
+format_layout test_layout() {
+  if constexpr (std::is_same_v<F, formats::fp32_state>) {
+    return bind_state_row_bytes(4096);
+  } else {
+    return F::layout;
+  }
+}
+
+/// Policies to run F with: its default and the variants of every option.
+template <row_format F>
+std::vector<format_policy> policies() {
+  const format_policy d = F::default_policy;
+  std::vector<format_policy> v{d};
+  format_policy p = d;
+  p.nan = nan_policy::ignore;
+  v.push_back(p);
+  p = d;
+  p.fp8_exp = d.fp8_exp == fp8_exponent::exact_ceil ? fp8_exponent::float_log2_ceil : fp8_exponent::exact_ceil;
+  v.push_back(p);
+  p = d;
+  p.fp32_scale = fp32_scale_rule::legacy_amax;
+  v.push_back(p);
+  p = d;
+  p.mxfp4_scale = mxfp4_scale_rule::ocp_floor;
+  p.mxfp4_amax_floor = 1e-3f;
+  v.push_back(p);
+  p = d;
+  p.tensor_scale = 0.75f;  // not a power of two: a true division
+  p.fp8_amax_floor = 1e-8f;
+  v.push_back(p);
+  p = d;
+  p.tensor_scale = 0x1p-3f;
+  v.push_back(p);
+  return v;
+}
+
+/// count x l.values inputs of F: every BF16 pattern once (a permutation), optionally anchored.
+template <row_format F>
+std::vector<typename F::input_type> inputs(const format_layout& l, std::int64_t count, bool anchored) {
+  using In = typename F::input_type;
+  std::vector<In> v(static_cast<std::size_t>(count * l.values));
+  std::mt19937 rng(7);
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if constexpr (std::is_same_v<In, float>) {
+      v[i] = detail::bits_float(static_cast<std::uint32_t>(rng()));
+    } else {
+      v[i] = bf16{static_cast<std::uint16_t>((i * 40503U) & 0xFFFFU)};
+      if (anchored && i % 16 == 0) {
+        const int j = static_cast<int>((i / 16) % 261) - 133;
+        v[i] = float_to_bf16((i & 16U) != 0 ? -exp2i(j) : exp2i(j));
+      }
+    }
+  }
+  return v;
+}
+
+std::size_t pages_for(std::int64_t count) {
+  return static_cast<std::size_t>((count + kRowsPerPage - 1) / kRowsPerPage);
+}
+
+/// Checks F's bulk codecs against its scalar codec on `isa`, with FTZ / DAZ set when `ftz`.
+template <row_format F>
+void check_format(host_isa isa, bool ftz) {
+  using In = typename F::input_type;
+  const format_layout l = test_layout<F>();
+  const auto pb = static_cast<std::size_t>(l.page_bytes(kRowsPerPage));
+  const std::int64_t count = (65536 + l.values - 1) / l.values;  // every BF16 pattern once
+  const std::size_t npages = pages_for(count);
+  SCOPED_TRACE(std::string(l.name) + " on " + std::string(to_string(isa)) + (ftz ? " with FTZ/DAZ" : ""));
+
+  std::vector<std::vector<std::uint8_t>> dequant_pages;
+  for (bool anchored : {false, true}) {
+    const std::vector<In> in = inputs<F>(l, count, anchored);
+    const std::vector<format_policy> pols = policies<F>();
+    for (std::size_t pi = 0; pi < pols.size(); ++pi) {
+      const format_policy& p = pols[pi];
+      std::vector<std::uint8_t> ref(npages * pb, 0x5A);
+      std::vector<std::uint8_t> got(npages * pb, 0x5A);
+      for (std::int64_t k = 0; k < count; ++k)
+        quantize_row<F>(l, ref.data() + static_cast<std::size_t>(k / kRowsPerPage) * pb, kRowsPerPage, k % kRowsPerPage,
+                        in.data() + k * l.values, p);
+      {
+        const ftz_daz mode(ftz);
+        force_host_isa(isa);
+        for (std::size_t pg = 0; pg < npages; ++pg) {
+          const std::int64_t first = static_cast<std::int64_t>(pg) * kRowsPerPage;
+          const std::int64_t n = std::min(kRowsPerPage, count - first);
+          quantize_rows<F>(l, got.data() + pg * pb, kRowsPerPage, 0, n, in.data() + first * l.values, p);
+        }
+        force_host_isa(std::nullopt);
+        EXPECT_EQ(ftz_daz::ftz_set(), ftz) << "the bulk call changed the caller's FTZ mode";
+      }
+      std::size_t first_diff = ref.size();
+      for (std::size_t i = 0; i < ref.size() && first_diff == ref.size(); ++i)
+        if (ref[i] != got[i]) first_diff = i;
+      ASSERT_EQ(first_diff, ref.size()) << "quantize: page byte " << first_diff << " differs (page " << first_diff / pb
+                                        << ", offset " << first_diff % pb << ")";
+      if (pi == 0) dequant_pages.push_back(ref);  // the default policy
+    }
+  }
+  // Random page bytes: every code with every scale byte, NaN / subnormal / zero scales included.
+  std::mt19937 rng(11);
+  for (int k = 0; k < 2; ++k) {
+    std::vector<std::uint8_t> page(npages * pb);
+    for (auto& b : page) b = static_cast<std::uint8_t>(rng());
+    dequant_pages.push_back(page);
+  }
+  for (const auto& page : dequant_pages) {
+    const auto check = [&]<class Out>(Out /*tag*/) {
+      std::vector<Out> ref(static_cast<std::size_t>(count * l.values));
+      std::vector<Out> got(ref.size());
+      for (std::int64_t k = 0; k < count; ++k)
+        dequantize_row<F, Out>(l, page.data() + static_cast<std::size_t>(k / kRowsPerPage) * pb, kRowsPerPage,
+                               k % kRowsPerPage, ref.data() + k * l.values);
+      {
+        const ftz_daz mode(ftz);
+        force_host_isa(isa);
+        for (std::size_t pg = 0; pg < npages; ++pg) {
+          const std::int64_t first = static_cast<std::int64_t>(pg) * kRowsPerPage;
+          const std::int64_t n = std::min(kRowsPerPage, count - first);
+          dequantize_rows<F, Out>(l, page.data() + pg * pb, kRowsPerPage, 0, n, got.data() + first * l.values);
+        }
+        force_host_isa(std::nullopt);
+      }
+      std::size_t first_diff = ref.size();
+      for (std::size_t i = 0; i < ref.size() && first_diff == ref.size(); ++i)
+        if (std::memcmp(&ref[i], &got[i], sizeof(Out)) != 0) first_diff = i;
+      ASSERT_EQ(first_diff, ref.size()) << "dequantize to " << (std::is_same_v<Out, float> ? "float" : "bf16")
+                                        << ": value " << first_diff << " differs";
+    };
+    check(float{});
+    check(bf16{});
+  }
+}
+
+class HostCodec : public ::testing::TestWithParam<host_isa> {
+ protected:
+  void SetUp() override {
+    const std::string why = host_isa_unsupported_reason(GetParam());
+    if (!why.empty()) GTEST_SKIP() << to_string(GetParam()) << " not run: " << why;
+    std::cout << "[ host ISA ] running " << to_string(GetParam()) << "\n";
+  }
+};
+
+TEST_P(HostCodec, EveryFormatMatchesTheScalarCodec) {
+  for (int i = 0; i < static_cast<int>(kFormats.size()); ++i)
+    visit_format(i, [&]<row_format F>() { check_format<F>(GetParam(), false); });
+}
+
+TEST_P(HostCodec, EveryFormatMatchesTheScalarCodecUnderFtzDaz) {
+  {
+    const ftz_daz mode(true);
+#if defined(__x86_64__) || defined(__i386__) || defined(__aarch64__)
+    ASSERT_TRUE(ftz_daz::flushes()) << "setting FTZ did not flush here: this test would prove nothing";
+#endif
+  }
+  for (int i = 0; i < static_cast<int>(kFormats.size()); ++i)
+    visit_format(i, [&]<row_format F>() { check_format<F>(GetParam(), true); });
+}
+
+// The two values FTZ / DAZ would destroy, by hand: E8M0 0x00 (2^-127) times E2M1 6 is
+// 1.5 x 2^-125 (a float normal; the scale itself is a subnormal), and E4M3 0x01 (2^-9) times
+// 2^-120 is 2^-129 (a float subnormal).
+TEST_P(HostCodec, SubnormalScalesAndCodesSurviveFtzDaz) {
+  const format_layout mx = formats::v4_indexer_mxfp4::layout;
+  std::vector<std::uint8_t> page(static_cast<std::size_t>(mx.page_bytes(kRowsPerPage)), 0);
+  page[static_cast<std::size_t>(mx.data_offset(kRowsPerPage, 0))] = 0x07;  // value 0: +6, value 1: 0
+  page[static_cast<std::size_t>(mx.scale_offset(kRowsPerPage, 0))] = 0x00;
+  std::vector<float> out(static_cast<std::size_t>(mx.values));
+  {
+    const ftz_daz mode(true);
+    force_host_isa(GetParam());
+    dequantize_rows<formats::v4_indexer_mxfp4, float>(mx, page.data(), kRowsPerPage, 0, 1, out.data());
+    force_host_isa(std::nullopt);
+  }
+  EXPECT_EQ(detail::float_bits(out[0]), detail::float_bits(0x1.8p-125f));
+
+  const format_layout f8 = formats::v4_fp8_ds_mla::layout;
+  std::vector<std::uint8_t> p8(static_cast<std::size_t>(f8.page_bytes(kRowsPerPage)), 0);
+  p8[static_cast<std::size_t>(f8.data_offset(kRowsPerPage, 0))] = 0x01;
+  p8[static_cast<std::size_t>(f8.scale_offset(kRowsPerPage, 0))] = 7;  // 2^-120
+  std::vector<float> o8(static_cast<std::size_t>(f8.values));
+  {
+    const ftz_daz mode(true);
+    force_host_isa(GetParam());
+    dequantize_rows<formats::v4_fp8_ds_mla, float>(f8, p8.data(), kRowsPerPage, 0, 1, o8.data());
+    force_host_isa(std::nullopt);
+  }
+  EXPECT_EQ(detail::float_bits(o8[0]), detail::float_bits(0x1p-129f));
+}
+
+// The E2M1 host kernels against the scalar conversion for every BF16 input: the comparison
+// kernel at every positive finite E4M3 scale (as a divisor), the 16-bit power-of-two kernel at
+// every scale 2^-e, e in [-127, 127]. Compiled for the test's own target (the format tests above
+// run them on every ISA).
+TEST(HostKernels, E2m1DividedByEveryE4m3ScaleIsExact) {
+  std::vector<bf16> in(65536);
+  for (std::size_t i = 0; i < in.size(); ++i) in[i] = bf16{static_cast<std::uint16_t>(i)};
+  std::vector<std::uint8_t> got(in.size() / 2);
+  for (int byte = 1; byte <= 0x7E; ++byte) {
+    const float s = e4m3_to_float(static_cast<std::uint8_t>(byte));
+    detail::simd::e2m1_divided(in.data(), static_cast<int>(in.size()), s, got.data());
+    for (std::size_t i = 0; i < in.size(); ++i) {
+      const std::uint8_t want = float_to_e2m1(bf16_to_float(in[i]) / s);
+      const auto have = static_cast<std::uint8_t>(i % 2 == 0 ? got[i / 2] & 0xF : got[i / 2] >> 4);
+      ASSERT_EQ(have, want) << "bf16 0x" << std::hex << i << " / E4M3 byte 0x" << byte;
+    }
+  }
+}
+
+TEST(HostKernels, E2m1TimesEveryPowerOfTwoIsExact) {
+  std::vector<bf16> in(65536);
+  for (std::size_t i = 0; i < in.size(); ++i) in[i] = bf16{static_cast<std::uint16_t>(i)};
+  std::vector<std::uint8_t> got(in.size() / 2);
+  for (int e = -127; e <= 127; ++e) {
+    const float inv = exp2i(-e);
+    detail::simd::e2m1_scaled(in.data(), static_cast<int>(in.size()), inv, got.data());
+    for (std::size_t i = 0; i < in.size(); ++i) {
+      const std::uint8_t want = float_to_e2m1(bf16_to_float(in[i]) * inv);
+      const auto have = static_cast<std::uint8_t>(i % 2 == 0 ? got[i / 2] & 0xF : got[i / 2] >> 4);
+      ASSERT_EQ(have, want) << "bf16 0x" << std::hex << i << " x 2^" << std::dec << -e;
+    }
+  }
+}
+
+TEST(HostKernels, E4m3TimesEveryPowerOfTwoIsExact) {
+  std::vector<bf16> in(65536);
+  for (std::size_t i = 0; i < in.size(); ++i) in[i] = bf16{static_cast<std::uint16_t>(i)};
+  std::vector<std::uint8_t> got(in.size());
+  for (int e = -127; e <= 127; ++e) {
+    const float inv = exp2i(-e);
+    // Blocks of 64: those with BF16 subnormals take the float path when e < 0, the others the
+    // 16-bit path; every input is checked either way.
+    for (std::size_t b = 0; b < in.size(); b += 64) detail::simd::e4m3_scaled(in.data() + b, 64, inv, got.data() + b);
+    for (std::size_t i = 0; i < in.size(); ++i)
+      ASSERT_EQ(got[i], float_to_e4m3(bf16_to_float(in[i]) * inv))
+          << "bf16 0x" << std::hex << i << " x 2^" << std::dec << -e;
+    detail::simd::e4m3_pow2_codes(in.data() + 128, 64, e, got.data());  // normal BF16 inputs only
+    for (std::size_t i = 0; i < 64; ++i) ASSERT_EQ(got[i], float_to_e4m3(bf16_to_float(in[128 + i]) * inv));
+  }
+}
+
+// The block exponent without the division, for every non-negative BF16 amax (NaN excluded) and
+// the floors the formats use, against `scale_exponent_for_amax`.
+TEST(HostKernels, BlockScaleExponentMatchesForEveryBf16Amax) {
+  for (float fmax : {kE4m3Max, kE2m1Max}) {
+    for (float floor : {0.0f, 1e-4f, 0.0448f, 1e-8f, 6.0f * 0x1p-126f}) {
+      for (std::uint32_t b = 0; b <= 0x7F80U; ++b) {
+        const float amax = bf16_to_float(bf16{static_cast<std::uint16_t>(b)});
+        ASSERT_EQ(detail::simd::block_scale_exponent(amax, fmax, floor), scale_exponent_for_amax(amax, fmax, floor))
+            << "amax bf16 0x" << std::hex << b << " max " << fmax << " floor " << floor;
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Isa, HostCodec, ::testing::ValuesIn(kHostIsas),
+                         [](const ::testing::TestParamInfo<host_isa>& i) { return std::string(to_string(i.param)); });
+
+TEST(HostIsa, SelectionAndErrors) {
+  std::cout << "[ host ISA ] best " << to_string(best_host_isa()) << ", active " << to_string(active_host_isa())
+            << "\n";
+  EXPECT_TRUE(host_isa_supported(host_isa::baseline));
+  EXPECT_TRUE(host_isa_supported(best_host_isa()));
+  force_host_isa(host_isa::baseline);
+  EXPECT_EQ(active_host_isa(), host_isa::baseline);
+  force_host_isa(std::nullopt);
+  for (host_isa isa : kHostIsas) {
+    if (host_isa_supported(isa)) continue;
+    EXPECT_THROW(force_host_isa(isa), std::invalid_argument) << to_string(isa);
+    EXPECT_FALSE(host_isa_unsupported_reason(isa).empty());
+  }
+  EXPECT_EQ(host_isa_from_string("avx2"), host_isa::avx2);
+  EXPECT_EQ(host_isa_from_string("sse9"), std::nullopt);
+}
+
+TEST(HostIsa, BulkCallsCheckTheirRows) {
+  const format_layout l = formats::v4_fp8_ds_mla::layout;
+  std::vector<std::uint8_t> page(static_cast<std::size_t>(l.page_bytes(kRowsPerPage)), 0);
+  std::vector<bf16> in(static_cast<std::size_t>(2 * l.values));
+  EXPECT_THROW(quantize_rows<formats::v4_fp8_ds_mla>(l, page.data(), kRowsPerPage, 63, 2, in.data()),
+               std::invalid_argument);
+  EXPECT_THROW(quantize_rows<formats::v4_fp8_ds_mla>(l, page.data(), kRowsPerPage, -1, 1, in.data()),
+               std::invalid_argument);
+  EXPECT_THROW(
+      quantize_rows<formats::v4_fp8_ds_mla>(formats::v4_bf16::layout, page.data(), kRowsPerPage, 0, 1, in.data()),
+      std::invalid_argument);
+  for (std::uint8_t b : page) ASSERT_EQ(b, 0) << "a failed call wrote";
+  EXPECT_THROW(quantize_rows<formats::fp32_state>(formats::fp32_state::layout, page.data(), kRowsPerPage, 0, 1,
+                                                  reinterpret_cast<const float*>(in.data())),
+               std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace dsv4::cache
