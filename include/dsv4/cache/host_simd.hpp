@@ -181,12 +181,7 @@ inline void e4m3_divided(const bf16* __restrict in, int n, float divisor, std::u
 inline void e4m3_normal(const bf16* __restrict in, int n, int e, std::uint8_t* __restrict out) noexcept {
   const auto bias = static_cast<std::uint16_t>(7 - ((e + 120) << 7));
   for (int i = 0; i < n; ++i) {
-    const std::uint16_t b = in[i].bits;
-    const auto a = static_cast<std::uint16_t>(b & 0x7FFFU);
-    const auto t = static_cast<std::int16_t>(static_cast<std::uint16_t>(a + bias + ((a >> 4) & 1U)));
-    const auto q = static_cast<std::int16_t>(t >> 4);
-    const std::int16_t code = q > 0 ? q : std::int16_t{0};
-    out[i] = static_cast<std::uint8_t>(code | ((b >> 8) & 0x80));
+    out[i] = e4m3_normal_code(in[i].bits, bias);
   }
 }
 /// out[i] = E4M3(codes[i]) x scale, as `from_float<Out>`. A power-of-two scale and a block of

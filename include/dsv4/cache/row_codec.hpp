@@ -142,12 +142,7 @@ DSV4_HOST_DEVICE constexpr void e4m3_block_normal(const bf16* in, int e, std::ui
 #endif
   const auto bias = static_cast<std::uint16_t>(7 - ((e + 120) << 7));
   for (int i = 0; i < N; ++i) {
-    const std::uint16_t b = in[i].bits;
-    const auto a = static_cast<std::uint16_t>(b & 0x7FFFU);
-    const auto t = static_cast<std::int16_t>(static_cast<std::uint16_t>(a + bias + ((a >> 4) & 1U)));
-    const auto q = static_cast<std::int16_t>(t >> 4);
-    const std::int16_t code = q > 0 ? q : std::int16_t{0};
-    out[i] = static_cast<std::uint8_t>(code | ((b >> 8) & 0x80));
+    out[i] = e4m3_normal_code(in[i].bits, bias);
   }
 }
 

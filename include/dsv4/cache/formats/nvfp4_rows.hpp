@@ -26,4 +26,46 @@ DSV4_HOST_DEVICE constexpr std::uint8_t nvfp4_block(const bf16* x, std::uint8_t*
   return byte;
 }
 
+/// The per-unit work of the V4 NVFP4 main-KV rows (`v4.nvfp4_kv`: 28 blocks, `v4.nvfp4_kv432`:
+/// 32). Units 0..Blocks-1: block u of 16 values into its 8 code bytes at data + 8u and its scale
+/// byte at scales + u. Unit Blocks: the 64 RoPE values (448..511) as BF16 at the layout's
+/// `rope_offset_in_data`, and zeros in the scale bytes Blocks..scale_bytes-1. Dequantize: values
+/// 0..447 from the codes of the 28 NoPE blocks, 448..511 from the exact BF16 copy (FP4 codes of
+/// the RoPE dims, where a row has them, are not read). A format derives from it and adds `layout`.
+template <int Blocks>
+struct nvfp4_rope_units {
+  using input_type = bf16;
+  static constexpr format_policy default_policy{};
+  static constexpr int kBlocks = Blocks;
+  static constexpr int kNopeBlocks = 448 / kNvfp4Block;
+
+  DSV4_HOST_DEVICE static constexpr int units(const format_layout& /*layout*/) { return kBlocks + 1; }
+  DSV4_HOST_DEVICE static constexpr void quantize_unit(const format_layout& l, std::uint8_t* page, std::int64_t rows,
+                                                       std::int64_t r, const bf16* in, const format_policy& p,
+                                                       int unit) {
+    std::uint8_t* data = page + l.data_offset(rows, r);
+    std::uint8_t* scales = page + l.scale_offset(rows, r);
+    if (unit == kBlocks) {
+      cache::detail::copy_bf16_out(data + l.rope_offset_in_data, in + 448, 64);
+      for (std::int64_t i = kBlocks; i < l.scale_bytes; ++i) scales[i] = 0;
+      return;
+    }
+    scales[unit] = nvfp4_block(in + std::int64_t{unit} * kNvfp4Block, data + std::int64_t{unit} * kNvfp4Block / 2, p);
+  }
+  template <class Out>
+  DSV4_HOST_DEVICE static constexpr void dequantize_unit(const format_layout& l, const std::uint8_t* page,
+                                                         std::int64_t rows, std::int64_t r, Out* out,
+                                                         const format_policy& /*policy*/, int unit) {
+    const std::uint8_t* data = page + l.data_offset(rows, r);
+    if (unit == kBlocks) {
+      cache::detail::copy_bf16_in(data + l.rope_offset_in_data, out + 448, 64);
+      return;
+    }
+    if (unit >= kNopeBlocks) return;
+    const float scale = e4m3_to_float(page[l.scale_offset(rows, r) + unit]);
+    cache::detail::e2m1_dequant(data + std::int64_t{unit} * kNvfp4Block / 2, kNvfp4Block, scale,
+                                out + std::int64_t{unit} * kNvfp4Block);
+  }
+};
+
 }  // namespace dsv4::cache::formats::detail

@@ -7,30 +7,19 @@
 // Source: vllm-project/vllm `indexer_k_quant_and_cache` (csrc/cache_kernels.cu).
 #pragma once
 
-#include "dsv4/cache/formats/indexer_rows.hpp"
+#include "dsv4/cache/formats/v4_indexer_fp8.hpp"
 
 namespace dsv4::cache::formats {
 
 /// `v3.2.indexer_fp8`: see the top of this file.
-struct v32_indexer_fp8 : detail::indexer_fp8_row {
-  using input_type = bf16;
-  static constexpr format_layout layout{
-      .name = "v3.2.indexer_fp8",
-      .model = model_family::v3_2,
-      .role = format_role::indexer_k,
-      .source = "vllm-project/vllm indexer_k_quant_and_cache (csrc/cache_kernels.cu)",
-      .rule = page_rule::split,
-      .alignment = 0,
-      .row_bytes = 132,
-      .data_bytes = 128,
-      .scale_bytes = 4,
-      .rope_offset_in_data = -1,
-      .values = 128,
-      .data = {element_type::e4m3, 128, 0},
-      .scales = {element_type::fp32, 1, 128},
-      .rope = {},
-  };
-  static constexpr format_policy default_policy{};
+struct v32_indexer_fp8 : v4_indexer_fp8 {
+  static constexpr format_layout layout = [] {
+    format_layout l = v4_indexer_fp8::layout;  // the same row and page; another model family
+    l.name = "v3.2.indexer_fp8";
+    l.model = model_family::v3_2;
+    l.source = "vllm-project/vllm indexer_k_quant_and_cache (csrc/cache_kernels.cu)";
+    return l;
+  }();
 };
 
 }  // namespace dsv4::cache::formats

@@ -15,8 +15,7 @@
 namespace dsv4::cache::formats {
 
 /// `v4.nvfp4_kv`: see the top of this file.
-struct v4_nvfp4_kv {
-  using input_type = bf16;
+struct v4_nvfp4_kv : detail::nvfp4_rope_units<28> {
   static constexpr format_layout layout{
       .name = "v4.nvfp4_kv",
       .model = model_family::v4,
@@ -33,36 +32,6 @@ struct v4_nvfp4_kv {
       .scales = {element_type::e4m3, 28, 16},
       .rope = {element_type::bf16, 64, 0},
   };
-  static constexpr format_policy default_policy{};
-  static constexpr int kBlocks = 28;
-
-  DSV4_HOST_DEVICE static constexpr int units(const format_layout& /*layout*/) { return kBlocks + 1; }
-  DSV4_HOST_DEVICE static constexpr void quantize_unit(const format_layout& l, std::uint8_t* page, std::int64_t rows,
-                                                       std::int64_t r, const bf16* in, const format_policy& p,
-                                                       int unit) {
-    std::uint8_t* data = page + l.data_offset(rows, r);
-    std::uint8_t* scales = page + l.scale_offset(rows, r);
-    if (unit == kBlocks) {
-      cache::detail::copy_bf16_out(data + l.rope_offset_in_data, in + 448, 64);
-      for (int i = kBlocks; i < 32; ++i) scales[i] = 0;
-      return;
-    }
-    scales[unit] = detail::nvfp4_block(in + std::int64_t{unit} * detail::kNvfp4Block,
-                                       data + std::int64_t{unit} * detail::kNvfp4Block / 2, p);
-  }
-  template <class Out>
-  DSV4_HOST_DEVICE static constexpr void dequantize_unit(const format_layout& l, const std::uint8_t* page,
-                                                         std::int64_t rows, std::int64_t r, Out* out,
-                                                         const format_policy& /*policy*/, int unit) {
-    const std::uint8_t* data = page + l.data_offset(rows, r);
-    if (unit == kBlocks) {
-      cache::detail::copy_bf16_in(data + l.rope_offset_in_data, out + 448, 64);
-      return;
-    }
-    const float scale = e4m3_to_float(page[l.scale_offset(rows, r) + unit]);
-    cache::detail::e2m1_dequant(data + std::int64_t{unit} * detail::kNvfp4Block / 2, detail::kNvfp4Block, scale,
-                                out + std::int64_t{unit} * detail::kNvfp4Block);
-  }
 };
 
 }  // namespace dsv4::cache::formats

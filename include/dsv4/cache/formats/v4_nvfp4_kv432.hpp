@@ -18,8 +18,7 @@
 namespace dsv4::cache::formats {
 
 /// `v4.nvfp4_kv432`: see the top of this file.
-struct v4_nvfp4_kv432 {
-  using input_type = bf16;
+struct v4_nvfp4_kv432 : detail::nvfp4_rope_units<32> {
   static constexpr format_layout layout{
       .name = "v4.nvfp4_kv432",
       .model = model_family::v4,
@@ -36,39 +35,6 @@ struct v4_nvfp4_kv432 {
       .scales = {element_type::e4m3, 32, 16},
       .rope = {element_type::bf16, 64, 0},
   };
-  static constexpr format_policy default_policy{};
-  static constexpr int kBlocks = 32;
-
-  DSV4_HOST_DEVICE static constexpr int units(const format_layout& /*layout*/) { return kBlocks + 1; }
-  DSV4_HOST_DEVICE static constexpr void quantize_unit(const format_layout& l, std::uint8_t* page, std::int64_t rows,
-                                                       std::int64_t r, const bf16* in, const format_policy& p,
-                                                       int unit) {
-    std::uint8_t* data = page + l.data_offset(rows, r);
-    std::uint8_t* scales = page + l.scale_offset(rows, r);
-    if (unit == kBlocks) {
-      for (int i = kBlocks; i < 48; ++i) scales[i] = 0;
-      cache::detail::copy_bf16_out(data + l.rope_offset_in_data, in + 448, 64);
-      return;
-    }
-    scales[unit] = detail::nvfp4_block(in + std::int64_t{unit} * detail::kNvfp4Block,
-                                       data + std::int64_t{unit} * detail::kNvfp4Block / 2, p);
-  }
-  /// Values 0..447 from their e2m1 codes, values 448..511 from the exact bf16 RoPE copy (the
-  /// FP4 codes of the RoPE dims, units 28..31, are not read).
-  template <class Out>
-  DSV4_HOST_DEVICE static constexpr void dequantize_unit(const format_layout& l, const std::uint8_t* page,
-                                                         std::int64_t rows, std::int64_t r, Out* out,
-                                                         const format_policy& /*policy*/, int unit) {
-    const std::uint8_t* data = page + l.data_offset(rows, r);
-    if (unit == kBlocks) {
-      cache::detail::copy_bf16_in(data + l.rope_offset_in_data, out + 448, 64);
-      return;
-    }
-    if (unit >= 28) return;
-    const float scale = e4m3_to_float(page[l.scale_offset(rows, r) + unit]);
-    cache::detail::e2m1_dequant(data + std::int64_t{unit} * detail::kNvfp4Block / 2, detail::kNvfp4Block, scale,
-                                out + std::int64_t{unit} * detail::kNvfp4Block);
-  }
 };
 
 }  // namespace dsv4::cache::formats
