@@ -6,7 +6,9 @@
 //
 // Inputs: every BF16 bit pattern once per format (a permutation, rows of the format's values),
 // once as is (NaN, inf and huge values in blocks) and once with each 16-value group led by an
-// anchor 2^j (j cycling over [-133, 127]) so that blocks take many scale exponents; policies: the
+// anchor 2^j (j cycling over [-133, 127]) so that blocks take many scale exponents, and
+// activations (normal samples at 24 row scales, zeros, rounding midpoints: the blocks the fast
+// kernels take); dequantized values stored cached and streaming (`host_store`); policies: the
 // default and the variants a format may read. Pages for dequantization: the quantized pages and
 // pages of random bytes (about 2^18 values per format: each code / scale byte pair expected a
 // few times), plus E8M0 scale byte 0x00 (2^-127) and E4M3 subnormal codes by construction.
@@ -119,12 +121,34 @@ std::vector<format_policy> policies() {
   return v;
 }
 
-/// count x l.values inputs of F: every BF16 pattern once (a permutation), optionally anchored.
+/// The input sets: every BF16 pattern once (a permutation), the same with anchors, and
+/// activations: normal(0, 1) samples, row k scaled by 2^(k % 24 - 12), with exact zeros and
+/// values on the E4M3 / E2M1 rounding midpoints (the common case the fast kernels take).
+enum class input_set { permutation, anchored, activations };
+
+/// count x l.values inputs of F from `set`.
 template <row_format F>
-std::vector<typename F::input_type> inputs(const format_layout& l, std::int64_t count, bool anchored) {
+std::vector<typename F::input_type> inputs(const format_layout& l, std::int64_t count, input_set set) {
   using In = typename F::input_type;
   std::vector<In> v(static_cast<std::size_t>(count * l.values));
   std::mt19937 rng(7);
+  const bool anchored = set == input_set::anchored;
+  if (set == input_set::activations) {
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    constexpr float kMidpoints[] = {0.25f, 0.75f, 1.25f, 2.5f, 5.0f, 0x1.2p-7f, 0x1.8p-9f, 464.0f};
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      const auto row = static_cast<int>(i / static_cast<std::size_t>(l.values));
+      float x = normal(rng) * exp2i(row % 24 - 12);
+      if (rng() % 16 == 0) x = 0.0f;
+      if (rng() % 16 == 1) x = kMidpoints[rng() % 8] * exp2i(row % 24 - 12);
+      if constexpr (std::is_same_v<In, float>) {
+        v[i] = x;
+      } else {
+        v[i] = float_to_bf16(x);
+      }
+    }
+    return v;
+  }
   for (std::size_t i = 0; i < v.size(); ++i) {
     if constexpr (std::is_same_v<In, float>) {
       v[i] = detail::bits_float(static_cast<std::uint32_t>(rng()));
@@ -154,8 +178,8 @@ void check_format(host_isa isa, bool ftz) {
   SCOPED_TRACE(std::string(l.name) + " on " + std::string(to_string(isa)) + (ftz ? " with FTZ/DAZ" : ""));
 
   std::vector<std::vector<std::uint8_t>> dequant_pages;
-  for (bool anchored : {false, true}) {
-    const std::vector<In> in = inputs<F>(l, count, anchored);
+  for (input_set set : {input_set::permutation, input_set::anchored, input_set::activations}) {
+    const std::vector<In> in = inputs<F>(l, count, set);
     const std::vector<format_policy> pols = policies<F>();
     for (std::size_t pi = 0; pi < pols.size(); ++pi) {
       const format_policy& p = pols[pi];
@@ -197,21 +221,27 @@ void check_format(host_isa isa, bool ftz) {
       for (std::int64_t k = 0; k < count; ++k)
         dequantize_row<F, Out>(l, page.data() + static_cast<std::size_t>(k / kRowsPerPage) * pb, kRowsPerPage,
                                k % kRowsPerPage, ref.data() + k * l.values);
-      {
-        const ftz_daz mode(ftz);
-        force_host_isa(isa);
-        for (std::size_t pg = 0; pg < npages; ++pg) {
-          const std::int64_t first = static_cast<std::int64_t>(pg) * kRowsPerPage;
-          const std::int64_t n = std::min(kRowsPerPage, count - first);
-          dequantize_rows<F, Out>(l, page.data() + pg * pb, kRowsPerPage, 0, n, got.data() + first * l.values);
+      for (host_store store : {host_store::cached, host_store::streaming}) {
+        // Streaming output one value off a 16-byte boundary: the unaligned head and tail too.
+        std::vector<Out> buf(got.size() + 1);
+        Out* dst = store == host_store::cached ? got.data() : buf.data() + 1;
+        {
+          const ftz_daz mode(ftz);
+          force_host_isa(isa);
+          for (std::size_t pg = 0; pg < npages; ++pg) {
+            const std::int64_t first = static_cast<std::int64_t>(pg) * kRowsPerPage;
+            const std::int64_t n = std::min(kRowsPerPage, count - first);
+            dequantize_rows<F, Out>(l, page.data() + pg * pb, kRowsPerPage, 0, n, dst + first * l.values,
+                                    F::default_policy, store);
+          }
+          force_host_isa(std::nullopt);
         }
-        force_host_isa(std::nullopt);
+        std::size_t first_diff = ref.size();
+        for (std::size_t i = 0; i < ref.size() && first_diff == ref.size(); ++i)
+          if (std::memcmp(&ref[i], &dst[i], sizeof(Out)) != 0) first_diff = i;
+        ASSERT_EQ(first_diff, ref.size()) << "dequantize to " << (std::is_same_v<Out, float> ? "float" : "bf16") << " ("
+                                          << to_string(store) << "): value " << first_diff << " differs";
       }
-      std::size_t first_diff = ref.size();
-      for (std::size_t i = 0; i < ref.size() && first_diff == ref.size(); ++i)
-        if (std::memcmp(&ref[i], &got[i], sizeof(Out)) != 0) first_diff = i;
-      ASSERT_EQ(first_diff, ref.size()) << "dequantize to " << (std::is_same_v<Out, float> ? "float" : "bf16")
-                                        << ": value " << first_diff << " differs";
     };
     check(float{});
     check(bf16{});
@@ -322,6 +352,92 @@ TEST(HostKernels, E4m3TimesEveryPowerOfTwoIsExact) {
           << "bf16 0x" << std::hex << i << " x 2^" << std::dec << -e;
     detail::simd::e4m3_pow2_codes(in.data() + 128, 64, e, got.data());  // normal BF16 inputs only
     for (std::size_t i = 0; i < 64; ++i) ASSERT_EQ(got[i], float_to_e4m3(bf16_to_float(in[128 + i]) * inv));
+  }
+}
+
+// The whole-block FP8 kernel (`simd::fp8_pow2_block`, taken by every E4M3 block with a power-of-
+// two scale) against the scalar block codec: every BF16 pattern, 63 consecutive patterns per
+// block after an anchor 448 x 2^e (e in [-134, 127], so that the block exponent is e unless a
+// pattern is larger), at the floors the formats use. Consecutive patterns share their exponent,
+// so most blocks at most anchors are in the kernel's normal range and the rest take the general
+// path; both must give the scalar bytes.
+TEST(HostKernels, Fp8BlockKernelMatchesTheScalarBlockCodec) {
+  for (float floor : {1e-4f, 0.0448f, 0.0f}) {
+    for (int e = -134; e <= 127; ++e) {
+      bf16 block[64];
+      block[0] = float_to_bf16(kE4m3Max * exp2i(e));
+      for (std::uint32_t x = 0; x < 65536; x += 63) {
+        for (std::uint32_t i = 0; i < 63; ++i) block[1 + i] = bf16{static_cast<std::uint16_t>((x + i) & 0xFFFFU)};
+        std::uint8_t want[64];
+        std::uint8_t have[64];
+        const std::uint8_t want_scale = detail::quantize_fp8_block_fixed<64>(block, want, floor, nan_policy::propagate);
+        std::uint8_t have_scale = 0;
+        {
+          const detail::host_simd_scope simd_on;
+          have_scale = detail::quantize_fp8_block_fixed<64>(block, have, floor, nan_policy::propagate);
+        }
+        ASSERT_EQ(have_scale, want_scale) << "anchor 2^" << e << " patterns from 0x" << std::hex << x;
+        ASSERT_EQ(std::memcmp(have, want, 64), 0) << "anchor 2^" << e << " patterns from 0x" << std::hex << x;
+      }
+    }
+  }
+}
+
+// The E2M1 dequantization tables (`simd::e2m1_table_dequant`) for every scale byte (E4M3 and
+// E8M0) and every packed byte, against the scalar product, float and BF16 outputs.
+TEST(HostKernels, E2m1TableDequantMatchesEveryScaleAndByte) {
+  std::vector<std::uint8_t> packed(256);
+  for (std::size_t b = 0; b < 256; ++b) packed[b] = static_cast<std::uint8_t>(b);
+  std::vector<float> f(512);
+  std::vector<bf16> h(512);
+  for (int sb = 0; sb < 256; ++sb) {
+    const auto byte = static_cast<std::uint8_t>(sb);
+    for (bool e4m3 : {true, false}) {
+      const float scale = e4m3 ? e4m3_to_float(byte) : e8m0_to_float(byte);
+      if (e4m3) {
+        detail::simd::e2m1_table_dequant<true>(packed.data(), 512, byte, f.data());
+        detail::simd::e2m1_table_dequant<true>(packed.data(), 512, byte, h.data());
+      } else {
+        detail::simd::e2m1_table_dequant<false>(packed.data(), 512, byte, f.data());
+        detail::simd::e2m1_table_dequant<false>(packed.data(), 512, byte, h.data());
+      }
+      for (int i = 0; i < 512; ++i) {
+        const auto nib = static_cast<std::uint8_t>(i % 2 == 0 ? packed[i / 2] & 0xF : packed[i / 2] >> 4);
+        const float x = e2m1_to_float(nib) * scale;
+        ASSERT_EQ(detail::float_bits(f[i]), detail::float_bits(canonical_nan(x)))
+            << (e4m3 ? "E4M3" : "E8M0") << " scale byte " << sb << " nibble " << int{nib};
+        ASSERT_EQ(h[i].bits, detail::from_float<bf16>(x).bits)
+            << (e4m3 ? "E4M3" : "E8M0") << " scale byte " << sb << " nibble " << int{nib};
+      }
+    }
+  }
+}
+
+// E4M3 codes times an E8M0 scale (`dequantize_e4m3_block`, the FP8 formats' dequantizer), on the
+// host kernels (a power-of-two exponent shift for normal codes) and in scalar code, for every
+// code at every scale byte.
+TEST(HostKernels, E4m3DequantMatchesEveryCodeAndScale) {
+  std::uint8_t codes[256];
+  for (int c = 0; c < 256; ++c) codes[c] = static_cast<std::uint8_t>(c);
+  for (int sb = 0; sb < 256; ++sb) {
+    const float scale = e8m0_to_float(static_cast<std::uint8_t>(sb));
+    // Whole blocks of normal codes and zeros take the shift; a block with a subnormal or NaN
+    // code the float path. Both are compared code by code.
+    for (int start = 0; start < 256; start += 16) {
+      float f[16];
+      bf16 h[16];
+      {
+        const detail::host_simd_scope simd_on;
+        detail::dequantize_e4m3_block<16>(codes + start, scale, f);
+        detail::dequantize_e4m3_block<16>(codes + start, scale, h);
+      }
+      for (int i = 0; i < 16; ++i) {
+        const float x = e4m3_to_float(codes[start + i]) * scale;
+        ASSERT_EQ(detail::float_bits(f[i]), detail::float_bits(canonical_nan(x)))
+            << "code " << start + i << " scale " << sb;
+        ASSERT_EQ(h[i].bits, detail::from_float<bf16>(x).bits) << "code " << start + i << " scale " << sb;
+      }
+    }
   }
 }
 

@@ -7,8 +7,10 @@
 //   direction  quantize (values in, page out) or dequantize (page in, values out)
 //   values     the unpacked side: bf16 or float (fp32_state quantizes float rows)
 //   set        large: >= DSV4_BENCH_LARGE_MIB MiB of input + output (default 512, above the
-//              last-level cache of most servers); small: DSV4_BENCH_SMALL_KIB KiB (default 256,
-//              in L2). Pages of 64 rows; fp32_state at 8,192-B rows (the V4 CSA state row).
+//              last-level cache of most servers), dequantized with host_store::streaming (a bulk
+//              conversion: the values stream to memory); small: DSV4_BENCH_SMALL_KIB KiB (default
+//              256, in L2), host_store::cached. Pages of 64 rows; fp32_state at 8,192-B rows (the
+//              V4 CSA state row).
 //   isa        every host_isa the CPU supports (baseline = the forced x86-64 SSE2 path)
 // Counters:
 //   GB/s       codec traffic: (bytes read + bytes written by the codec) per second; a row's
@@ -199,6 +201,8 @@ void bench_case(benchmark::State& state, direction dir, std::int64_t ws_bytes, d
     c.key = ck;
   }
   dc::force_host_isa(isa);
+  // The large set is a bulk conversion: its dequantized values stream to memory (host_store).
+  const dc::host_store store = key.set == "large" ? dc::host_store::streaming : dc::host_store::cached;
   std::uint8_t* pg = c.pages->data();
   auto* vals = reinterpret_cast<V*>(c.values->data());
   auto pass = [&] {
@@ -208,7 +212,7 @@ void bench_case(benchmark::State& state, direction dir, std::int64_t ws_bytes, d
         if constexpr (std::is_same_v<V, typename F::input_type>)
           dc::quantize_rows<F>(l, page, kRows, 0, kRows, vals + p * kRows * l.values);
       } else {
-        dc::dequantize_rows<F, V>(l, page, kRows, 0, kRows, vals + p * kRows * l.values);
+        dc::dequantize_rows<F, V>(l, page, kRows, 0, kRows, vals + p * kRows * l.values, F::default_policy, store);
       }
     }
     benchmark::ClobberMemory();

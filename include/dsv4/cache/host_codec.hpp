@@ -27,8 +27,10 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -48,6 +50,21 @@ namespace dsv4::cache {
 
 /// The instruction sets the host bulk codecs are compiled for (see the top of the file).
 enum class host_isa : std::uint8_t { baseline, avx2, avx512 };
+
+/// How `dequantize_rows` stores its output values.
+/// - cached: ordinary stores; the values are in the caches afterwards (read soon after the call).
+/// - streaming: non-temporal stores (x86 movntdq) through an L1 staging buffer of up to
+///   `kHostStreamStageBytes` (rows larger than it are stored cached): no read-for-ownership of the
+///   destination lines and no cache pollution, for bulk conversion of more data than the
+///   last-level cache holds (offload, cold tiers, layout conversion), as memcpy does for large
+///   copies. The values are the same; the call ends with a store fence. On other CPUs: cached.
+enum class host_store : std::uint8_t { cached, streaming };
+
+/// "cached" or "streaming".
+constexpr std::string_view to_string(host_store s) { return s == host_store::cached ? "cached" : "streaming"; }
+
+/// Bytes of one streaming chunk of output rows (`host_store::streaming`).
+inline constexpr std::int64_t kHostStreamStageBytes = 16384;
 
 /// Every `host_isa`, narrowest first.
 inline constexpr host_isa kHostIsas[] = {host_isa::baseline, host_isa::avx2, host_isa::avx512};
@@ -200,9 +217,61 @@ inline void quantize_rows_loop(const format_layout& l, std::uint8_t* page, std::
     for (int u = 0; u < n; ++u) F::quantize_unit(l, page, rows, first + k, in + k * values, p, u);
   }
 }
+/// Copies n bytes to dst with non-temporal stores where dst is 16-byte aligned (the unaligned
+/// head and tail with ordinary stores); the caller fences (`_mm_sfence`) before returning.
+inline void stream_copy(std::uint8_t* dst, const std::uint8_t* src, std::size_t n) noexcept {
+#if DSV4_HOST_SSE2
+  std::size_t head = (16U - (reinterpret_cast<std::uintptr_t>(dst) & 15U)) & 15U;
+  head = head < n ? head : n;
+  std::memcpy(dst, src, head);
+  std::size_t i = head;
+  for (; i + 64 <= n; i += 64) {
+    const __m128i a = simd::x86::load(src + i);
+    const __m128i b = simd::x86::load(src + i + 16);
+    const __m128i c = simd::x86::load(src + i + 32);
+    const __m128i d = simd::x86::load(src + i + 48);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i), a);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 16), b);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 32), c);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 48), d);
+  }
+  for (; i + 16 <= n; i += 16) _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i), simd::x86::load(src + i));
+  std::memcpy(dst + i, src + i, n - i);
+#else
+  std::memcpy(dst, src, n);
+#endif
+}
+
 template <row_format F, class Out>
 inline void dequantize_rows_loop(const format_layout& l, const std::uint8_t* page, std::int64_t rows,
-                                 std::int64_t first, std::int64_t count, Out* out, const format_policy& policy) {
+                                 std::int64_t first, std::int64_t count, Out* out, const format_policy& policy,
+                                 host_store store) {
+  if (store == host_store::streaming && DSV4_HOST_SSE2 &&
+      l.values * static_cast<std::int64_t>(sizeof(Out)) <= kHostStreamStageBytes) {
+    const format_policy p = policy;
+    const std::int64_t values = l.values;
+    const int n = F::units(l);
+    const std::int64_t chunk = kHostStreamStageBytes / (values * static_cast<std::int64_t>(sizeof(Out)));
+    alignas(64) Out stage[static_cast<std::size_t>(kHostStreamStageBytes) / sizeof(Out)];
+    for (std::int64_t k0 = 0; k0 < count; k0 += chunk) {
+      const std::int64_t m = count - k0 < chunk ? count - k0 : chunk;
+      for (std::int64_t k = k0; k < k0 + m; ++k) {
+        if (k + kPrefetchRows < count) {
+          const std::int64_t r = first + k + kPrefetchRows;
+          const std::uint8_t* data = page + l.data_offset(rows, r);
+          for (std::int64_t b = 0; b < l.data_bytes; b += 64) __builtin_prefetch(data + b);
+          if (l.has_scales()) __builtin_prefetch(page + l.scale_offset(rows, r));
+        }
+        for (int u = 0; u < n; ++u) F::dequantize_unit(l, page, rows, first + k, stage + (k - k0) * values, p, u);
+      }
+      stream_copy(reinterpret_cast<std::uint8_t*>(out + k0 * values), reinterpret_cast<const std::uint8_t*>(stage),
+                  static_cast<std::size_t>(m * values) * sizeof(Out));
+    }
+#if DSV4_HOST_SSE2
+    _mm_sfence();
+#endif
+    return;
+  }
   const format_policy p = policy;
   const std::int64_t values = l.values;
   const int n = F::units(l);
@@ -227,9 +296,9 @@ inline void quantize_rows_any(const format_layout& l, std::uint8_t* page, std::i
 }
 template <row_format F, class Out>
 inline void dequantize_rows_any(const format_layout& l, const std::uint8_t* page, std::int64_t rows, std::int64_t first,
-                                std::int64_t count, Out* out, const format_policy& p) {
+                                std::int64_t count, Out* out, const format_policy& p, host_store store) {
   const format_layout local = l;
-  dequantize_rows_loop<F>(local, page, rows, first, count, out, p);
+  dequantize_rows_loop<F>(local, page, rows, first, count, out, p, store);
 }
 
 // One copy of the loops per ISA: everything they call is inlined into them (flatten) and
@@ -245,8 +314,8 @@ inline void dequantize_rows_any(const format_layout& l, const std::uint8_t* page
   template <row_format F, class Out>                                                                               \
   [[gnu::flatten, gnu::noinline]] attrs void dequantize_rows_##suffix(                                             \
       const format_layout& l, const std::uint8_t* page, std::int64_t rows, std::int64_t first, std::int64_t count, \
-      Out* out, const format_policy& p) {                                                                          \
-    dequantize_rows_any<F, Out>(l, page, rows, first, count, out, p);                                              \
+      Out* out, const format_policy& p, host_store store) {                                                        \
+    dequantize_rows_any<F, Out>(l, page, rows, first, count, out, p, store);                                       \
   }
 
 DSV4_HOST_CODEC_COPY(baseline, )
@@ -299,11 +368,13 @@ void quantize_rows(const format_layout& l, std::uint8_t* page, std::int64_t rows
 /// Dequantizes rows [first, first + count) of a page of format F into count x `l.values`
 /// floats or BF16 (`Out`), row-major, with the active ISA. Host only. Reads only those rows'
 /// bytes. The same values, bit for bit, as `dequantize_row<F, Out>` row by row under
-/// round-to-nearest without FTZ / DAZ, whatever the caller's mode. Errors as `quantize_rows`.
+/// round-to-nearest without FTZ / DAZ, whatever the caller's mode, whatever `store` (how the
+/// values are stored: `host_store`). Errors as `quantize_rows`.
 template <row_format F, class Out>
 requires std::same_as<Out, float> || std::same_as<Out, bf16>
 void dequantize_rows(const format_layout& l, const std::uint8_t* page, std::int64_t rows, std::int64_t first,
-                     std::int64_t count, Out* out, const format_policy& p = F::default_policy) {
+                     std::int64_t count, Out* out, const format_policy& p = F::default_policy,
+                     host_store store = host_store::cached) {
   detail::require_bulk_rows<F>(l, rows, first, count);
   const detail::fp_env_guard env;
 #if DSV4_HOST_SIMD
@@ -311,10 +382,10 @@ void dequantize_rows(const format_layout& l, const std::uint8_t* page, std::int6
 #endif
   switch (active_host_isa()) {
 #if DSV4_HOST_CODEC_X86
-    case host_isa::avx512: detail::dequantize_rows_avx512<F, Out>(l, page, rows, first, count, out, p); return;
-    case host_isa::avx2: detail::dequantize_rows_avx2<F, Out>(l, page, rows, first, count, out, p); return;
+    case host_isa::avx512: detail::dequantize_rows_avx512<F, Out>(l, page, rows, first, count, out, p, store); return;
+    case host_isa::avx2: detail::dequantize_rows_avx2<F, Out>(l, page, rows, first, count, out, p, store); return;
 #endif
-    default: detail::dequantize_rows_baseline<F, Out>(l, page, rows, first, count, out, p); return;
+    default: detail::dequantize_rows_baseline<F, Out>(l, page, rows, first, count, out, p, store); return;
   }
 }
 

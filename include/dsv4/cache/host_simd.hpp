@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <type_traits>
 
 #include "dsv4/cache/scalar_codec.hpp"
@@ -31,6 +32,13 @@
 #else
 #define DSV4_HOST_SIMD 0
 #endif
+#endif
+
+#if DSV4_HOST_SIMD && defined(__SSE2__)
+#include <emmintrin.h>
+#define DSV4_HOST_SSE2 1
+#else
+#define DSV4_HOST_SSE2 0
 #endif
 
 #if DSV4_HOST_SIMD
@@ -66,12 +74,73 @@ namespace simd {
 
 inline constexpr int kLanes = 16;  ///< Block sizes the kernels take: multiples of this.
 
+#if DSV4_HOST_SSE2
+/// SSE2 building blocks (x86-64 baseline): unaligned 16-byte loads / stores and horizontal
+/// signed 16-bit max / min. Used by the kernels below on x86; other targets run their loops.
+namespace x86 {
+inline __m128i load(const void* p) noexcept { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
+inline void store(void* p, __m128i v) noexcept { _mm_storeu_si128(static_cast<__m128i*>(p), v); }
+inline std::int16_t hmax16(__m128i v) noexcept {
+  v = _mm_max_epi16(v, _mm_shuffle_epi32(v, 0x4E));
+  v = _mm_max_epi16(v, _mm_shuffle_epi32(v, 0xB1));
+  v = _mm_max_epi16(v, _mm_shufflelo_epi16(v, 0xB1));
+  return static_cast<std::int16_t>(_mm_cvtsi128_si32(v));
+}
+inline std::int16_t hmin16(__m128i v) noexcept {
+  v = _mm_min_epi16(v, _mm_shuffle_epi32(v, 0x4E));
+  v = _mm_min_epi16(v, _mm_shuffle_epi32(v, 0xB1));
+  v = _mm_min_epi16(v, _mm_shufflelo_epi16(v, 0xB1));
+  return static_cast<std::int16_t>(_mm_cvtsi128_si32(v));
+}
+}  // namespace x86
+#endif
+
+/// The max of the sign-less bits a = bits & 0x7FFF over n values (n % 8 == 0) and min(a - 1) as
+/// uint16 (0xFFFF iff every value is a zero): `block_stats` of row_codec.hpp. SSE2: a + 0x7FFF
+/// as int16 maps 0 to the largest value and keeps the order of the others, so pminsw finds the
+/// smallest nonzero a.
+inline void block_stats(const bf16* __restrict in, int n, std::uint16_t& max_all,
+                        std::uint16_t& min_nonzero_minus_one) noexcept {
+#if DSV4_HOST_SSE2
+  const __m128i abs = _mm_set1_epi16(0x7FFF);
+  __m128i mx = _mm_setzero_si128();
+  __m128i mn = abs;
+  for (int i = 0; i < n; i += 8) {
+    const __m128i a = _mm_and_si128(x86::load(in + i), abs);
+    mx = _mm_max_epi16(mx, a);
+    mn = _mm_min_epi16(mn, _mm_add_epi16(a, abs));
+  }
+  max_all = static_cast<std::uint16_t>(x86::hmax16(mx));
+  const auto m = static_cast<std::uint16_t>(x86::hmin16(mn));
+  min_nonzero_minus_one = m == 0x7FFFU ? std::uint16_t{0xFFFFU} : static_cast<std::uint16_t>(m - 0x7FFFU - 1U);
+#else
+  std::uint16_t mx = 0;
+  std::uint16_t mn = 0xFFFFU;
+  for (int i = 0; i < n; ++i) {
+    const auto a = static_cast<std::uint16_t>(in[i].bits & 0x7FFFU);
+    mx = a > mx ? a : mx;
+    const auto k = static_cast<std::uint16_t>(a - 1U);
+    mn = k < mn ? k : mn;
+  }
+  max_all = mx;
+  min_nonzero_minus_one = mn;
+#endif
+}
+
 /// `amax_bf16` (all and finite maxima of the sign-less bits), signed 16-bit lanes (SSE2 pmaxsw).
 struct amax_bits {
   std::uint16_t all;     ///< max sign-less bits over every value (> 0x7F80 iff a NaN)
   std::uint16_t finite;  ///< max over the non-NaN values
 };
 inline amax_bits block_amax(const bf16* __restrict in, int n) noexcept {
+#if DSV4_HOST_SSE2
+  // The finite max only needs a second pass when a NaN is present (rare).
+  const __m128i abs = _mm_set1_epi16(0x7FFF);
+  __m128i mx = _mm_setzero_si128();
+  for (int i = 0; i < n; i += 8) mx = _mm_max_epi16(mx, _mm_and_si128(x86::load(in + i), abs));
+  const auto all = static_cast<std::uint16_t>(x86::hmax16(mx));
+  if (all <= 0x7F80U) return {all, all};
+#else
   std::int16_t all = 0;
   std::int16_t fin = 0;
   for (int i = 0; i < n; ++i) {
@@ -81,7 +150,26 @@ inline amax_bits block_amax(const bf16* __restrict in, int n) noexcept {
     fin = f > fin ? f : fin;
   }
   return {static_cast<std::uint16_t>(all), static_cast<std::uint16_t>(fin)};
+#endif
+#if DSV4_HOST_SSE2
+  std::int16_t fin = 0;
+  for (int i = 0; i < n; ++i) {
+    const auto a = static_cast<std::int16_t>(in[i].bits & 0x7FFF);
+    const std::int16_t f = a <= 0x7F80 ? a : std::int16_t{0};
+    fin = f > fin ? f : fin;
+  }
+  return {all, static_cast<std::uint16_t>(fin)};
+#endif
 }
+
+/// Every E4M3 code's value (`e4m3_to_float`), for the host kernels' scale decoding.
+inline constexpr auto kE4m3Values = [] {
+  struct table {
+    float v[256];
+  } t{};
+  for (int c = 0; c < 256; ++c) t.v[c] = e4m3_to_float(static_cast<std::uint8_t>(c));
+  return t;
+}();
 /// `scale_exponent_for_amax(amax, format_max, floor)` for format_max 448 (E4M3) or 6 (E2M1)
 /// without the float division: when max(amax, floor) is a float normal with at most 8
 /// significant bits (a BF16 amax), m / format_max is never within 2^-24 (relative) of a power of
@@ -177,19 +265,99 @@ inline void e4m3_divided(const bf16* __restrict in, int n, float divisor, std::u
   if (pow2_scale_exponent(divisor, 126) != 1000) return e4m3_scaled(in, n, 1.0f / divisor, out);
   for (int i = 0; i < n; ++i) out[i] = static_cast<std::uint8_t>(e4m3_code_branchless(bf16_to_float(in[i]) / divisor));
 }
-/// `e4m3_block_normal` (its precondition holds): 16-bit lanes.
+/// `e4m3_block_normal` (its precondition holds): `e4m3_normal_code` in 16-bit lanes. SSE2: the
+/// max with 0 is packuswb's unsigned saturation (the codes are at most 0x7E), the sign bytes are
+/// packed from the high bytes.
 inline void e4m3_normal(const bf16* __restrict in, int n, int e, std::uint8_t* __restrict out) noexcept {
   const auto bias = static_cast<std::uint16_t>(7 - ((e + 120) << 7));
+#if DSV4_HOST_SSE2
+  const __m128i vb = _mm_set1_epi16(static_cast<std::int16_t>(bias));
+  const __m128i abs = _mm_set1_epi16(0x7FFF);
+  const __m128i one = _mm_set1_epi16(1);
+  const __m128i sign = _mm_set1_epi8(static_cast<char>(0x80));
+  for (int i = 0; i < n; i += 16) {
+    const __m128i b0 = x86::load(in + i);
+    const __m128i b1 = x86::load(in + i + 8);
+    const __m128i a0 = _mm_and_si128(b0, abs);
+    const __m128i a1 = _mm_and_si128(b1, abs);
+    const __m128i t0 = _mm_add_epi16(_mm_add_epi16(a0, vb), _mm_and_si128(_mm_srli_epi16(a0, 4), one));
+    const __m128i t1 = _mm_add_epi16(_mm_add_epi16(a1, vb), _mm_and_si128(_mm_srli_epi16(a1, 4), one));
+    const __m128i codes = _mm_packus_epi16(_mm_srai_epi16(t0, 4), _mm_srai_epi16(t1, 4));
+    const __m128i signs = _mm_and_si128(_mm_packus_epi16(_mm_srli_epi16(b0, 8), _mm_srli_epi16(b1, 8)), sign);
+    x86::store(out + i, _mm_or_si128(codes, signs));
+  }
+#else
   for (int i = 0; i < n; ++i) {
     out[i] = e4m3_normal_code(in[i].bits, bias);
   }
+#endif
 }
+#if DSV4_HOST_SSE2
+/// The power-of-two case of `e4m3_dequant` on SSE2, n % 16 == 0: false (nothing written) if a
+/// code is an E4M3 subnormal or NaN. Each code's BF16 bits are ((c & 0x7F) << 4) + (120 + s) << 7
+/// (0 for a zero) with the sign moved to bit 15; the float's are those bits << 16.
+template <class Out>
+inline bool e4m3_pow2_dequant_sse2(const std::uint8_t* __restrict codes, int n, int s, Out* __restrict out) noexcept {
+  const __m128i zero = _mm_setzero_si128();
+  const __m128i m7f = _mm_set1_epi8(0x7F);
+  const __m128i eight = _mm_set1_epi8(8);
+  __m128i odd = zero;
+  for (int i = 0; i < n; i += 16) {
+    const __m128i a = _mm_and_si128(x86::load(codes + i), m7f);
+    odd = _mm_or_si128(odd, _mm_and_si128(_mm_cmpgt_epi8(a, zero), _mm_cmpgt_epi8(eight, a)));
+    odd = _mm_or_si128(odd, _mm_cmpeq_epi8(a, m7f));
+  }
+  if (_mm_movemask_epi8(odd) != 0) return false;
+  const __m128i off = _mm_set1_epi16(static_cast<std::int16_t>((120 + s) << 7));
+  const __m128i low7 = _mm_set1_epi16(0x7F);
+  const __m128i sbit = _mm_set1_epi16(0x80);
+  for (int i = 0; i < n; i += 16) {
+    const __m128i c = x86::load(codes + i);
+    const __m128i w[2] = {_mm_unpacklo_epi8(c, zero), _mm_unpackhi_epi8(c, zero)};
+    for (int h = 0; h < 2; ++h) {
+      const __m128i a = _mm_and_si128(w[h], low7);
+      __m128i v = _mm_andnot_si128(_mm_cmpeq_epi16(a, zero), _mm_add_epi16(_mm_slli_epi16(a, 4), off));
+      v = _mm_or_si128(v, _mm_slli_epi16(_mm_and_si128(w[h], sbit), 8));
+      Out* o = out + i + 8 * h;
+      if constexpr (std::is_same_v<Out, bf16>) {
+        x86::store(o, v);
+      } else {
+        x86::store(o, _mm_unpacklo_epi16(zero, v));
+        x86::store(o + 4, _mm_unpackhi_epi16(zero, v));
+      }
+    }
+  }
+  return true;
+}
+#endif
+
+/// A whole E4M3 block with a power-of-two scale (`quantize_fp8_block_fixed`, exact ceiling) in
+/// its common case: no NaN or infinity, a BF16-normal amax above `amax_floor`, and every nonzero
+/// value scaling into the E4M3 normal range. Then e = `block_scale_exponent` of the amax bits,
+/// e >= -120, and the codes are `e4m3_normal`'s. Returns the E8M0 byte e + 127 with the N codes
+/// written, or -1 with nothing written (the caller takes the general path). N % 16 == 0.
+template <int N>
+inline int fp8_pow2_block(const bf16* __restrict in, std::uint8_t* __restrict out, float amax_floor) noexcept {
+  std::uint16_t mx = 0;
+  std::uint16_t mn = 0;
+  block_stats(in, N, mx, mn);
+  if (mx > 0x7F7FU || mx < 0x80U || bits_float(static_cast<std::uint32_t>(mx) << 16) <= amax_floor) return -1;
+  // 448 = 1.75 x 2^8: e = exponent(amax) - 8, plus one if amax's significand exceeds 1.75.
+  const int e = static_cast<int>(mx >> 7) - 135 + ((mx & 0x7FU) > 0x60U ? 1 : 0);
+  if (e < -120 || (mn != 0xFFFFU && mn + 1U < static_cast<unsigned>((e + 121) << 7))) return -1;
+  e4m3_normal(in, N, e, out);
+  return e + 127;
+}
+
 /// out[i] = E4M3(codes[i]) x scale, as `from_float<Out>`. A power-of-two scale and a block of
 /// normal codes and zeros (the common case) is an exponent shift of the code bits: exact, so the
 /// same bits; otherwise the float product.
 template <class Out>
 inline void e4m3_dequant(const std::uint8_t* __restrict codes, int n, float scale, Out* __restrict out) noexcept {
   const int s = pow2_scale_exponent(scale, 119);
+#if DSV4_HOST_SSE2
+  if (s != 1000 && e4m3_pow2_dequant_sse2(codes, n, s, out)) return;
+#else
   if (s != 1000) {
     std::uint8_t odd = 0;
     for (int i = 0; i < n; ++i) {
@@ -217,6 +385,7 @@ inline void e4m3_dequant(const std::uint8_t* __restrict codes, int n, float scal
       return;
     }
   }
+#endif
   for (int i = 0; i < n; ++i) {
     const float v = e4m3_to_float_branchless(codes[i]) * scale;
     if constexpr (std::is_same_v<Out, bf16>) {
@@ -295,6 +464,62 @@ inline void e2m1_scaled(const bf16* __restrict in, int n, float inv_scale, std::
     pack_nibbles(codes, m, out + c / 2);
   }
 }
+#if DSV4_HOST_SSE2
+/// The E2M1 rounding midpoints T = 0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5 times 1 + j/8 (j = 0..7,
+/// the significand of an E4M3 scale) as BF16 bits (exact: at most 7 significant bits), minus
+/// one for the midpoints that round up on a tie (a >= t is a > t - 1), each in 8 lanes.
+struct alignas(16) e2m1_midpoint_table {
+  std::int16_t v[8][7][8];
+};
+inline constexpr e2m1_midpoint_table kE2m1Midpoints = [] {
+  constexpr float kMid[7] = {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f};
+  e2m1_midpoint_table t{};
+  for (int j = 0; j < 8; ++j)
+    for (int i = 0; i < 7; ++i) {
+      const auto bits = static_cast<std::int16_t>((float_bits(kMid[i] * (1.0f + static_cast<float>(j) / 8)) >> 16) -
+                                                  ((i & 1) != 0 ? 1U : 0U));
+      for (int l = 0; l < 8; ++l) t.v[j][i][l] = bits;
+    }
+  return t;
+}();
+
+/// `e2m1_divided` on SSE2 for a divisor d = 2^k x (1 + j/8) (3 significand bits: every E4M3
+/// scale), |k| <= 100, n % 16 == 0; false (nothing written) for any other divisor. The midpoints
+/// T x d of `e2m1_divided` are T x (1 + j/8) (kE2m1Midpoints) scaled by 2^k, so the count compares
+/// x' = a - (k << 7) (signed saturating), the bits of |x| x 2^-k, with them: exact where x' is a
+/// BF16 normal; below one, |x| / d < 2^-26 and x' is below every midpoint (code 0, as the
+/// division's); saturated high (inf, overflow), above every midpoint (code 7). NaN: 7, no sign.
+inline bool e2m1_divided_sse2(const bf16* __restrict in, int n, float divisor, std::uint8_t* __restrict out) noexcept {
+  const std::uint32_t u = float_bits(divisor);
+  const int k = static_cast<int>(u >> 23) - 127;
+  if ((u & 0x801FFFFFU) != 0 || k < -100 || k > 100) return false;
+  const auto* thr = reinterpret_cast<const __m128i*>(kE2m1Midpoints.v[(u >> 20) & 7U]);
+  const __m128i shift = _mm_set1_epi16(static_cast<std::int16_t>(k * 128));
+  const __m128i abs = _mm_set1_epi16(0x7FFF);
+  const __m128i inf = _mm_set1_epi16(0x7F80);
+  const __m128i eight = _mm_set1_epi16(8);
+  const __m128i low8 = _mm_set1_epi32(0xFF);
+  for (int i = 0; i < n; i += 16) {
+    __m128i c[2];
+    for (int h = 0; h < 2; ++h) {
+      const __m128i b = x86::load(in + i + 8 * h);
+      const __m128i a = _mm_and_si128(b, abs);
+      const __m128i x = _mm_subs_epi16(a, shift);
+      __m128i acc = _mm_setzero_si128();
+      for (int t = 0; t < 7; ++t) acc = _mm_sub_epi16(acc, _mm_cmpgt_epi16(x, _mm_load_si128(thr + t)));
+      const __m128i sign = _mm_andnot_si128(_mm_cmpgt_epi16(a, inf), _mm_and_si128(_mm_srli_epi16(b, 12), eight));
+      c[h] = _mm_or_si128(acc, sign);
+    }
+    // Value 2i in the low half of 32-bit lane i, 2i + 1 in the high half: byte = lo | hi << 4.
+    const __m128i p0 = _mm_and_si128(_mm_or_si128(c[0], _mm_srli_epi32(c[0], 12)), low8);
+    const __m128i p1 = _mm_and_si128(_mm_or_si128(c[1], _mm_srli_epi32(c[1], 12)), low8);
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(out + i / 2),
+                     _mm_packus_epi16(_mm_packs_epi32(p0, p1), _mm_setzero_si128()));
+  }
+  return true;
+}
+#endif
+
 /// Packed E2M1 codes of in[i] / divisor (IEEE division), n / 2 bytes.
 ///
 /// For a divisor d > 0 whose products with the E2M1 rounding midpoints T = 0.25, 0.75, 1.25,
@@ -306,6 +531,9 @@ inline void e2m1_scaled(const bf16* __restrict in, int n, float inv_scale, std::
 /// which therefore never crosses a midpoint it did not cross exactly. NaN gives 0x7 (no sign),
 /// as `float_to_e2m1`. Any other divisor: the float division.
 inline void e2m1_divided(const bf16* __restrict in, int n, float divisor, std::uint8_t* __restrict out) noexcept {
+#if DSV4_HOST_SSE2
+  if (e2m1_divided_sse2(in, n, divisor, out)) return;
+#endif
   constexpr float kMid[7] = {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f};
   std::int16_t t[7] = {};
   bool exact = divisor > 0.0f && (float_bits(divisor) & kF32AbsMask) < kF32Inf;
@@ -343,6 +571,49 @@ DSV4_HOST_DEVICE constexpr std::uint32_t e2m1_pow2_bits(std::uint32_t c, std::ui
   const std::uint32_t sub = man != 0 ? off : 0U;
   return (exp == 0 ? sub : normal) | ((c & 0x8U) << 28);
 }
+/// The output of every (scale byte, nibble): entry (s << 4) | c is `from_float<Out>(e2m1_to_float(c)
+/// x scale)`, the scale decoded from s (E4M3 if `E4m3Scale`, else E8M0): the scalar codec's own
+/// arithmetic, so the same bits. 8 KiB (BF16 bits) or 16 KiB (float bits), built on first use.
+template <class Out, bool E4m3Scale>
+inline const auto* e2m1_value_table() {
+  using T = std::conditional_t<std::is_same_v<Out, bf16>, std::uint16_t, std::uint32_t>;
+  static const std::unique_ptr<T[]> table = [] {
+    auto t = std::make_unique<T[]>(4096);
+    for (unsigned sb = 0; sb < 256; ++sb) {
+      const auto byte = static_cast<std::uint8_t>(sb);
+      const float scale = E4m3Scale ? e4m3_to_float(byte) : e8m0_to_float(byte);
+      for (unsigned c = 0; c < 16; ++c) {
+        const float x = e2m1_to_float(static_cast<std::uint8_t>(c)) * scale;
+        if constexpr (std::is_same_v<Out, bf16>) {
+          t[(sb << 4) | c] = float_to_bf16_bits_branchless(x);
+        } else {
+          t[(sb << 4) | c] = float_bits(canonical_nan(x));
+        }
+      }
+    }
+    return t;
+  }();
+  return static_cast<const T*>(table.get());
+}
+
+/// out[i] = E2M1(nibble i) x the scale stored as byte `scale_byte` (E4M3 if `E4m3Scale`, else
+/// E8M0), as `from_float<Out>`, n even: two lookups in `e2m1_value_table` (in L1) per packed
+/// byte, one store of both values.
+template <bool E4m3Scale, class Out>
+inline void e2m1_table_dequant(const std::uint8_t* __restrict packed, int n, std::uint8_t scale_byte,
+                               Out* __restrict out) noexcept {
+  const auto* t = e2m1_value_table<Out, E4m3Scale>() + (static_cast<unsigned>(scale_byte) << 4);
+  using T = std::remove_cv_t<std::remove_reference_t<decltype(*t)>>;
+  using Pair = std::conditional_t<sizeof(T) == 2, std::uint32_t, std::uint64_t>;
+  auto* o = reinterpret_cast<std::uint8_t*>(out);
+  for (int i = 0; i < n / 2; ++i) {
+    const unsigned b = packed[i];
+    Pair v = static_cast<Pair>(t[b & 0xFU]) | (static_cast<Pair>(t[b >> 4]) << (8 * sizeof(T)));
+    __asm__("" : "+r"(v));  // keeps GCC from an emulated gather (vector inserts), several times slower
+    std::memcpy(o + i * sizeof(v), &v, sizeof(v));
+  }
+}
+
 /// out[i] = E2M1(nibble i) x scale, as `from_float<Out>`; a power-of-two scale is an exponent
 /// shift (exact: the same bits), any other the float product.
 template <class Out>
@@ -392,11 +663,31 @@ inline void bf16_in(const std::uint8_t* __restrict src, Out* __restrict out, std
 template <class Out>
 inline void f32_in(const std::uint8_t* __restrict src, Out* __restrict out, std::int64_t n) noexcept {
   if constexpr (std::is_same_v<Out, bf16>) {
+#if DSV4_HOST_SSE2
+    // float_to_bf16_bits_branchless on 4 lanes; >> 16 arithmetic so that packssdw keeps the bits
+    // (a NaN, where the sum could wrap, is replaced by 0x7FFF).
+    const __m128i abs = _mm_set1_epi32(0x7FFFFFFF);
+    const __m128i inf = _mm_set1_epi32(0x7F800000);
+    const __m128i half = _mm_set1_epi32(0x7FFF);
+    const __m128i one = _mm_set1_epi32(1);
+    for (std::int64_t i = 0; i < n; i += 8) {
+      __m128i r[2];
+      for (int h = 0; h < 2; ++h) {
+        const __m128i u = x86::load(src + 4 * (i + 4 * h));
+        const __m128i nan = _mm_cmpgt_epi32(_mm_and_si128(u, abs), inf);
+        const __m128i t =
+            _mm_srai_epi32(_mm_add_epi32(_mm_add_epi32(u, half), _mm_and_si128(_mm_srli_epi32(u, 16), one)), 16);
+        r[h] = _mm_or_si128(_mm_andnot_si128(nan, t), _mm_and_si128(nan, half));
+      }
+      x86::store(out + i, _mm_packs_epi32(r[0], r[1]));
+    }
+#else
     for (std::int64_t i = 0; i < n; ++i) {
       float v = 0;
       std::memcpy(&v, src + 4 * i, 4);
       out[i] = bf16{float_to_bf16_bits_branchless(v)};
     }
+#endif
   } else {
     std::memcpy(out, src, static_cast<std::size_t>(n) * 4);
   }

@@ -217,14 +217,30 @@ template <int N>
 DSV4_HOST_DEVICE constexpr std::uint8_t fp8_pow2_block(const bf16* in, std::uint8_t* out,
                                                        const format_policy& p) noexcept {
   if (p.fp8_exp == fp8_exponent::exact_ceil) return quantize_fp8_block_fixed<N>(in, out, p.fp8_amax_floor, p.nan);
-  const bf16_amax m = amax_bf16(in, N);
-  if (m.has_nan && p.nan == nan_policy::propagate) {
+  const bf16_block_stats st = block_stats<N>(in);
+  const bool has_nan = st.max_all > 0x7F80U;
+  if (has_nan && p.nan == nan_policy::propagate) {
     for (int i = 0; i < N; ++i) out[i] = kE4m3NanCode;
     return kE8m0NanCode;
   }
-  const int e = fp8_block_exponent(m.amax, p);
-  e4m3_block_any<N>(in, exp2i(-e), out);
+  const float amax = has_nan ? amax_bf16(in, N).amax : bf16_to_float(bf16{static_cast<std::uint16_t>(st.max_all)});
+  const int e = fp8_block_exponent(amax, p);
+  // log2 rounded to float lowers e only where amax / 448 is within 2^-17 above 2^e: the scaled
+  // values stay below 448.01, which rounds to 448, so the normal-range kernel still applies.
+  if (e4m3_block_is_normal(st, e)) {
+    e4m3_block_normal<N>(in, e, out);
+  } else {
+    e4m3_block_any<N>(in, exp2i(-e), out);
+  }
   return static_cast<std::uint8_t>(e + 127);
+}
+
+/// `e4m3_to_float(code)`: a block's E4M3 scale; a table lookup on the host kernels.
+DSV4_HOST_DEVICE constexpr float e4m3_scale_value(std::uint8_t code) noexcept {
+#if DSV4_HOST_SIMD
+  if (host_simd_path(true)) return simd::kE4m3Values.v[code];
+#endif
+  return e4m3_to_float(code);
 }
 
 /// Stores a BF16 value little-endian at p[0..1].
@@ -328,6 +344,19 @@ DSV4_HOST_DEVICE constexpr void e2m1_dequant(const std::uint8_t* packed, std::in
     out[2 * i] = from_float<Out>(e2m1_to_float(packed[i]) * scale);
     out[2 * i + 1] = from_float<Out>(e2m1_to_float(static_cast<std::uint8_t>(packed[i] >> 4)) * scale);
   }
+}
+/// Packed E2M1 x a block scale stored as one byte, `ScaleType` e4m3 (NVFP4) or ue8m0 (MXFP4):
+/// `e2m1_dequant(packed, n, decoded scale, out)`, n even. On the host kernels a table lookup
+/// per value (`simd::e2m1_table_dequant`).
+template <element_type ScaleType, class Out>
+DSV4_HOST_DEVICE constexpr void e2m1_dequant_scale_byte(const std::uint8_t* packed, std::int64_t n,
+                                                        std::uint8_t scale_byte, Out* out) noexcept {
+  static_assert(ScaleType == element_type::e4m3 || ScaleType == element_type::ue8m0);
+#if DSV4_HOST_SIMD
+  if (host_simd_path(n % 2 == 0))
+    return simd::e2m1_table_dequant<ScaleType == element_type::e4m3>(packed, static_cast<int>(n), scale_byte, out);
+#endif
+  e2m1_dequant(packed, n, ScaleType == element_type::e4m3 ? e4m3_to_float(scale_byte) : e8m0_to_float(scale_byte), out);
 }
 /// Packs E2M1 codes of x / scale for n values (n even; value 2i in the low nibble); a zero
 /// scale gives zero codes.

@@ -62,9 +62,9 @@ struct indexer_mxfp4_row {
   DSV4_HOST_DEVICE static constexpr void dequantize_unit(const format_layout& l, const std::uint8_t* page,
                                                          std::int64_t rows, std::int64_t r, Out* out,
                                                          const format_policy& /*policy*/, int unit) {
-    const float scale = e8m0_to_float(page[l.scale_offset(rows, r) + unit]);
-    cache::detail::dequantize_e2m1_block<kBlock>(page + l.data_offset(rows, r) + std::int64_t{unit} * kBlock / 2, scale,
-                                                 out + std::int64_t{unit} * kBlock);
+    cache::detail::e2m1_dequant_scale_byte<element_type::ue8m0>(
+        page + l.data_offset(rows, r) + std::int64_t{unit} * kBlock / 2, kBlock, page[l.scale_offset(rows, r) + unit],
+        out + std::int64_t{unit} * kBlock);
   }
 };
 

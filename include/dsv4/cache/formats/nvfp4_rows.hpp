@@ -22,7 +22,7 @@ DSV4_HOST_DEVICE constexpr std::uint8_t nvfp4_block(const bf16* x, std::uint8_t*
     return kE4m3NanCode;
   }
   const std::uint8_t byte = float_to_e4m3(m.amax / kE2m1Max);
-  cache::detail::e2m1_pack_divided(x, kNvfp4Block, e4m3_to_float(byte), codes);
+  cache::detail::e2m1_pack_divided(x, kNvfp4Block, cache::detail::e4m3_scale_value(byte), codes);
   return byte;
 }
 
@@ -62,9 +62,9 @@ struct nvfp4_rope_units {
       return;
     }
     if (unit >= kNopeBlocks) return;
-    const float scale = e4m3_to_float(page[l.scale_offset(rows, r) + unit]);
-    cache::detail::e2m1_dequant(data + std::int64_t{unit} * kNvfp4Block / 2, kNvfp4Block, scale,
-                                out + std::int64_t{unit} * kNvfp4Block);
+    cache::detail::e2m1_dequant_scale_byte<element_type::e4m3>(data + std::int64_t{unit} * kNvfp4Block / 2, kNvfp4Block,
+                                                               page[l.scale_offset(rows, r) + unit],
+                                                               out + std::int64_t{unit} * kNvfp4Block);
   }
 };
 

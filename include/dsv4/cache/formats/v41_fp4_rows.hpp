@@ -61,7 +61,7 @@ DSV4_HOST_DEVICE constexpr std::uint8_t v41_fp4_tile(const bf16* x, std::uint8_t
   float q = m.amax / kE2m1Max;
   q = q < kV41Fp4ScaleMin ? kV41Fp4ScaleMin : (q > kE4m3Max ? kE4m3Max : q);
   const std::uint8_t byte = float_to_e4m3(q);
-  cache::detail::e2m1_pack_divided(x, kV41Fp4Tile, e4m3_to_float(byte), packed);
+  cache::detail::e2m1_pack_divided(x, kV41Fp4Tile, cache::detail::e4m3_scale_value(byte), packed);
   return byte;
 }
 
@@ -92,8 +92,9 @@ struct v41_fp4_units {
                                                          std::int64_t rows, std::int64_t r, Out* out,
                                                          const format_policy& /*policy*/, int unit) {
     const std::int64_t t = unit;
-    cache::detail::e2m1_dequant(page + l.data_offset(rows, r) + t * (kV41Fp4Tile / 2), kV41Fp4Tile,
-                                e4m3_to_float(page[l.scale_offset(rows, r) + t]), out + t * kV41Fp4Tile);
+    cache::detail::e2m1_dequant_scale_byte<element_type::e4m3>(page + l.data_offset(rows, r) + t * (kV41Fp4Tile / 2),
+                                                               kV41Fp4Tile, page[l.scale_offset(rows, r) + t],
+                                                               out + t * kV41Fp4Tile);
   }
 };
 

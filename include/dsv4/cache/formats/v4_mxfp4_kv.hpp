@@ -89,9 +89,9 @@ struct v4_mxfp4_kv {
       cache::detail::copy_bf16_in(data + l.rope_offset_in_data, out + 448, 64);
       return;
     }
-    const float scale = e8m0_to_float(page[l.scale_offset(rows, r) + unit]);
-    cache::detail::e2m1_dequant(data + std::int64_t{unit} * kBlock / 2, kBlock, scale,
-                                out + std::int64_t{unit} * kBlock);
+    cache::detail::e2m1_dequant_scale_byte<element_type::ue8m0>(data + std::int64_t{unit} * kBlock / 2, kBlock,
+                                                                page[l.scale_offset(rows, r) + unit],
+                                                                out + std::int64_t{unit} * kBlock);
   }
 };
 
