@@ -217,6 +217,54 @@ inline constexpr std::int16_t kE4m3SubMid[8] = {0x3A80, 0x3B40, 0x3BA0, 0x3BE0, 
 inline void e4m3_pow2_codes(const bf16* __restrict in, int n, int e, std::uint8_t* __restrict out) noexcept {
   const auto down = static_cast<std::uint16_t>(e > 0 ? e << 7 : 0);
   const auto up = static_cast<std::uint16_t>(e < 0 ? (-e) << 7 : 0);
+#if DSV4_HOST_SSE2
+  // The same lanes on SSE2 (n % 16 == 0): the clamps are unsigned saturating arithmetic
+  // (min(d + up, 0x7F80) = sat(d + up + 0x807F) - 0x807F), the midpoint count only runs for
+  // 8 values holding one below 2^-6, the sign bytes are packed from the high bytes.
+  if (n % 16 == 0) {
+    const __m128i vdown = _mm_set1_epi16(static_cast<std::int16_t>(down));
+    const __m128i vup = _mm_set1_epi16(static_cast<std::int16_t>(up + 0x807FU));
+    const __m128i bias = _mm_set1_epi16(static_cast<std::int16_t>(0x807F));
+    const __m128i abs = _mm_set1_epi16(0x7FFF);
+    const __m128i inf = _mm_set1_epi16(0x7F80);
+    const __m128i min_normal = _mm_set1_epi16(0x3C7F);  // s > 0x3C7F: s >= 2^-6
+    const __m128i rebias = _mm_set1_epi16(0x3C00 - 7);
+    const __m128i one = _mm_set1_epi16(1);
+    const __m128i max_code = _mm_set1_epi16(0x7E);
+    const __m128i sign = _mm_set1_epi8(static_cast<char>(0x80));
+    for (int i = 0; i < n; i += 16) {
+      __m128i c[2];
+      __m128i b[2];
+      for (std::ptrdiff_t h = 0; h < 2; ++h) {
+        b[h] = x86::load(in + i + 8 * h);
+        const __m128i a = _mm_and_si128(b[h], abs);
+        const __m128i sv = _mm_subs_epu16(_mm_adds_epu16(_mm_subs_epu16(a, vdown), vup), bias);
+        const __m128i t = _mm_sub_epi16(sv, rebias);  // s - 0x3C00 + 7
+        const __m128i r = _mm_srli_epi16(_mm_add_epi16(t, _mm_and_si128(_mm_srli_epi16(sv, 4), one)), 4);
+        __m128i code = _mm_min_epi16(r, max_code);
+        const __m128i small = _mm_cmpgt_epi16(min_normal, sv);
+        if (_mm_movemask_epi8(small) != 0) {
+          __m128i sub = _mm_setzero_si128();
+          for (int k = 0; k < 8; ++k) {
+            const auto mid = static_cast<std::int16_t>(kE4m3SubMid[k] - ((k & 1) != 0 ? 1 : 0));  // >= for odd k
+            sub = _mm_sub_epi16(sub, _mm_cmpgt_epi16(sv, _mm_set1_epi16(mid)));
+          }
+          code = _mm_or_si128(_mm_andnot_si128(small, code), _mm_and_si128(small, sub));
+        }
+        const __m128i is_inf = _mm_cmpeq_epi16(a, inf);
+        code = _mm_or_si128(_mm_andnot_si128(is_inf, code), _mm_and_si128(is_inf, max_code));
+        const __m128i is_nan = _mm_cmpgt_epi16(a, inf);
+        c[h] = _mm_or_si128(code, _mm_and_si128(is_nan, _mm_set1_epi16(0x7F)));
+      }
+      const __m128i nan_bytes = _mm_packs_epi16(_mm_cmpgt_epi16(_mm_and_si128(b[0], abs), inf),
+                                                _mm_cmpgt_epi16(_mm_and_si128(b[1], abs), inf));
+      const __m128i signs = _mm_andnot_si128(
+          nan_bytes, _mm_and_si128(_mm_packus_epi16(_mm_srli_epi16(b[0], 8), _mm_srli_epi16(b[1], 8)), sign));
+      x86::store(out + i, _mm_or_si128(_mm_packus_epi16(c[0], c[1]), signs));
+    }
+    return;
+  }
+#endif
   for (int i = 0; i < n; ++i) {
     const std::uint16_t b = in[i].bits;
     const auto a = static_cast<std::uint16_t>(b & 0x7FFFU);
@@ -293,30 +341,46 @@ inline void e4m3_normal(const bf16* __restrict in, int n, int e, std::uint8_t* _
 #endif
 }
 #if DSV4_HOST_SSE2
-/// The power-of-two case of `e4m3_dequant` on SSE2, n % 16 == 0: false (nothing written) if a
-/// code is an E4M3 subnormal or NaN. Each code's BF16 bits are ((c & 0x7F) << 4) + (120 + s) << 7
-/// (0 for a zero) with the sign moved to bit 15; the float's are those bits << 16.
+/// The power-of-two case of `e4m3_dequant` on SSE2, n % 16 == 0, scale 2^s: false (nothing
+/// written) if a code is NaN, or a code is an E4M3 subnormal and s < -117. A normal code's BF16
+/// bits are ((c & 0x7F) << 4) + (120 + s) << 7 (0 for a zero); a subnormal code m x 2^-9 is
+/// the float product m x 2^(s - 9) (exact, a float normal for s >= -117, at most 3 significant
+/// bits: its high half is its BF16); the sign moves to bit 15; the float's bits are those << 16.
 template <class Out>
 inline bool e4m3_pow2_dequant_sse2(const std::uint8_t* __restrict codes, int n, int s, Out* __restrict out) noexcept {
   const __m128i zero = _mm_setzero_si128();
   const __m128i m7f = _mm_set1_epi8(0x7F);
   const __m128i eight = _mm_set1_epi8(8);
-  __m128i odd = zero;
+  __m128i nan = zero;
+  __m128i sub = zero;
   for (int i = 0; i < n; i += 16) {
     const __m128i a = _mm_and_si128(x86::load(codes + i), m7f);
-    odd = _mm_or_si128(odd, _mm_and_si128(_mm_cmpgt_epi8(a, zero), _mm_cmpgt_epi8(eight, a)));
-    odd = _mm_or_si128(odd, _mm_cmpeq_epi8(a, m7f));
+    sub = _mm_or_si128(sub, _mm_and_si128(_mm_cmpgt_epi8(a, zero), _mm_cmpgt_epi8(eight, a)));
+    nan = _mm_or_si128(nan, _mm_cmpeq_epi8(a, m7f));
   }
-  if (_mm_movemask_epi8(odd) != 0) return false;
+  const bool any_sub = _mm_movemask_epi8(sub) != 0;
+  if (_mm_movemask_epi8(nan) != 0 || (any_sub && s < -117)) return false;
   const __m128i off = _mm_set1_epi16(static_cast<std::int16_t>((120 + s) << 7));
   const __m128i low7 = _mm_set1_epi16(0x7F);
   const __m128i sbit = _mm_set1_epi16(0x80);
+  const __m128i eight16 = _mm_set1_epi16(8);
+  const __m128 sub_scale = _mm_set1_ps(any_sub ? bits_float(static_cast<std::uint32_t>(127 + s - 9) << 23) : 0.0f);
   for (int i = 0; i < n; i += 16) {
     const __m128i c = x86::load(codes + i);
     const __m128i w[2] = {_mm_unpacklo_epi8(c, zero), _mm_unpackhi_epi8(c, zero)};
-    for (int h = 0; h < 2; ++h) {
+    for (std::ptrdiff_t h = 0; h < 2; ++h) {
       const __m128i a = _mm_and_si128(w[h], low7);
       __m128i v = _mm_andnot_si128(_mm_cmpeq_epi16(a, zero), _mm_add_epi16(_mm_slli_epi16(a, 4), off));
+      if (any_sub) {
+        const __m128i m = _mm_andnot_si128(_mm_cmpeq_epi16(a, zero), _mm_cmpgt_epi16(eight16, a));
+        if (_mm_movemask_epi8(m) != 0) {
+          const __m128 lo = _mm_mul_ps(_mm_cvtepi32_ps(_mm_unpacklo_epi16(a, zero)), sub_scale);
+          const __m128 hi = _mm_mul_ps(_mm_cvtepi32_ps(_mm_unpackhi_epi16(a, zero)), sub_scale);
+          const __m128i sv =
+              _mm_packs_epi32(_mm_srli_epi32(_mm_castps_si128(lo), 16), _mm_srli_epi32(_mm_castps_si128(hi), 16));
+          v = _mm_or_si128(_mm_andnot_si128(m, v), _mm_and_si128(m, sv));
+        }
+      }
       v = _mm_or_si128(v, _mm_slli_epi16(_mm_and_si128(w[h], sbit), 8));
       Out* o = out + i + 8 * h;
       if constexpr (std::is_same_v<Out, bf16>) {
@@ -437,33 +501,6 @@ inline void e2m1_pow2_codes(const bf16* __restrict in, int n, int e, std::uint8_
     codes[i] = static_cast<std::uint8_t>(code | ((b >> 12) & 0x8U));
   }
 }
-/// Packed E2M1 codes of in[i] x inv_scale (n / 2 bytes). A power-of-two inv_scale takes the
-/// 16-bit path where it is exact (see `e2m1_pow2_codes`), else the float path.
-inline void e2m1_scaled(const bf16* __restrict in, int n, float inv_scale, std::uint8_t* __restrict out) noexcept {
-  const int k = pow2_scale_exponent(inv_scale, 127);  // inv_scale = 2^k, e = -k
-  for (int c = 0; c < n; c += kChunk) {
-    const int m = n - c < kChunk ? n - c : kChunk;
-    std::uint8_t codes[kChunk];
-    bool fast = k != 1000;
-    if (fast) {
-      std::int16_t mx = 0;
-      std::uint16_t sub = 0;
-      for (int i = 0; i < m; ++i) {
-        const auto a = static_cast<std::int16_t>(in[c + i].bits & 0x7FFF);
-        mx = a > mx ? a : mx;
-        sub |= static_cast<std::uint16_t>(a != 0 && a < 0x80 ? 1U : 0U);
-      }
-      fast = mx < 0x7F80 && (k <= 0 || sub == 0);
-    }
-    if (fast) {
-      e2m1_pow2_codes(in + c, m, -k, codes);
-    } else {
-      for (int i = 0; i < m; ++i)
-        codes[i] = static_cast<std::uint8_t>(e2m1_code_branchless(bf16_to_float(in[c + i]) * inv_scale));
-    }
-    pack_nibbles(codes, m, out + c / 2);
-  }
-}
 #if DSV4_HOST_SSE2
 /// The E2M1 rounding midpoints T = 0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5 times 1 + j/8 (j = 0..7,
 /// the significand of an E4M3 scale) as BF16 bits (exact: at most 7 significant bits), minus
@@ -501,7 +538,7 @@ inline bool e2m1_divided_sse2(const bf16* __restrict in, int n, float divisor, s
   const __m128i low8 = _mm_set1_epi32(0xFF);
   for (int i = 0; i < n; i += 16) {
     __m128i c[2];
-    for (int h = 0; h < 2; ++h) {
+    for (std::ptrdiff_t h = 0; h < 2; ++h) {
       const __m128i b = x86::load(in + i + 8 * h);
       const __m128i a = _mm_and_si128(b, abs);
       const __m128i x = _mm_subs_epi16(a, shift);
@@ -520,6 +557,37 @@ inline bool e2m1_divided_sse2(const bf16* __restrict in, int n, float divisor, s
 }
 #endif
 
+/// Packed E2M1 codes of in[i] x inv_scale (n / 2 bytes). A power-of-two inv_scale takes the
+/// 16-bit path where it is exact (see `e2m1_pow2_codes`), else the float path.
+inline void e2m1_scaled(const bf16* __restrict in, int n, float inv_scale, std::uint8_t* __restrict out) noexcept {
+  const int k = pow2_scale_exponent(inv_scale, 127);  // inv_scale = 2^k, e = -k
+#if DSV4_HOST_SSE2
+  // x x 2^k and x / 2^-k are the same float (exact, or the same underflow / overflow).
+  if (k >= -100 && k <= 100 && e2m1_divided_sse2(in, n, exp2i(-k), out)) return;
+#endif
+  for (int c = 0; c < n; c += kChunk) {
+    const int m = n - c < kChunk ? n - c : kChunk;
+    std::uint8_t codes[kChunk];
+    bool fast = k != 1000;
+    if (fast) {
+      std::int16_t mx = 0;
+      std::uint16_t sub = 0;
+      for (int i = 0; i < m; ++i) {
+        const auto a = static_cast<std::int16_t>(in[c + i].bits & 0x7FFF);
+        mx = a > mx ? a : mx;
+        sub |= static_cast<std::uint16_t>(a != 0 && a < 0x80 ? 1U : 0U);
+      }
+      fast = mx < 0x7F80 && (k <= 0 || sub == 0);
+    }
+    if (fast) {
+      e2m1_pow2_codes(in + c, m, -k, codes);
+    } else {
+      for (int i = 0; i < m; ++i)
+        codes[i] = static_cast<std::uint8_t>(e2m1_code_branchless(bf16_to_float(in[c + i]) * inv_scale));
+    }
+    pack_nibbles(codes, m, out + c / 2);
+  }
+}
 /// Packed E2M1 codes of in[i] / divisor (IEEE division), n / 2 bytes.
 ///
 /// For a divisor d > 0 whose products with the E2M1 rounding midpoints T = 0.25, 0.75, 1.25,
@@ -672,7 +740,7 @@ inline void f32_in(const std::uint8_t* __restrict src, Out* __restrict out, std:
     const __m128i one = _mm_set1_epi32(1);
     for (std::int64_t i = 0; i < n; i += 8) {
       __m128i r[2];
-      for (int h = 0; h < 2; ++h) {
+      for (std::ptrdiff_t h = 0; h < 2; ++h) {
         const __m128i u = x86::load(src + 4 * (i + 4 * h));
         const __m128i nan = _mm_cmpgt_epi32(_mm_and_si128(u, abs), inf);
         const __m128i t =
