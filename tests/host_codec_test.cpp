@@ -307,51 +307,64 @@ TEST_P(HostCodec, SubnormalScalesAndCodesSurviveFtzDaz) {
 // The E2M1 host kernels against the scalar conversion for every BF16 input: the comparison
 // kernel at every positive finite E4M3 scale (as a divisor), the 16-bit power-of-two kernel at
 // every scale 2^-e, e in [-127, 127]. Compiled for the test's own target (the format tests above
-// run them on every ISA).
+// run them on every ISA), in both forms: SSE2 on x86 and the plain loops the AVX2 / AVX-512
+// copies vectorize (`host_simd_scope(wide)`).
 TEST(HostKernels, E2m1DividedByEveryE4m3ScaleIsExact) {
-  std::vector<bf16> in(65536);
-  for (std::size_t i = 0; i < in.size(); ++i) in[i] = bf16{static_cast<std::uint16_t>(i)};
-  std::vector<std::uint8_t> got(in.size() / 2);
-  for (int byte = 1; byte <= 0x7E; ++byte) {
-    const float s = e4m3_to_float(static_cast<std::uint8_t>(byte));
-    detail::simd::e2m1_divided(in.data(), static_cast<int>(in.size()), s, got.data());
-    for (std::size_t i = 0; i < in.size(); ++i) {
-      const std::uint8_t want = float_to_e2m1(bf16_to_float(in[i]) / s);
-      const auto have = static_cast<std::uint8_t>(i % 2 == 0 ? got[i / 2] & 0xF : got[i / 2] >> 4);
-      ASSERT_EQ(have, want) << "bf16 0x" << std::hex << i << " / E4M3 byte 0x" << byte;
+  // Both forms of each kernel: SSE2 (x86 baseline copies) and the plain loops (the wide copies).
+  for (bool wide : {false, true}) {
+    const detail::host_simd_scope scope(wide);
+    std::vector<bf16> in(65536);
+    for (std::size_t i = 0; i < in.size(); ++i) in[i] = bf16{static_cast<std::uint16_t>(i)};
+    std::vector<std::uint8_t> got(in.size() / 2);
+    for (int byte = 1; byte <= 0x7E; ++byte) {
+      const float s = e4m3_to_float(static_cast<std::uint8_t>(byte));
+      detail::simd::e2m1_divided(in.data(), static_cast<int>(in.size()), s, got.data());
+      for (std::size_t i = 0; i < in.size(); ++i) {
+        const std::uint8_t want = float_to_e2m1(bf16_to_float(in[i]) / s);
+        const auto have = static_cast<std::uint8_t>(i % 2 == 0 ? got[i / 2] & 0xF : got[i / 2] >> 4);
+        ASSERT_EQ(have, want) << "bf16 0x" << std::hex << i << " / E4M3 byte 0x" << byte;
+      }
     }
   }
 }
 
 TEST(HostKernels, E2m1TimesEveryPowerOfTwoIsExact) {
-  std::vector<bf16> in(65536);
-  for (std::size_t i = 0; i < in.size(); ++i) in[i] = bf16{static_cast<std::uint16_t>(i)};
-  std::vector<std::uint8_t> got(in.size() / 2);
-  for (int e = -127; e <= 127; ++e) {
-    const float inv = exp2i(-e);
-    detail::simd::e2m1_scaled(in.data(), static_cast<int>(in.size()), inv, got.data());
-    for (std::size_t i = 0; i < in.size(); ++i) {
-      const std::uint8_t want = float_to_e2m1(bf16_to_float(in[i]) * inv);
-      const auto have = static_cast<std::uint8_t>(i % 2 == 0 ? got[i / 2] & 0xF : got[i / 2] >> 4);
-      ASSERT_EQ(have, want) << "bf16 0x" << std::hex << i << " x 2^" << std::dec << -e;
+  // Both forms of each kernel: SSE2 (x86 baseline copies) and the plain loops (the wide copies).
+  for (bool wide : {false, true}) {
+    const detail::host_simd_scope scope(wide);
+    std::vector<bf16> in(65536);
+    for (std::size_t i = 0; i < in.size(); ++i) in[i] = bf16{static_cast<std::uint16_t>(i)};
+    std::vector<std::uint8_t> got(in.size() / 2);
+    for (int e = -127; e <= 127; ++e) {
+      const float inv = exp2i(-e);
+      detail::simd::e2m1_scaled(in.data(), static_cast<int>(in.size()), inv, got.data());
+      for (std::size_t i = 0; i < in.size(); ++i) {
+        const std::uint8_t want = float_to_e2m1(bf16_to_float(in[i]) * inv);
+        const auto have = static_cast<std::uint8_t>(i % 2 == 0 ? got[i / 2] & 0xF : got[i / 2] >> 4);
+        ASSERT_EQ(have, want) << "bf16 0x" << std::hex << i << " x 2^" << std::dec << -e;
+      }
     }
   }
 }
 
 TEST(HostKernels, E4m3TimesEveryPowerOfTwoIsExact) {
-  std::vector<bf16> in(65536);
-  for (std::size_t i = 0; i < in.size(); ++i) in[i] = bf16{static_cast<std::uint16_t>(i)};
-  std::vector<std::uint8_t> got(in.size());
-  for (int e = -127; e <= 127; ++e) {
-    const float inv = exp2i(-e);
-    // Blocks of 64: those with BF16 subnormals take the float path when e < 0, the others the
-    // 16-bit path; every input is checked either way.
-    for (std::size_t b = 0; b < in.size(); b += 64) detail::simd::e4m3_scaled(in.data() + b, 64, inv, got.data() + b);
-    for (std::size_t i = 0; i < in.size(); ++i)
-      ASSERT_EQ(got[i], float_to_e4m3(bf16_to_float(in[i]) * inv))
-          << "bf16 0x" << std::hex << i << " x 2^" << std::dec << -e;
-    detail::simd::e4m3_pow2_codes(in.data() + 128, 64, e, got.data());  // normal BF16 inputs only
-    for (std::size_t i = 0; i < 64; ++i) ASSERT_EQ(got[i], float_to_e4m3(bf16_to_float(in[128 + i]) * inv));
+  // Both forms of each kernel: SSE2 (x86 baseline copies) and the plain loops (the wide copies).
+  for (bool wide : {false, true}) {
+    const detail::host_simd_scope scope(wide);
+    std::vector<bf16> in(65536);
+    for (std::size_t i = 0; i < in.size(); ++i) in[i] = bf16{static_cast<std::uint16_t>(i)};
+    std::vector<std::uint8_t> got(in.size());
+    for (int e = -127; e <= 127; ++e) {
+      const float inv = exp2i(-e);
+      // Blocks of 64: those with BF16 subnormals take the float path when e < 0, the others the
+      // 16-bit path; every input is checked either way.
+      for (std::size_t b = 0; b < in.size(); b += 64) detail::simd::e4m3_scaled(in.data() + b, 64, inv, got.data() + b);
+      for (std::size_t i = 0; i < in.size(); ++i)
+        ASSERT_EQ(got[i], float_to_e4m3(bf16_to_float(in[i]) * inv))
+            << "bf16 0x" << std::hex << i << " x 2^" << std::dec << -e;
+      detail::simd::e4m3_pow2_codes(in.data() + 128, 64, e, got.data());  // normal BF16 inputs only
+      for (std::size_t i = 0; i < 64; ++i) ASSERT_EQ(got[i], float_to_e4m3(bf16_to_float(in[128 + i]) * inv));
+    }
   }
 }
 
@@ -362,25 +375,27 @@ TEST(HostKernels, E4m3TimesEveryPowerOfTwoIsExact) {
 // so most blocks at most anchors are in the kernel's normal range and the rest take the general
 // path; both must give the scalar bytes.
 TEST(HostKernels, Fp8BlockKernelMatchesTheScalarBlockCodec) {
-  for (float floor : {1e-4f, 0.0448f, 0.0f}) {
-    for (int e = -134; e <= 127; ++e) {
-      bf16 block[64];
-      block[0] = float_to_bf16(kE4m3Max * exp2i(e));
-      for (std::uint32_t x = 0; x < 65536; x += 63) {
-        for (std::uint32_t i = 0; i < 63; ++i) block[1 + i] = bf16{static_cast<std::uint16_t>((x + i) & 0xFFFFU)};
-        std::uint8_t want[64];
-        std::uint8_t have[64];
-        const std::uint8_t want_scale = detail::quantize_fp8_block_fixed<64>(block, want, floor, nan_policy::propagate);
-        std::uint8_t have_scale = 0;
-        {
-          const detail::host_simd_scope simd_on;
-          have_scale = detail::quantize_fp8_block_fixed<64>(block, have, floor, nan_policy::propagate);
+  for (bool wide : {false, true})
+    for (float floor : {1e-4f, 0.0448f, 0.0f}) {
+      for (int e = -134; e <= 127; ++e) {
+        bf16 block[64];
+        block[0] = float_to_bf16(kE4m3Max * exp2i(e));
+        for (std::uint32_t x = 0; x < 65536; x += 63) {
+          for (std::uint32_t i = 0; i < 63; ++i) block[1 + i] = bf16{static_cast<std::uint16_t>((x + i) & 0xFFFFU)};
+          std::uint8_t want[64];
+          std::uint8_t have[64];
+          const std::uint8_t want_scale =
+              detail::quantize_fp8_block_fixed<64>(block, want, floor, nan_policy::propagate);
+          std::uint8_t have_scale = 0;
+          {
+            const detail::host_simd_scope simd_on(wide);
+            have_scale = detail::quantize_fp8_block_fixed<64>(block, have, floor, nan_policy::propagate);
+          }
+          ASSERT_EQ(have_scale, want_scale) << "anchor 2^" << e << " patterns from 0x" << std::hex << x;
+          ASSERT_EQ(std::memcmp(have, want, 64), 0) << "anchor 2^" << e << " patterns from 0x" << std::hex << x;
         }
-        ASSERT_EQ(have_scale, want_scale) << "anchor 2^" << e << " patterns from 0x" << std::hex << x;
-        ASSERT_EQ(std::memcmp(have, want, 64), 0) << "anchor 2^" << e << " patterns from 0x" << std::hex << x;
       }
     }
-  }
 }
 
 // The E2M1 dequantization tables (`simd::e2m1_table_dequant`) for every scale byte (E4M3 and
@@ -419,26 +434,27 @@ TEST(HostKernels, E2m1TableDequantMatchesEveryScaleAndByte) {
 TEST(HostKernels, E4m3DequantMatchesEveryCodeAndScale) {
   std::uint8_t codes[256];
   for (int c = 0; c < 256; ++c) codes[c] = static_cast<std::uint8_t>(c);
-  for (int sb = 0; sb < 256; ++sb) {
-    const float scale = e8m0_to_float(static_cast<std::uint8_t>(sb));
-    // Whole blocks of normal codes and zeros take the shift; a block with a subnormal or NaN
-    // code the float path. Both are compared code by code.
-    for (int start = 0; start < 256; start += 16) {
-      float f[16];
-      bf16 h[16];
-      {
-        const detail::host_simd_scope simd_on;
-        detail::dequantize_e4m3_block<16>(codes + start, scale, f);
-        detail::dequantize_e4m3_block<16>(codes + start, scale, h);
-      }
-      for (int i = 0; i < 16; ++i) {
-        const float x = e4m3_to_float(codes[start + i]) * scale;
-        ASSERT_EQ(detail::float_bits(f[i]), detail::float_bits(canonical_nan(x)))
-            << "code " << start + i << " scale " << sb;
-        ASSERT_EQ(h[i].bits, detail::from_float<bf16>(x).bits) << "code " << start + i << " scale " << sb;
+  for (bool wide : {false, true})
+    for (int sb = 0; sb < 256; ++sb) {
+      const float scale = e8m0_to_float(static_cast<std::uint8_t>(sb));
+      // Whole blocks of normal codes and zeros take the shift; a block with a subnormal or NaN
+      // code the float path. Both are compared code by code.
+      for (int start = 0; start < 256; start += 16) {
+        float f[16];
+        bf16 h[16];
+        {
+          const detail::host_simd_scope simd_on(wide);
+          detail::dequantize_e4m3_block<16>(codes + start, scale, f);
+          detail::dequantize_e4m3_block<16>(codes + start, scale, h);
+        }
+        for (int i = 0; i < 16; ++i) {
+          const float x = e4m3_to_float(codes[start + i]) * scale;
+          ASSERT_EQ(detail::float_bits(f[i]), detail::float_bits(canonical_nan(x)))
+              << "code " << start + i << " scale " << sb;
+          ASSERT_EQ(h[i].bits, detail::from_float<bf16>(x).bits) << "code " << start + i << " scale " << sb;
+        }
       }
     }
-  }
 }
 
 // The block exponent without the division, for every non-negative BF16 amax (NaN excluded) and

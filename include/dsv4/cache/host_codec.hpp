@@ -353,10 +353,11 @@ void quantize_rows(const format_layout& l, std::uint8_t* page, std::int64_t rows
                    std::int64_t count, const typename F::input_type* in, const format_policy& p = F::default_policy) {
   detail::require_bulk_rows<F>(l, rows, first, count);
   const detail::fp_env_guard env;
+  const host_isa isa = active_host_isa();
 #if DSV4_HOST_SIMD
-  const detail::host_simd_scope simd_on;
+  const detail::host_simd_scope simd_on(isa != host_isa::baseline);
 #endif
-  switch (active_host_isa()) {
+  switch (isa) {
 #if DSV4_HOST_CODEC_X86
     case host_isa::avx512: detail::quantize_rows_avx512<F>(l, page, rows, first, count, in, p); return;
     case host_isa::avx2: detail::quantize_rows_avx2<F>(l, page, rows, first, count, in, p); return;
@@ -377,10 +378,11 @@ void dequantize_rows(const format_layout& l, const std::uint8_t* page, std::int6
                      host_store store = host_store::cached) {
   detail::require_bulk_rows<F>(l, rows, first, count);
   const detail::fp_env_guard env;
+  const host_isa isa = active_host_isa();
 #if DSV4_HOST_SIMD
-  const detail::host_simd_scope simd_on;
+  const detail::host_simd_scope simd_on(isa != host_isa::baseline);
 #endif
-  switch (active_host_isa()) {
+  switch (isa) {
 #if DSV4_HOST_CODEC_X86
     case host_isa::avx512: detail::dequantize_rows_avx512<F, Out>(l, page, rows, first, count, out, p, store); return;
     case host_isa::avx2: detail::dequantize_rows_avx2<F, Out>(l, page, rows, first, count, out, p, store); return;

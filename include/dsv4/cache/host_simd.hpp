@@ -45,9 +45,15 @@
 namespace dsv4::cache::detail {
 
 /// Whether the calling thread is inside a host bulk call (host_codec.hpp) whose primitives take
-/// the vector kernels.
+/// the vector kernels, and whether that call runs a copy for a wide ISA (AVX2, AVX-512).
 inline thread_local bool g_host_simd_on = false;
+inline thread_local bool g_host_simd_wide = false;
 inline bool host_simd_on() noexcept { return g_host_simd_on; }
+
+/// Whether a kernel takes its SSE2 form: on x86 inside a bulk call of the baseline ISA. The
+/// copies for AVX2 and AVX-512 run the plain loops, which the compiler vectorizes 256 or 512
+/// bits wide (measured faster there than the 128-bit SSE2 forms).
+inline bool host_sse2_path() noexcept { return DSV4_HOST_SSE2 != 0 && !g_host_simd_wide; }
 
 /// Whether a primitive takes its vector kernel: never in constant evaluation, only inside a bulk
 /// call, and only when `shape_ok` (a block of whole 16-value steps).
@@ -56,11 +62,18 @@ constexpr bool host_simd_path(bool shape_ok) noexcept {
   return shape_ok && host_simd_on();
 }
 
-/// Enables the vector kernels on this thread for its lifetime (nests).
+/// Enables the vector kernels on this thread for its lifetime (nests); `wide`: the bulk call
+/// runs an AVX2 or AVX-512 copy.
 class host_simd_scope {
  public:
-  host_simd_scope() noexcept : prev_(g_host_simd_on) { g_host_simd_on = true; }
-  ~host_simd_scope() { g_host_simd_on = prev_; }
+  explicit host_simd_scope(bool wide = false) noexcept : prev_(g_host_simd_on), prev_wide_(g_host_simd_wide) {
+    g_host_simd_on = true;
+    g_host_simd_wide = wide;
+  }
+  ~host_simd_scope() {
+    g_host_simd_on = prev_;
+    g_host_simd_wide = prev_wide_;
+  }
   host_simd_scope(const host_simd_scope&) = delete;
   host_simd_scope& operator=(const host_simd_scope&) = delete;
   host_simd_scope(host_simd_scope&&) = delete;
@@ -68,6 +81,7 @@ class host_simd_scope {
 
  private:
   bool prev_;
+  bool prev_wide_;
 };
 
 namespace simd {
@@ -102,18 +116,21 @@ inline std::int16_t hmin16(__m128i v) noexcept {
 inline void block_stats(const bf16* __restrict in, int n, std::uint16_t& max_all,
                         std::uint16_t& min_nonzero_minus_one) noexcept {
 #if DSV4_HOST_SSE2
-  const __m128i abs = _mm_set1_epi16(0x7FFF);
-  __m128i mx = _mm_setzero_si128();
-  __m128i mn = abs;
-  for (int i = 0; i < n; i += 8) {
-    const __m128i a = _mm_and_si128(x86::load(in + i), abs);
-    mx = _mm_max_epi16(mx, a);
-    mn = _mm_min_epi16(mn, _mm_add_epi16(a, abs));
+  if (host_sse2_path()) {
+    const __m128i abs = _mm_set1_epi16(0x7FFF);
+    __m128i mx = _mm_setzero_si128();
+    __m128i mn = abs;
+    for (int i = 0; i < n; i += 8) {
+      const __m128i a = _mm_and_si128(x86::load(in + i), abs);
+      mx = _mm_max_epi16(mx, a);
+      mn = _mm_min_epi16(mn, _mm_add_epi16(a, abs));
+    }
+    max_all = static_cast<std::uint16_t>(x86::hmax16(mx));
+    const auto m = static_cast<std::uint16_t>(x86::hmin16(mn));
+    min_nonzero_minus_one = m == 0x7FFFU ? std::uint16_t{0xFFFFU} : static_cast<std::uint16_t>(m - 0x7FFFU - 1U);
+    return;
   }
-  max_all = static_cast<std::uint16_t>(x86::hmax16(mx));
-  const auto m = static_cast<std::uint16_t>(x86::hmin16(mn));
-  min_nonzero_minus_one = m == 0x7FFFU ? std::uint16_t{0xFFFFU} : static_cast<std::uint16_t>(m - 0x7FFFU - 1U);
-#else
+#endif
   std::uint16_t mx = 0;
   std::uint16_t mn = 0xFFFFU;
   for (int i = 0; i < n; ++i) {
@@ -124,7 +141,6 @@ inline void block_stats(const bf16* __restrict in, int n, std::uint16_t& max_all
   }
   max_all = mx;
   min_nonzero_minus_one = mn;
-#endif
 }
 
 /// `amax_bf16` (all and finite maxima of the sign-less bits), signed 16-bit lanes (SSE2 pmaxsw).
@@ -135,12 +151,14 @@ struct amax_bits {
 inline amax_bits block_amax(const bf16* __restrict in, int n) noexcept {
 #if DSV4_HOST_SSE2
   // The finite max only needs a second pass when a NaN is present (rare).
-  const __m128i abs = _mm_set1_epi16(0x7FFF);
-  __m128i mx = _mm_setzero_si128();
-  for (int i = 0; i < n; i += 8) mx = _mm_max_epi16(mx, _mm_and_si128(x86::load(in + i), abs));
-  const auto all = static_cast<std::uint16_t>(x86::hmax16(mx));
-  if (all <= 0x7F80U) return {all, all};
-#else
+  if (host_sse2_path()) {
+    const __m128i abs = _mm_set1_epi16(0x7FFF);
+    __m128i mx = _mm_setzero_si128();
+    for (int i = 0; i < n; i += 8) mx = _mm_max_epi16(mx, _mm_and_si128(x86::load(in + i), abs));
+    const auto all = static_cast<std::uint16_t>(x86::hmax16(mx));
+    if (all <= 0x7F80U) return {all, all};
+  }
+#endif
   std::int16_t all = 0;
   std::int16_t fin = 0;
   for (int i = 0; i < n; ++i) {
@@ -150,16 +168,6 @@ inline amax_bits block_amax(const bf16* __restrict in, int n) noexcept {
     fin = f > fin ? f : fin;
   }
   return {static_cast<std::uint16_t>(all), static_cast<std::uint16_t>(fin)};
-#endif
-#if DSV4_HOST_SSE2
-  std::int16_t fin = 0;
-  for (int i = 0; i < n; ++i) {
-    const auto a = static_cast<std::int16_t>(in[i].bits & 0x7FFF);
-    const std::int16_t f = a <= 0x7F80 ? a : std::int16_t{0};
-    fin = f > fin ? f : fin;
-  }
-  return {all, static_cast<std::uint16_t>(fin)};
-#endif
 }
 
 /// Every E4M3 code's value (`e4m3_to_float`), for the host kernels' scale decoding.
@@ -221,7 +229,7 @@ inline void e4m3_pow2_codes(const bf16* __restrict in, int n, int e, std::uint8_
   // The same lanes on SSE2 (n % 16 == 0): the clamps are unsigned saturating arithmetic
   // (min(d + up, 0x7F80) = sat(d + up + 0x807F) - 0x807F), the midpoint count only runs for
   // 8 values holding one below 2^-6, the sign bytes are packed from the high bytes.
-  if (n % 16 == 0) {
+  if (n % 16 == 0 && host_sse2_path()) {
     const __m128i vdown = _mm_set1_epi16(static_cast<std::int16_t>(down));
     const __m128i vup = _mm_set1_epi16(static_cast<std::int16_t>(up + 0x807FU));
     const __m128i bias = _mm_set1_epi16(static_cast<std::int16_t>(0x807F));
@@ -319,26 +327,28 @@ inline void e4m3_divided(const bf16* __restrict in, int n, float divisor, std::u
 inline void e4m3_normal(const bf16* __restrict in, int n, int e, std::uint8_t* __restrict out) noexcept {
   const auto bias = static_cast<std::uint16_t>(7 - ((e + 120) << 7));
 #if DSV4_HOST_SSE2
-  const __m128i vb = _mm_set1_epi16(static_cast<std::int16_t>(bias));
-  const __m128i abs = _mm_set1_epi16(0x7FFF);
-  const __m128i one = _mm_set1_epi16(1);
-  const __m128i sign = _mm_set1_epi8(static_cast<char>(0x80));
-  for (int i = 0; i < n; i += 16) {
-    const __m128i b0 = x86::load(in + i);
-    const __m128i b1 = x86::load(in + i + 8);
-    const __m128i a0 = _mm_and_si128(b0, abs);
-    const __m128i a1 = _mm_and_si128(b1, abs);
-    const __m128i t0 = _mm_add_epi16(_mm_add_epi16(a0, vb), _mm_and_si128(_mm_srli_epi16(a0, 4), one));
-    const __m128i t1 = _mm_add_epi16(_mm_add_epi16(a1, vb), _mm_and_si128(_mm_srli_epi16(a1, 4), one));
-    const __m128i codes = _mm_packus_epi16(_mm_srai_epi16(t0, 4), _mm_srai_epi16(t1, 4));
-    const __m128i signs = _mm_and_si128(_mm_packus_epi16(_mm_srli_epi16(b0, 8), _mm_srli_epi16(b1, 8)), sign);
-    x86::store(out + i, _mm_or_si128(codes, signs));
+  if (host_sse2_path()) {
+    const __m128i vb = _mm_set1_epi16(static_cast<std::int16_t>(bias));
+    const __m128i abs = _mm_set1_epi16(0x7FFF);
+    const __m128i one = _mm_set1_epi16(1);
+    const __m128i sign = _mm_set1_epi8(static_cast<char>(0x80));
+    for (int i = 0; i < n; i += 16) {
+      const __m128i b0 = x86::load(in + i);
+      const __m128i b1 = x86::load(in + i + 8);
+      const __m128i a0 = _mm_and_si128(b0, abs);
+      const __m128i a1 = _mm_and_si128(b1, abs);
+      const __m128i t0 = _mm_add_epi16(_mm_add_epi16(a0, vb), _mm_and_si128(_mm_srli_epi16(a0, 4), one));
+      const __m128i t1 = _mm_add_epi16(_mm_add_epi16(a1, vb), _mm_and_si128(_mm_srli_epi16(a1, 4), one));
+      const __m128i codes = _mm_packus_epi16(_mm_srai_epi16(t0, 4), _mm_srai_epi16(t1, 4));
+      const __m128i signs = _mm_and_si128(_mm_packus_epi16(_mm_srli_epi16(b0, 8), _mm_srli_epi16(b1, 8)), sign);
+      x86::store(out + i, _mm_or_si128(codes, signs));
+    }
+    return;
   }
-#else
+#endif
   for (int i = 0; i < n; ++i) {
     out[i] = e4m3_normal_code(in[i].bits, bias);
   }
-#endif
 }
 #if DSV4_HOST_SSE2
 /// The power-of-two case of `e4m3_dequant` on SSE2, n % 16 == 0, scale 2^s: false (nothing
@@ -420,8 +430,8 @@ template <class Out>
 inline void e4m3_dequant(const std::uint8_t* __restrict codes, int n, float scale, Out* __restrict out) noexcept {
   const int s = pow2_scale_exponent(scale, 119);
 #if DSV4_HOST_SSE2
-  if (s != 1000 && e4m3_pow2_dequant_sse2(codes, n, s, out)) return;
-#else
+  if (s != 1000 && host_sse2_path() && e4m3_pow2_dequant_sse2(codes, n, s, out)) return;
+#endif
   if (s != 1000) {
     std::uint8_t odd = 0;
     for (int i = 0; i < n; ++i) {
@@ -449,7 +459,6 @@ inline void e4m3_dequant(const std::uint8_t* __restrict codes, int n, float scal
       return;
     }
   }
-#endif
   for (int i = 0; i < n; ++i) {
     const float v = e4m3_to_float_branchless(codes[i]) * scale;
     if constexpr (std::is_same_v<Out, bf16>) {
@@ -734,28 +743,30 @@ inline void f32_in(const std::uint8_t* __restrict src, Out* __restrict out, std:
 #if DSV4_HOST_SSE2
     // float_to_bf16_bits_branchless on 4 lanes; >> 16 arithmetic so that packssdw keeps the bits
     // (a NaN, where the sum could wrap, is replaced by 0x7FFF).
-    const __m128i abs = _mm_set1_epi32(0x7FFFFFFF);
-    const __m128i inf = _mm_set1_epi32(0x7F800000);
-    const __m128i half = _mm_set1_epi32(0x7FFF);
-    const __m128i one = _mm_set1_epi32(1);
-    for (std::int64_t i = 0; i < n; i += 8) {
-      __m128i r[2];
-      for (std::ptrdiff_t h = 0; h < 2; ++h) {
-        const __m128i u = x86::load(src + 4 * (i + 4 * h));
-        const __m128i nan = _mm_cmpgt_epi32(_mm_and_si128(u, abs), inf);
-        const __m128i t =
-            _mm_srai_epi32(_mm_add_epi32(_mm_add_epi32(u, half), _mm_and_si128(_mm_srli_epi32(u, 16), one)), 16);
-        r[h] = _mm_or_si128(_mm_andnot_si128(nan, t), _mm_and_si128(nan, half));
+    if (host_sse2_path()) {
+      const __m128i abs = _mm_set1_epi32(0x7FFFFFFF);
+      const __m128i inf = _mm_set1_epi32(0x7F800000);
+      const __m128i half = _mm_set1_epi32(0x7FFF);
+      const __m128i one = _mm_set1_epi32(1);
+      for (std::int64_t i = 0; i < n; i += 8) {
+        __m128i r[2];
+        for (std::ptrdiff_t h = 0; h < 2; ++h) {
+          const __m128i u = x86::load(src + 4 * (i + 4 * h));
+          const __m128i nan = _mm_cmpgt_epi32(_mm_and_si128(u, abs), inf);
+          const __m128i t =
+              _mm_srai_epi32(_mm_add_epi32(_mm_add_epi32(u, half), _mm_and_si128(_mm_srli_epi32(u, 16), one)), 16);
+          r[h] = _mm_or_si128(_mm_andnot_si128(nan, t), _mm_and_si128(nan, half));
+        }
+        x86::store(out + i, _mm_packs_epi32(r[0], r[1]));
       }
-      x86::store(out + i, _mm_packs_epi32(r[0], r[1]));
+      return;
     }
-#else
+#endif
     for (std::int64_t i = 0; i < n; ++i) {
       float v = 0;
       std::memcpy(&v, src + 4 * i, 4);
       out[i] = bf16{float_to_bf16_bits_branchless(v)};
     }
-#endif
   } else {
     std::memcpy(out, src, static_cast<std::size_t>(n) * 4);
   }
