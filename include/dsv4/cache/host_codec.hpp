@@ -5,9 +5,11 @@
 // `quantize_row<F>` / `dequantize_row<F, Out>` (format_traits.hpp, the scalar codec) give for
 // each row in turn without flush-to-zero. They are that same code: the generic row loop and every
 // per-unit function of F, inlined ([[gnu::flatten]]) into one function per instruction set
-// (`__attribute__((target(...)))`), so that each copy is vectorized for its ISA by the compiler.
-// No intrinsics, no third-party headers; a format added to the registry is fast without
-// per-format work. The per-unit functions stay `constexpr` and shared with the CUDA kernels.
+// (`__attribute__((target(...)))`), where the shared primitives take the kernels of
+// host_simd.hpp: SSE2 intrinsics in the baseline x86 copy, plain loops the compiler vectorizes
+// in the AVX2 / AVX-512 copies (and on other CPUs). No third-party headers; a format added to
+// the registry is fast without per-format work. The per-unit functions stay `constexpr` and
+// shared with the CUDA kernels. Dequantized values can stream to memory (`host_store`).
 //
 // Instruction sets (`host_isa`):
 //   baseline  what the translation unit is compiled for (x86-64: SSE2; aarch64: NEON)

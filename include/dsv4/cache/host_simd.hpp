@@ -1,15 +1,18 @@
 // dsv4-cache: the host kernels of the shared codec primitives (E4M3 / E2M1 blocks, block
-// exponents, BF16 and fp32 copies): plain loops over restrict-qualified buffers, shaped so that
-// GCC and clang vectorize them (16-bit integer lanes where the float work can be replaced
-// exactly), no intrinsics, no third-party headers. Host only, little-endian; empty in CUDA
-// translation units and for other compilers (DSV4_HOST_SIMD 0: the scalar code runs).
+// exponents, BF16 and fp32 copies, E2M1 dequantization tables), in two forms where both exist:
+// SSE2 intrinsics (<emmintrin.h>, x86-64 baseline), taken by the baseline copy of the bulk
+// codecs (`host_sse2_path`), and plain loops over restrict-qualified buffers shaped so that GCC
+// and clang vectorize them (16-bit integer lanes where the float work can be replaced
+// exactly), taken by the AVX2 / AVX-512 copies and on other CPUs. No third-party headers. Host
+// only, little-endian; empty in CUDA translation units and for other compilers
+// (DSV4_HOST_SIMD 0: the scalar code runs).
 //
 // Each kernel gives the scalar code's result for every input: either the same operations
 // (`e4m3_code_branchless`, ...) or integer work proved equal in its comment (power-of-two
 // scales as exponent shifts of the BF16 / code bits, E2M1 rounding by comparison with exactly
 // scaled midpoints, the block exponent from the amax bits). tests/host_codec_test.cpp checks
-// the formats on every ISA and the integer kernels exhaustively. The vector width is the
-// caller's: host_codec.hpp inlines them into one copy of the row loops per ISA.
+// the formats on every ISA and the kernels exhaustively, in both forms. The loops' vector width
+// is the caller's: host_codec.hpp inlines them into one copy of the row loops per ISA.
 //
 // The primitives of row_codec.hpp and format_traits.hpp take these kernels only inside a bulk
 // call of host_codec.hpp (`host_simd_scope`), never in constant evaluation: `quantize_row<F>`
@@ -109,39 +112,26 @@ inline std::int16_t hmin16(__m128i v) noexcept {
 }  // namespace x86
 #endif
 
-/// The max of the sign-less bits a = bits & 0x7FFF over n values (n % 8 == 0) and min(a - 1) as
-/// uint16 (0xFFFF iff every value is a zero): `block_stats` of row_codec.hpp. SSE2: a + 0x7FFF
-/// as int16 maps 0 to the largest value and keeps the order of the others, so pminsw finds the
-/// smallest nonzero a.
-inline void block_stats(const bf16* __restrict in, int n, std::uint16_t& max_all,
-                        std::uint16_t& min_nonzero_minus_one) noexcept {
 #if DSV4_HOST_SSE2
-  if (host_sse2_path()) {
-    const __m128i abs = _mm_set1_epi16(0x7FFF);
-    __m128i mx = _mm_setzero_si128();
-    __m128i mn = abs;
-    for (int i = 0; i < n; i += 8) {
-      const __m128i a = _mm_and_si128(x86::load(in + i), abs);
-      mx = _mm_max_epi16(mx, a);
-      mn = _mm_min_epi16(mn, _mm_add_epi16(a, abs));
-    }
-    max_all = static_cast<std::uint16_t>(x86::hmax16(mx));
-    const auto m = static_cast<std::uint16_t>(x86::hmin16(mn));
-    min_nonzero_minus_one = m == 0x7FFFU ? std::uint16_t{0xFFFFU} : static_cast<std::uint16_t>(m - 0x7FFFU - 1U);
-    return;
+/// The max of the sign-less bits a = bits & 0x7FFF over n values (n % 8 == 0) and min(a - 1) as
+/// uint16 (0xFFFF iff every value is a zero): `block_stats` of row_codec.hpp on SSE2 (its loop
+/// is the other form). a + 0x7FFF as int16 maps 0 to the largest value and keeps the order of
+/// the others, so pminsw finds the smallest nonzero a.
+inline void block_stats_sse2(const bf16* __restrict in, int n, std::uint16_t& max_all,
+                             std::uint16_t& min_nonzero_minus_one) noexcept {
+  const __m128i abs = _mm_set1_epi16(0x7FFF);
+  __m128i mx = _mm_setzero_si128();
+  __m128i mn = abs;
+  for (int i = 0; i < n; i += 8) {
+    const __m128i a = _mm_and_si128(x86::load(in + i), abs);
+    mx = _mm_max_epi16(mx, a);
+    mn = _mm_min_epi16(mn, _mm_add_epi16(a, abs));
   }
-#endif
-  std::uint16_t mx = 0;
-  std::uint16_t mn = 0xFFFFU;
-  for (int i = 0; i < n; ++i) {
-    const auto a = static_cast<std::uint16_t>(in[i].bits & 0x7FFFU);
-    mx = a > mx ? a : mx;
-    const auto k = static_cast<std::uint16_t>(a - 1U);
-    mn = k < mn ? k : mn;
-  }
-  max_all = mx;
-  min_nonzero_minus_one = mn;
+  max_all = static_cast<std::uint16_t>(x86::hmax16(mx));
+  const auto m = static_cast<std::uint16_t>(x86::hmin16(mn));
+  min_nonzero_minus_one = m == 0x7FFFU ? std::uint16_t{0xFFFFU} : static_cast<std::uint16_t>(m - 0x7FFFU - 1U);
 }
+#endif
 
 /// `amax_bf16` (all and finite maxima of the sign-less bits), signed 16-bit lanes (SSE2 pmaxsw).
 struct amax_bits {
@@ -150,8 +140,9 @@ struct amax_bits {
 };
 inline amax_bits block_amax(const bf16* __restrict in, int n) noexcept {
 #if DSV4_HOST_SSE2
-  // The finite max only needs a second pass when a NaN is present (rare).
-  if (host_sse2_path()) {
+  // The finite max only needs a second pass when a NaN is present (rare). Every ISA: the
+  // blocks are 16 or 32 values, too short for the wider loops to gain (measured slower).
+  {
     const __m128i abs = _mm_set1_epi16(0x7FFF);
     __m128i mx = _mm_setzero_si128();
     for (int i = 0; i < n; i += 8) mx = _mm_max_epi16(mx, _mm_and_si128(x86::load(in + i), abs));
@@ -408,13 +399,12 @@ inline bool e4m3_pow2_dequant_sse2(const std::uint8_t* __restrict codes, int n, 
 /// A whole E4M3 block with a power-of-two scale (`quantize_fp8_block_fixed`, exact ceiling) in
 /// its common case: no NaN or infinity, a BF16-normal amax above `amax_floor`, and every nonzero
 /// value scaling into the E4M3 normal range. Then e = `block_scale_exponent` of the amax bits,
-/// e >= -120, and the codes are `e4m3_normal`'s. Returns the E8M0 byte e + 127 with the N codes
+/// e >= -120, and the codes are `e4m3_normal`'s. mx, mn: the block's `block_stats` (max
+/// sign-less bits, smallest nonzero minus one). Returns the E8M0 byte e + 127 with the N codes
 /// written, or -1 with nothing written (the caller takes the general path). N % 16 == 0.
 template <int N>
-inline int fp8_pow2_block(const bf16* __restrict in, std::uint8_t* __restrict out, float amax_floor) noexcept {
-  std::uint16_t mx = 0;
-  std::uint16_t mn = 0;
-  block_stats(in, N, mx, mn);
+inline int fp8_pow2_block(const bf16* __restrict in, std::uint8_t* __restrict out, float amax_floor, std::uint16_t mx,
+                          std::uint16_t mn) noexcept {
   if (mx > 0x7F7FU || mx < 0x80U || bits_float(static_cast<std::uint32_t>(mx) << 16) <= amax_floor) return -1;
   // 448 = 1.75 x 2^8: e = exponent(amax) - 8, plus one if amax's significand exceeds 1.75.
   const int e = static_cast<int>(mx >> 7) - 135 + ((mx & 0x7FU) > 0x60U ? 1 : 0);

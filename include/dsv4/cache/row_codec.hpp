@@ -117,11 +117,11 @@ struct bf16_block_stats {
 
 template <int N>
 DSV4_HOST_DEVICE constexpr bf16_block_stats block_stats(const bf16* in) noexcept {
-#if DSV4_HOST_SIMD
-  if (host_simd_path(N % simd::kLanes == 0)) {
+#if DSV4_HOST_SSE2
+  if (host_simd_path(N % simd::kLanes == 0) && host_sse2_path()) {
     std::uint16_t mx = 0;
     std::uint16_t mn = 0xFFFFU;
-    simd::block_stats(in, N, mx, mn);
+    simd::block_stats_sse2(in, N, mx, mn);
     return {mx, mn};
   }
 #endif
@@ -177,13 +177,14 @@ DSV4_HOST_DEVICE constexpr void e4m3_block_any(const bf16* in, float inv_scale, 
 template <int N>
 DSV4_HOST_DEVICE constexpr std::uint8_t quantize_fp8_block_fixed(const bf16* in, std::uint8_t* out_e4m3,
                                                                  float amax_floor, nan_policy nan) noexcept {
+  const bf16_block_stats st = block_stats<N>(in);
 #if DSV4_HOST_SIMD
   if (host_simd_path(N % simd::kLanes == 0)) {
-    const int byte = simd::fp8_pow2_block<N>(in, out_e4m3, amax_floor);
+    const int byte = simd::fp8_pow2_block<N>(in, out_e4m3, amax_floor, static_cast<std::uint16_t>(st.max_all),
+                                             static_cast<std::uint16_t>(st.min_nonzero_minus_one));
     if (byte >= 0) return static_cast<std::uint8_t>(byte);
   }
 #endif
-  const bf16_block_stats st = block_stats<N>(in);
   std::uint8_t codes[static_cast<std::size_t>(N)] = {};
   float amax = bf16_to_float(bf16{static_cast<std::uint16_t>(st.max_all)});
   if (st.max_all > 0x7F80U) {  // a NaN: rare, leave the fast path
