@@ -368,9 +368,9 @@ TEST(HostKernels, E4m3TimesEveryPowerOfTwoIsExact) {
   }
 }
 
-// The whole-block FP8 kernel (`simd::fp8_pow2_block`, taken by every E4M3 block with a power-of-
-// two scale) against the scalar block codec: every BF16 pattern, 63 consecutive patterns per
-// block after an anchor 448 x 2^e (e in [-134, 127], so that the block exponent is e unless a
+// The FP8 block codec on the host kernels (SSE2 stats and codes, or the loops; taken by every
+// E4M3 block with a power-of-two scale) against the scalar block codec: every BF16 pattern, 63
+// consecutive patterns per block after an anchor 448 x 2^e (e in [-134, 127], so that the block exponent is e unless a
 // pattern is larger), at the floors the formats use. Consecutive patterns share their exponent,
 // so most blocks at most anchors are in the kernel's normal range and the rest take the general
 // path; both must give the scalar bytes.

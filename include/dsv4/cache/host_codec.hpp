@@ -219,6 +219,13 @@ inline void quantize_rows_loop(const format_layout& l, std::uint8_t* page, std::
     for (int u = 0; u < n; ++u) F::quantize_unit(l, page, rows, first + k, in + k * values, p, u);
   }
 }
+/// Prefetches the data and scale bytes of page row r (for the dequantizers' reads).
+inline void prefetch_page_row(const format_layout& l, const std::uint8_t* page, std::int64_t rows, std::int64_t r) {
+  const std::uint8_t* data = page + l.data_offset(rows, r);
+  for (std::int64_t b = 0; b < l.data_bytes; b += 64) __builtin_prefetch(data + b);
+  if (l.has_scales()) __builtin_prefetch(page + l.scale_offset(rows, r));
+}
+
 /// Copies n bytes to dst with non-temporal stores where dst is 16-byte aligned (the unaligned
 /// head and tail with ordinary stores); the caller fences (`_mm_sfence`) before returning.
 inline void stream_copy(std::uint8_t* dst, const std::uint8_t* src, std::size_t n) noexcept {
@@ -258,12 +265,7 @@ inline void dequantize_rows_loop(const format_layout& l, const std::uint8_t* pag
     for (std::int64_t k0 = 0; k0 < count; k0 += chunk) {
       const std::int64_t m = count - k0 < chunk ? count - k0 : chunk;
       for (std::int64_t k = k0; k < k0 + m; ++k) {
-        if (k + kPrefetchRows < count) {
-          const std::int64_t r = first + k + kPrefetchRows;
-          const std::uint8_t* data = page + l.data_offset(rows, r);
-          for (std::int64_t b = 0; b < l.data_bytes; b += 64) __builtin_prefetch(data + b);
-          if (l.has_scales()) __builtin_prefetch(page + l.scale_offset(rows, r));
-        }
+        if (k + kPrefetchRows < count) prefetch_page_row(l, page, rows, first + k + kPrefetchRows);
         for (int u = 0; u < n; ++u) F::dequantize_unit(l, page, rows, first + k, stage + (k - k0) * values, p, u);
       }
       stream_copy(reinterpret_cast<std::uint8_t*>(out + k0 * values), reinterpret_cast<const std::uint8_t*>(stage),
@@ -278,12 +280,7 @@ inline void dequantize_rows_loop(const format_layout& l, const std::uint8_t* pag
   const std::int64_t values = l.values;
   const int n = F::units(l);
   for (std::int64_t k = 0; k < count; ++k) {
-    if (k + kPrefetchRows < count) {
-      const std::int64_t r = first + k + kPrefetchRows;
-      const std::uint8_t* data = page + l.data_offset(rows, r);
-      for (std::int64_t b = 0; b < l.data_bytes; b += 64) __builtin_prefetch(data + b);
-      if (l.has_scales()) __builtin_prefetch(page + l.scale_offset(rows, r));
-    }
+    if (k + kPrefetchRows < count) prefetch_page_row(l, page, rows, first + k + kPrefetchRows);
     for (int u = 0; u < n; ++u) F::dequantize_unit(l, page, rows, first + k, out + k * values, p, u);
   }
 }

@@ -396,23 +396,6 @@ inline bool e4m3_pow2_dequant_sse2(const std::uint8_t* __restrict codes, int n, 
 }
 #endif
 
-/// A whole E4M3 block with a power-of-two scale (`quantize_fp8_block_fixed`, exact ceiling) in
-/// its common case: no NaN or infinity, a BF16-normal amax above `amax_floor`, and every nonzero
-/// value scaling into the E4M3 normal range. Then e = `block_scale_exponent` of the amax bits,
-/// e >= -120, and the codes are `e4m3_normal`'s. mx, mn: the block's `block_stats` (max
-/// sign-less bits, smallest nonzero minus one). Returns the E8M0 byte e + 127 with the N codes
-/// written, or -1 with nothing written (the caller takes the general path). N % 16 == 0.
-template <int N>
-inline int fp8_pow2_block(const bf16* __restrict in, std::uint8_t* __restrict out, float amax_floor, std::uint16_t mx,
-                          std::uint16_t mn) noexcept {
-  if (mx > 0x7F7FU || mx < 0x80U || bits_float(static_cast<std::uint32_t>(mx) << 16) <= amax_floor) return -1;
-  // 448 = 1.75 x 2^8: e = exponent(amax) - 8, plus one if amax's significand exceeds 1.75.
-  const int e = static_cast<int>(mx >> 7) - 135 + ((mx & 0x7FU) > 0x60U ? 1 : 0);
-  if (e < -120 || (mn != 0xFFFFU && mn + 1U < static_cast<unsigned>((e + 121) << 7))) return -1;
-  e4m3_normal(in, N, e, out);
-  return e + 127;
-}
-
 /// out[i] = E4M3(codes[i]) x scale, as `from_float<Out>`. A power-of-two scale and a block of
 /// normal codes and zeros (the common case) is an exponent shift of the code bits: exact, so the
 /// same bits; otherwise the float product.

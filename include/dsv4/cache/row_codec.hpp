@@ -178,13 +178,6 @@ template <int N>
 DSV4_HOST_DEVICE constexpr std::uint8_t quantize_fp8_block_fixed(const bf16* in, std::uint8_t* out_e4m3,
                                                                  float amax_floor, nan_policy nan) noexcept {
   const bf16_block_stats st = block_stats<N>(in);
-#if DSV4_HOST_SIMD
-  if (host_simd_path(N % simd::kLanes == 0)) {
-    const int byte = simd::fp8_pow2_block<N>(in, out_e4m3, amax_floor, static_cast<std::uint16_t>(st.max_all),
-                                             static_cast<std::uint16_t>(st.min_nonzero_minus_one));
-    if (byte >= 0) return static_cast<std::uint8_t>(byte);
-  }
-#endif
   std::uint8_t codes[static_cast<std::size_t>(N)] = {};
   float amax = bf16_to_float(bf16{static_cast<std::uint16_t>(st.max_all)});
   if (st.max_all > 0x7F80U) {  // a NaN: rare, leave the fast path
@@ -201,6 +194,12 @@ DSV4_HOST_DEVICE constexpr std::uint8_t quantize_fp8_block_fixed(const bf16* in,
   const int e = scale_exponent_for_amax(amax, kE4m3Max, amax_floor);
 #endif
   if (e4m3_block_is_normal(st, e)) {
+#if DSV4_HOST_SIMD
+    if (host_simd_path(N % simd::kLanes == 0)) {  // restrict-qualified kernel: writes the codes in place
+      simd::e4m3_normal(in, N, e, out_e4m3);
+      return static_cast<std::uint8_t>(e + 127);
+    }
+#endif
     e4m3_block_normal<N>(in, e, codes);
   } else {
     e4m3_block_any<N>(in, exp2i(-e), codes);
