@@ -19,6 +19,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <iostream>
@@ -324,6 +326,11 @@ TEST(HostKernels, E2m1DividedByEveryE4m3ScaleIsExact) {
         const auto have = static_cast<std::uint8_t>(i % 2 == 0 ? got[i / 2] & 0xF : got[i / 2] >> 4);
         ASSERT_EQ(have, want) << "bf16 0x" << std::hex << i << " / E4M3 byte 0x" << byte;
       }
+      // The same codes from the scale byte itself (the divisor operands from kE4m3Divisors).
+      std::vector<std::uint8_t> by_byte(got.size());
+      detail::e2m1_pack_e4m3_divided(in.data(), static_cast<std::int64_t>(in.size()), static_cast<std::uint8_t>(byte),
+                                     by_byte.data());
+      ASSERT_EQ(by_byte, got) << "E4M3 byte 0x" << std::hex << byte;
     }
   }
 }
@@ -398,9 +405,10 @@ TEST(HostKernels, Fp8BlockKernelMatchesTheScalarBlockCodec) {
     }
 }
 
-// The E2M1 dequantization tables (`simd::e2m1_table_dequant`) for every scale byte (E4M3 and
-// E8M0) and every packed byte, against the scalar product, float and BF16 outputs.
-TEST(HostKernels, E2m1TableDequantMatchesEveryScaleAndByte) {
+// The E2M1 dequantization kernels for every scale byte (E4M3 and E8M0) and every packed byte,
+// against the scalar product, float and BF16 outputs: the tables (`simd::e2m1_table_dequant`)
+// and, on x86, the SSE2 product kernel (`simd::e2m1_mul_dequant_sse2`, non-NaN scales).
+TEST(HostKernels, E2m1DequantKernelsMatchEveryScaleAndByte) {
   std::vector<std::uint8_t> packed(256);
   for (std::size_t b = 0; b < 256; ++b) packed[b] = static_cast<std::uint8_t>(b);
   std::vector<float> f(512);
@@ -409,20 +417,32 @@ TEST(HostKernels, E2m1TableDequantMatchesEveryScaleAndByte) {
     const auto byte = static_cast<std::uint8_t>(sb);
     for (bool e4m3 : {true, false}) {
       const float scale = e4m3 ? e4m3_to_float(byte) : e8m0_to_float(byte);
-      if (e4m3) {
-        detail::simd::e2m1_table_dequant<true>(packed.data(), 512, byte, f.data());
-        detail::simd::e2m1_table_dequant<true>(packed.data(), 512, byte, h.data());
-      } else {
-        detail::simd::e2m1_table_dequant<false>(packed.data(), 512, byte, f.data());
-        detail::simd::e2m1_table_dequant<false>(packed.data(), 512, byte, h.data());
-      }
-      for (int i = 0; i < 512; ++i) {
-        const auto nib = static_cast<std::uint8_t>(i % 2 == 0 ? packed[i / 2] & 0xF : packed[i / 2] >> 4);
-        const float x = e2m1_to_float(nib) * scale;
-        ASSERT_EQ(detail::float_bits(f[i]), detail::float_bits(canonical_nan(x)))
-            << (e4m3 ? "E4M3" : "E8M0") << " scale byte " << sb << " nibble " << int{nib};
-        ASSERT_EQ(h[i].bits, detail::from_float<bf16>(x).bits)
-            << (e4m3 ? "E4M3" : "E8M0") << " scale byte " << sb << " nibble " << int{nib};
+      for (bool product : {false, true}) {
+        if (product) {
+#if DSV4_HOST_SSE2
+          if (std::isnan(scale)) continue;  // NaN scales take the tables
+          detail::simd::e2m1_mul_dequant_sse2(packed.data(), 512, scale, f.data());
+          detail::simd::e2m1_mul_dequant_sse2(packed.data(), 512, scale, h.data());
+#else
+          continue;
+#endif
+        } else if (e4m3) {
+          detail::simd::e2m1_table_dequant<true>(packed.data(), 512, byte, f.data());
+          detail::simd::e2m1_table_dequant<true>(packed.data(), 512, byte, h.data());
+        } else {
+          detail::simd::e2m1_table_dequant<false>(packed.data(), 512, byte, f.data());
+          detail::simd::e2m1_table_dequant<false>(packed.data(), 512, byte, h.data());
+        }
+        for (int i = 0; i < 512; ++i) {
+          const auto nib = static_cast<std::uint8_t>(i % 2 == 0 ? packed[i / 2] & 0xF : packed[i / 2] >> 4);
+          const float x = e2m1_to_float(nib) * scale;
+          ASSERT_EQ(detail::float_bits(f[i]), detail::float_bits(canonical_nan(x)))
+              << (product ? "product " : "table ") << (e4m3 ? "E4M3" : "E8M0") << " scale byte " << sb << " nibble "
+              << int{nib};
+          ASSERT_EQ(h[i].bits, detail::from_float<bf16>(x).bits)
+              << (product ? "product " : "table ") << (e4m3 ? "E4M3" : "E8M0") << " scale byte " << sb << " nibble "
+              << int{nib};
+        }
       }
     }
   }
@@ -468,6 +488,22 @@ TEST(HostKernels, BlockScaleExponentMatchesForEveryBf16Amax) {
             << "amax bf16 0x" << std::hex << b << " max " << fmax << " floor " << floor;
       }
     }
+  }
+}
+
+// The NVFP4 and V4.1 FP4 tile scales from the amax table (`scale_byte_of_amax`) for every
+// non-negative BF16 amax (NaN excluded), against the rules as the producers write them:
+// E4M3(amax / 6) (FlashInfer NVFP4 KV) and E4M3(clamp(amax / 6, 2^-9, 448)) (FlashMLA V4.1).
+TEST(HostKernels, TileScaleTablesMatchTheRulesForEveryBf16Amax) {
+  const detail::host_simd_scope scope;
+  for (std::uint32_t b = 0; b <= 0x7F80U; ++b) {
+    const float amax = bf16_to_float(bf16{static_cast<std::uint16_t>(b)});
+    const float q = amax / 6.0f;
+    ASSERT_EQ(detail::scale_byte_of_amax<formats::detail::nvfp4_scale_rule>(amax), float_to_e4m3(q))
+        << "amax bf16 0x" << std::hex << b;
+    const float clamped = std::min(std::max(q, 0x1p-9f), 448.0f);
+    ASSERT_EQ(detail::scale_byte_of_amax<formats::detail::v41_fp4_scale_rule>(amax), float_to_e4m3(clamped))
+        << "amax bf16 0x" << std::hex << b;
   }
 }
 

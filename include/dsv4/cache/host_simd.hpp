@@ -161,14 +161,6 @@ inline amax_bits block_amax(const bf16* __restrict in, int n) noexcept {
   return {static_cast<std::uint16_t>(all), static_cast<std::uint16_t>(fin)};
 }
 
-/// Every E4M3 code's value (`e4m3_to_float`), for the host kernels' scale decoding.
-inline constexpr auto kE4m3Values = [] {
-  struct table {
-    float v[256];
-  } t{};
-  for (int c = 0; c < 256; ++c) t.v[c] = e4m3_to_float(static_cast<std::uint8_t>(c));
-  return t;
-}();
 /// `scale_exponent_for_amax(amax, format_max, floor)` for format_max 448 (E4M3) or 6 (E2M1)
 /// without the float division: when max(amax, floor) is a float normal with at most 8
 /// significant bits (a BF16 amax), m / format_max is never within 2^-24 (relative) of a power of
@@ -502,18 +494,23 @@ inline constexpr e2m1_midpoint_table kE2m1Midpoints = [] {
   return t;
 }();
 
-/// `e2m1_divided` on SSE2 for a divisor d = 2^k x (1 + j/8) (3 significand bits: every E4M3
-/// scale), |k| <= 100, n % 16 == 0; false (nothing written) for any other divisor. The midpoints
-/// T x d of `e2m1_divided` are T x (1 + j/8) (kE2m1Midpoints) scaled by 2^k, so the count compares
-/// x' = a - (k << 7) (signed saturating), the bits of |x| x 2^-k, with them: exact where x' is a
-/// BF16 normal; below one, |x| / d < 2^-26 and x' is below every midpoint (code 0, as the
-/// division's); saturated high (inf, overflow), above every midpoint (code 7). NaN: 7, no sign.
-inline bool e2m1_divided_sse2(const bf16* __restrict in, int n, float divisor, std::uint8_t* __restrict out) noexcept {
-  const std::uint32_t u = float_bits(divisor);
-  const int k = static_cast<int>(u >> 23) - 127;
-  if ((u & 0x801FFFFFU) != 0 || k < -100 || k > 100) return false;
-  const auto* thr = reinterpret_cast<const __m128i*>(kE2m1Midpoints.v[(u >> 20) & 7U]);
-  const __m128i shift = _mm_set1_epi16(static_cast<std::int16_t>(k * 128));
+/// The E2M1 codes of |x| / (2^k x (1 + j/8)) on SSE2, n % 16 == 0, `shift` = k << 7 in 8 lanes
+/// (|k| <= 100): the midpoints T x d of `e2m1_divided` are T x (1 + j/8) (kE2m1Midpoints)
+/// scaled by 2^k, so the count compares x' = a - (k << 7) (signed saturating), the bits of
+/// |x| x 2^-k, with them: exact where x' is a BF16 normal; below one, |x| / d < 2^-26 and x' is
+/// below every midpoint (code 0, as the division's); saturated high (inf, overflow), above every
+/// midpoint (code 7). NaN: 7, no sign.
+inline void e2m1_count_sse2(const bf16* __restrict in, int n, __m128i shift, unsigned j,
+                            std::uint8_t* __restrict out) noexcept {
+  // The seven midpoints stay in registers (written out: GCC left a loop over them in memory).
+  const auto* thr = reinterpret_cast<const __m128i*>(kE2m1Midpoints.v[j]);
+  const __m128i t0 = _mm_load_si128(thr);
+  const __m128i t1 = _mm_load_si128(thr + 1);
+  const __m128i t2 = _mm_load_si128(thr + 2);
+  const __m128i t3 = _mm_load_si128(thr + 3);
+  const __m128i t4 = _mm_load_si128(thr + 4);
+  const __m128i t5 = _mm_load_si128(thr + 5);
+  const __m128i t6 = _mm_load_si128(thr + 6);
   const __m128i abs = _mm_set1_epi16(0x7FFF);
   const __m128i inf = _mm_set1_epi16(0x7F80);
   const __m128i eight = _mm_set1_epi16(8);
@@ -524,8 +521,12 @@ inline bool e2m1_divided_sse2(const bf16* __restrict in, int n, float divisor, s
       const __m128i b = x86::load(in + i + 8 * h);
       const __m128i a = _mm_and_si128(b, abs);
       const __m128i x = _mm_subs_epi16(a, shift);
-      __m128i acc = _mm_setzero_si128();
-      for (int t = 0; t < 7; ++t) acc = _mm_sub_epi16(acc, _mm_cmpgt_epi16(x, _mm_load_si128(thr + t)));
+      // Minus the sum of the seven all-ones masks: the count, as two independent chains.
+      const __m128i s0 = _mm_add_epi16(_mm_add_epi16(_mm_cmpgt_epi16(x, t0), _mm_cmpgt_epi16(x, t1)),
+                                       _mm_add_epi16(_mm_cmpgt_epi16(x, t2), _mm_cmpgt_epi16(x, t3)));
+      const __m128i s1 =
+          _mm_add_epi16(_mm_add_epi16(_mm_cmpgt_epi16(x, t4), _mm_cmpgt_epi16(x, t5)), _mm_cmpgt_epi16(x, t6));
+      const __m128i acc = _mm_sub_epi16(_mm_setzero_si128(), _mm_add_epi16(s0, s1));
       const __m128i sign = _mm_andnot_si128(_mm_cmpgt_epi16(a, inf), _mm_and_si128(_mm_srli_epi16(b, 12), eight));
       c[h] = _mm_or_si128(acc, sign);
     }
@@ -535,8 +536,34 @@ inline bool e2m1_divided_sse2(const bf16* __restrict in, int n, float divisor, s
     _mm_storel_epi64(reinterpret_cast<__m128i*>(out + i / 2),
                      _mm_packus_epi16(_mm_packs_epi32(p0, p1), _mm_setzero_si128()));
   }
+}
+/// `e2m1_divided` on SSE2 for a divisor d = 2^k x (1 + j/8) (3 significand bits: every E4M3
+/// scale), |k| <= 100, n % 16 == 0 (`e2m1_count_sse2`); false (nothing written) for any other
+/// divisor.
+inline bool e2m1_divided_sse2(const bf16* __restrict in, int n, float divisor, std::uint8_t* __restrict out) noexcept {
+  const std::uint32_t u = float_bits(divisor);
+  const int k = static_cast<int>(u >> 23) - 127;
+  if ((u & 0x800FFFFFU) != 0 || k < -100 || k > 100) return false;  // 3 significand bits: 22..20
+  e2m1_count_sse2(in, n, _mm_set1_epi16(static_cast<std::int16_t>(k * 128)), (u >> 20) & 7U, out);
   return true;
 }
+/// For each E4M3 byte b of a positive nonzero finite value 2^k x (1 + j/8): k << 7 in 8 lanes
+/// and j (other bytes: zeros, unused), so that an E4M3 scale byte selects its divisor's
+/// `e2m1_count_sse2` operands with one load.
+struct alignas(16) e4m3_divisor_table {
+  std::int16_t shift[256][8];
+  std::uint8_t j[256];
+};
+inline constexpr e4m3_divisor_table kE4m3Divisors = [] {
+  e4m3_divisor_table t{};
+  for (int b = 1; b < 0x7F; ++b) {
+    const std::uint32_t u = float_bits(e4m3_to_float(static_cast<std::uint8_t>(b)));
+    const auto k = static_cast<std::int16_t>(static_cast<int>(u >> 23) - 127);
+    for (int l = 0; l < 8; ++l) t.shift[b][l] = static_cast<std::int16_t>(k * 128);
+    t.j[b] = static_cast<std::uint8_t>((u >> 20) & 7U);
+  }
+  return t;
+}();
 #endif
 
 /// Packed E2M1 codes of in[i] x inv_scale (n / 2 bytes). A power-of-two inv_scale takes the
@@ -613,6 +640,19 @@ inline void e2m1_divided(const bf16* __restrict in, int n, float divisor, std::u
     pack_nibbles(codes, m, out + c / 2);
   }
 }
+/// `Rule::scale_byte(x)` for every non-negative BF16 value x (bits 0..0x7FFF, NaN patterns
+/// included), indexed by the BF16 bits: 32 KiB per rule, built on first use from the rule
+/// itself, so the same bytes. For the E4M3 scale of an E2M1 tile from its BF16 amax, which
+/// otherwise costs a float division and an E4M3 rounding per 16 values.
+template <class Rule>
+inline const std::uint8_t* bf16_byte_table() {
+  static const std::unique_ptr<std::uint8_t[]> table = [] {
+    auto t = std::make_unique<std::uint8_t[]>(0x8000);
+    for (std::uint32_t b = 0; b < 0x8000U; ++b) t[b] = Rule::scale_byte(bits_float(b << 16));
+    return t;
+  }();
+  return table.get();
+}
 /// E2M1 nibble c times 2^s as float bits (s in [-125, 125]: every product is a float normal).
 DSV4_HOST_DEVICE constexpr std::uint32_t e2m1_pow2_bits(std::uint32_t c, std::uint32_t off) noexcept {
   const std::uint32_t exp = (c >> 1) & 0x3U;
@@ -664,6 +704,49 @@ inline void e2m1_table_dequant(const std::uint8_t* __restrict packed, int n, std
   }
 }
 
+#if DSV4_HOST_SSE2
+/// out[i] = E2M1(nibble i) x scale, as `from_float<Out>`, on SSE2, n % 16 == 0, for a scale
+/// that is not NaN (every finite E4M3 or E8M0 scale). The nibble's BF16 bits (magnitude code c:
+/// 0 for c = 0, 0x3F00 = 0.5 for c = 1, (c << 6) + 0x3F00 for c >= 2; the sign from bit 3),
+/// widened to float and multiplied by the scale in 4 lanes: the product has at most 2 + 4
+/// significant bits, so it is exact (a float subnormal for E8M0 0x00, inf above 2^128 included)
+/// and the same as the scalar codec's; its BF16 is its high half.
+template <class Out>
+inline void e2m1_mul_dequant_sse2(const std::uint8_t* __restrict packed, int n, float scale,
+                                  Out* __restrict out) noexcept {
+  const __m128i low4 = _mm_set1_epi8(0x0F);
+  const __m128i zero = _mm_setzero_si128();
+  const __m128i seven = _mm_set1_epi16(7);
+  const __m128i one = _mm_set1_epi16(1);
+  const __m128i half = _mm_set1_epi16(0x3F00);
+  const __m128i one_fix = _mm_set1_epi16(0x40);  // c = 1: 0x3F40 - 0x40 = 0x3F00
+  const __m128i sign = _mm_set1_epi16(8);
+  const __m128 vs = _mm_set1_ps(scale);
+  for (int i = 0; i < n; i += 16) {
+    const __m128i p = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(packed + i / 2));
+    const __m128i nib = _mm_unpacklo_epi8(_mm_and_si128(p, low4), _mm_and_si128(_mm_srli_epi16(p, 4), low4));
+    const __m128i w[2] = {_mm_unpacklo_epi8(nib, zero), _mm_unpackhi_epi8(nib, zero)};
+    for (std::ptrdiff_t h = 0; h < 2; ++h) {
+      const __m128i c = _mm_and_si128(w[h], seven);
+      __m128i v =
+          _mm_sub_epi16(_mm_add_epi16(_mm_slli_epi16(c, 6), half), _mm_and_si128(_mm_cmpeq_epi16(c, one), one_fix));
+      v = _mm_andnot_si128(_mm_cmpeq_epi16(c, zero), v);
+      v = _mm_or_si128(v, _mm_slli_epi16(_mm_and_si128(w[h], sign), 12));
+      const __m128 lo = _mm_mul_ps(_mm_castsi128_ps(_mm_unpacklo_epi16(zero, v)), vs);
+      const __m128 hi = _mm_mul_ps(_mm_castsi128_ps(_mm_unpackhi_epi16(zero, v)), vs);
+      Out* o = out + i + 8 * h;
+      if constexpr (std::is_same_v<Out, bf16>) {
+        // >> 16 arithmetic: the high halves sign-extended, which packssdw keeps as they are.
+        x86::store(o,
+                   _mm_packs_epi32(_mm_srai_epi32(_mm_castps_si128(lo), 16), _mm_srai_epi32(_mm_castps_si128(hi), 16)));
+      } else {
+        _mm_storeu_ps(o, lo);
+        _mm_storeu_ps(o + 4, hi);
+      }
+    }
+  }
+}
+#endif
 /// out[i] = E2M1(nibble i) x scale, as `from_float<Out>`; a power-of-two scale is an exponent
 /// shift (exact: the same bits), any other the float product.
 template <class Out>

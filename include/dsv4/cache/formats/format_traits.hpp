@@ -235,12 +235,15 @@ DSV4_HOST_DEVICE constexpr std::uint8_t fp8_pow2_block(const bf16* in, std::uint
   return static_cast<std::uint8_t>(e + 127);
 }
 
-/// `e4m3_to_float(code)`: a block's E4M3 scale; a table lookup on the host kernels.
-DSV4_HOST_DEVICE constexpr float e4m3_scale_value(std::uint8_t code) noexcept {
+/// `Rule::scale_byte(amax)`: the scale byte of a block from its amax, which must be a BF16 value
+/// widened to float (as `amax_bf16` returns; a NaN-free maximum). On the host kernels a lookup
+/// in a table of the rule over every BF16 value (`simd::bf16_byte_table`): the same byte.
+template <class Rule>
+DSV4_HOST_DEVICE constexpr std::uint8_t scale_byte_of_amax(float amax) noexcept {
 #if DSV4_HOST_SIMD
-  if (host_simd_path(true)) return simd::kE4m3Values.v[code];
+  if (host_simd_path(true)) return simd::bf16_byte_table<Rule>()[(float_bits(amax) >> 16) & 0x7FFFU];
 #endif
-  return e4m3_to_float(code);
+  return Rule::scale_byte(amax);
 }
 
 /// Stores a BF16 value little-endian at p[0..1].
@@ -346,17 +349,26 @@ DSV4_HOST_DEVICE constexpr void e2m1_dequant(const std::uint8_t* packed, std::in
   }
 }
 /// Packed E2M1 x a block scale stored as one byte, `ScaleType` e4m3 (NVFP4) or ue8m0 (MXFP4):
-/// `e2m1_dequant(packed, n, decoded scale, out)`, n even. On the host kernels a table lookup
-/// per value (`simd::e2m1_table_dequant`).
+/// `e2m1_dequant(packed, n, decoded scale, out)`, n even. On the host kernels: on x86 the SSE2
+/// product kernel (`simd::e2m1_mul_dequant_sse2`) for a non-NaN scale, else a table lookup per
+/// value (`simd::e2m1_table_dequant`).
 template <element_type ScaleType, class Out>
 DSV4_HOST_DEVICE constexpr void e2m1_dequant_scale_byte(const std::uint8_t* packed, std::int64_t n,
                                                         std::uint8_t scale_byte, Out* out) noexcept {
   static_assert(ScaleType == element_type::e4m3 || ScaleType == element_type::ue8m0);
+  constexpr bool kE4m3 = ScaleType == element_type::e4m3;
 #if DSV4_HOST_SIMD
-  if (host_simd_path(n % 2 == 0))
-    return simd::e2m1_table_dequant<ScaleType == element_type::e4m3>(packed, static_cast<int>(n), scale_byte, out);
+  if (host_simd_path(n % 2 == 0)) {
+#if DSV4_HOST_SSE2
+    const bool nan = kE4m3 ? (scale_byte & 0x7FU) == 0x7FU : scale_byte == kE8m0NanCode;
+    if (n % simd::kLanes == 0 && !nan)
+      return simd::e2m1_mul_dequant_sse2(packed, static_cast<int>(n),
+                                         kE4m3 ? e4m3_to_float(scale_byte) : e8m0_to_float(scale_byte), out);
 #endif
-  e2m1_dequant(packed, n, ScaleType == element_type::e4m3 ? e4m3_to_float(scale_byte) : e8m0_to_float(scale_byte), out);
+    return simd::e2m1_table_dequant<kE4m3>(packed, static_cast<int>(n), scale_byte, out);
+  }
+#endif
+  e2m1_dequant(packed, n, kE4m3 ? e4m3_to_float(scale_byte) : e8m0_to_float(scale_byte), out);
 }
 /// Packs E2M1 codes of x / scale for n values (n even; value 2i in the low nibble); a zero
 /// scale gives zero codes.
@@ -377,6 +389,21 @@ DSV4_HOST_DEVICE constexpr void e2m1_pack_divided(const bf16* in, std::int64_t n
     const std::uint8_t hi = scale == 0.0f ? 0 : float_to_e2m1(bf16_to_float(in[2 * i + 1]) / scale);
     out[i] = static_cast<std::uint8_t>((lo & 0xFU) | ((hi & 0xFU) << 4));
   }
+}
+
+/// Packs the E2M1 codes of x / E4M3(scale_byte) for n values (n even): `e2m1_pack_divided(in,
+/// n, e4m3_to_float(scale_byte), out)`. On the SSE2 kernels a positive finite nonzero scale byte
+/// selects the divisor's operands from a table (`simd::kE4m3Divisors`, `e2m1_count_sse2`).
+DSV4_HOST_DEVICE constexpr void e2m1_pack_e4m3_divided(const bf16* in, std::int64_t n, std::uint8_t scale_byte,
+                                                       std::uint8_t* out) noexcept {
+#if DSV4_HOST_SSE2
+  if (host_simd_path(n % simd::kLanes == 0) && static_cast<unsigned>(scale_byte) - 1U < 0x7EU) {
+    const auto* shift = reinterpret_cast<const __m128i*>(simd::kE4m3Divisors.shift[scale_byte]);
+    return simd::e2m1_count_sse2(in, static_cast<int>(n), _mm_load_si128(shift), simd::kE4m3Divisors.j[scale_byte],
+                                 out);
+  }
+#endif
+  e2m1_pack_divided(in, n, e4m3_to_float(scale_byte), out);
 }
 
 }  // namespace detail

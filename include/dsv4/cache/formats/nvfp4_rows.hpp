@@ -13,6 +13,13 @@ namespace dsv4::cache::formats::detail {
 
 inline constexpr int kNvfp4Block = 16;
 
+/// The scale byte of a block: E4M3(amax / 6), RNE, saturating (amax a BF16 value, not NaN).
+struct nvfp4_scale_rule {
+  DSV4_HOST_DEVICE static constexpr std::uint8_t scale_byte(float amax) noexcept {
+    return float_to_e4m3(amax / kE2m1Max);
+  }
+};
+
 /// Quantizes 16 BF16 values to 8 packed E2M1 bytes; returns the E4M3 scale byte.
 DSV4_HOST_DEVICE constexpr std::uint8_t nvfp4_block(const bf16* x, std::uint8_t* codes,
                                                     const format_policy& p) noexcept {
@@ -21,8 +28,8 @@ DSV4_HOST_DEVICE constexpr std::uint8_t nvfp4_block(const bf16* x, std::uint8_t*
     for (int i = 0; i < kNvfp4Block / 2; ++i) codes[i] = 0;
     return kE4m3NanCode;
   }
-  const std::uint8_t byte = float_to_e4m3(m.amax / kE2m1Max);
-  cache::detail::e2m1_pack_divided(x, kNvfp4Block, cache::detail::e4m3_scale_value(byte), codes);
+  const std::uint8_t byte = cache::detail::scale_byte_of_amax<nvfp4_scale_rule>(m.amax);
+  cache::detail::e2m1_pack_e4m3_divided(x, kNvfp4Block, byte, codes);
   return byte;
 }
 

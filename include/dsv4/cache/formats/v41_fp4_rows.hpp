@@ -47,6 +47,14 @@ inline constexpr int kV41Fp4Tile = 16;             ///< Values per E4M3 scale.
 inline constexpr int kV41Fp4Tiles = 32;            ///< Tiles per row: 28 NoPE + 4 RoPE.
 inline constexpr float kV41Fp4ScaleMin = 0x1p-9f;  ///< The clamp's floor: E4M3 0x01, its smallest subnormal.
 
+/// The scale byte of a tile: E4M3_RNE(clamp(amax / 6, 2^-9, 448)) (amax a BF16 value, not NaN).
+struct v41_fp4_scale_rule {
+  DSV4_HOST_DEVICE static constexpr std::uint8_t scale_byte(float amax) noexcept {
+    const float q = amax / kE2m1Max;
+    return float_to_e4m3(q < kV41Fp4ScaleMin ? kV41Fp4ScaleMin : (q > kE4m3Max ? kE4m3Max : q));
+  }
+};
+
 /// Quantizes one tile: 16 BF16 values `x` to 8 packed E2M1 bytes at `packed` (value 2i in the
 /// low nibble of byte i); returns the E4M3 scale byte (rule at the top of this file; a NaN or
 /// inf in the tile under nan_policy::propagate: 0x7F and zero codes). No errors.
@@ -58,10 +66,8 @@ DSV4_HOST_DEVICE constexpr std::uint8_t v41_fp4_tile(const bf16* x, std::uint8_t
     for (int i = 0; i < kV41Fp4Tile / 2; ++i) packed[i] = 0;
     return kE4m3NanCode;
   }
-  float q = m.amax / kE2m1Max;
-  q = q < kV41Fp4ScaleMin ? kV41Fp4ScaleMin : (q > kE4m3Max ? kE4m3Max : q);
-  const std::uint8_t byte = float_to_e4m3(q);
-  cache::detail::e2m1_pack_divided(x, kV41Fp4Tile, cache::detail::e4m3_scale_value(byte), packed);
+  const std::uint8_t byte = cache::detail::scale_byte_of_amax<v41_fp4_scale_rule>(m.amax);
+  cache::detail::e2m1_pack_e4m3_divided(x, kV41Fp4Tile, byte, packed);
   return byte;
 }
 
