@@ -12,15 +12,20 @@
 //              256, in L2), host_store::cached. Pages of 64 rows; fp32_state at 8,192-B rows (the
 //              V4 CSA state row).
 //   isa        every host_isa the CPU supports (baseline = the forced x86-64 SSE2 path)
+//   threads    (large set, baseline and best ISA) the same rows through the slot calls
+//              (`host_insert_rows` / `host_gather_rows`, slots in page order) on 1, 2, 4, ...
+//              threads up to the hardware's (at most 8); without it, `quantize_rows` /
+//              `dequantize_rows` page by page on one thread
 // Counters:
 //   GB/s       codec traffic: (bytes read + bytes written by the codec) per second; a row's
 //              page bytes are those its quantizer writes (measured), the values 2 or 4 B each
 //   memcpy_GB/s  memcpy traffic, 2 x bytes copied per second, copying half the working set
 //              into the other half (best of 3 copies, measured before each group of benchmarks)
 //   vs_memcpy  GB/s / memcpy_GB/s
-// After the run a table prints, per format, direction, values type, set and ISA, the median over
-// every measurement taken (Google Benchmark's calibration calls and each of
-// --benchmark_repetitions=N; "samples" counts them).
+// After the run a table prints, per format, direction, values type, set, ISA and threads ("page":
+// the page calls), the median over every measurement taken (Google Benchmark's calibration calls
+// and each of --benchmark_repetitions=N; "samples" counts them), and for the slot calls the
+// scaling: GB/s over the same slot call's on one thread. memcpy is always one thread.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -33,6 +38,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -141,7 +147,8 @@ enum class direction { quantize, dequantize };
 
 struct result_key {
   std::string format, dir, values, set, isa;
-  auto tie() const { return std::tie(format, dir, values, set, isa); }
+  int threads = 0;  ///< 0: the page calls; N: the slot calls on N threads
+  auto tie() const { return std::tie(format, dir, values, set, isa, threads); }
   bool operator<(const result_key& o) const { return tie() < o.tie(); }
 };
 struct result {
@@ -161,6 +168,7 @@ std::vector<result_key>& result_order() {
 struct prepared {
   std::string key;
   std::unique_ptr<buffer> values, pages;
+  std::vector<std::int64_t> slots;  ///< slot k = k + kRows: the pages in order after the null page
   std::int64_t page_count = 0;
   double traffic_per_pass = 0;
   double memcpy = 0;
@@ -171,8 +179,8 @@ prepared& cache() {
 }
 
 template <dc::row_format F, class V>
-void bench_case(benchmark::State& state, direction dir, std::int64_t ws_bytes, dc::host_isa isa,
-                const result_key& key) {
+void bench_case(benchmark::State& state, direction dir, std::int64_t ws_bytes, dc::host_isa isa, const result_key& key,
+                int threads) {
   const dc::format_layout l = bench_layout<F>();
   const auto pb = static_cast<std::size_t>(l.page_bytes(kRows));
   const auto value_row = static_cast<std::size_t>(l.values) * sizeof(V);
@@ -184,14 +192,17 @@ void bench_case(benchmark::State& state, direction dir, std::int64_t ws_bytes, d
     using In = typename F::input_type;
     c.key.clear();
     c.values = std::make_unique<buffer>(static_cast<std::size_t>(pages * kRows) * value_row);
-    c.pages = std::make_unique<buffer>(static_cast<std::size_t>(pages) * pb);
+    // Page p at (p + 1) x pb: page 0 is the slot calls' null page.
+    c.pages = std::make_unique<buffer>(static_cast<std::size_t>(pages + 1) * pb);
+    c.slots.resize(static_cast<std::size_t>(pages * kRows));
+    for (std::size_t k = 0; k < c.slots.size(); ++k) c.slots[k] = static_cast<std::int64_t>(k) + kRows;
     std::vector<In> in(static_cast<std::size_t>(pages * kRows * l.values));
     fill_input(in.data(), pages * kRows, l.values);
     if (dir == direction::quantize) {
       std::memcpy(c.values->data(), in.data(), in.size() * sizeof(In));
     } else {
       for (std::int64_t p = 0; p < pages; ++p)
-        dc::quantize_rows<F>(l, c.pages->data() + static_cast<std::size_t>(p) * pb, kRows, 0, kRows,
+        dc::quantize_rows<F>(l, c.pages->data() + static_cast<std::size_t>(p + 1) * pb, kRows, 0, kRows,
                              in.data() + p * kRows * l.values);
     }
     c.page_count = pages;
@@ -203,9 +214,21 @@ void bench_case(benchmark::State& state, direction dir, std::int64_t ws_bytes, d
   dc::force_host_isa(isa);
   // The large set is a bulk conversion: its dequantized values stream to memory (host_store).
   const dc::host_store store = key.set == "large" ? dc::host_store::streaming : dc::host_store::cached;
-  std::uint8_t* pg = c.pages->data();
+  std::uint8_t* pg = c.pages->data() + pb;
   auto* vals = reinterpret_cast<V*>(c.values->data());
+  const dc::pool_pages pool{c.pages->data(), static_cast<std::int64_t>(pb), c.page_count + 1, kRows};
   auto pass = [&] {
+    if (threads > 0) {
+      const std::int64_t n = c.page_count * kRows;
+      if (dir == direction::quantize) {
+        if constexpr (std::is_same_v<V, typename F::input_type>)
+          dc::host_insert_rows<F>(l, pool, c.slots.data(), n, vals, F::default_policy, threads);
+      } else {
+        dc::host_gather_rows<F, V>(l, pool, c.slots.data(), n, vals, F::default_policy, store, threads);
+      }
+      benchmark::ClobberMemory();
+      return;
+    }
     for (std::int64_t p = 0; p < c.page_count; ++p) {
       std::uint8_t* page = pg + static_cast<std::size_t>(p) * pb;
       if (dir == direction::quantize) {
@@ -240,6 +263,15 @@ double median(std::vector<double> v) {
   return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/// Thread counts of the slot-call benchmarks: 1, 2, 4, ... and the hardware's, at most 8.
+std::vector<int> thread_counts() {
+  const int hw = std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1, 8);
+  std::vector<int> t;
+  for (int n = 1; n < hw; n *= 2) t.push_back(n);
+  t.push_back(hw);
+  return t;
+}
+
 void register_all() {
   const std::int64_t large = env_int("DSV4_BENCH_LARGE_MIB", 512) << 20;
   const std::int64_t small = env_int("DSV4_BENCH_SMALL_KIB", 256) << 10;
@@ -254,18 +286,31 @@ void register_all() {
       for (const auto& [set, ws] : {std::pair<std::string, std::int64_t>{"large", large}, {"small", small}}) {
         for (const group& g : {group{direction::quantize, in_name}, group{direction::dequantize, "bf16"},
                                group{direction::dequantize, "float"}}) {
-          for (dc::host_isa isa : dc::kHostIsas) {
-            if (!dc::host_isa_supported(isa)) continue;
-            const result_key key{std::string(F::layout.name), g.dir == direction::quantize ? "quantize" : "dequantize",
-                                 g.values, set, std::string(dc::to_string(isa))};
-            const std::string name = key.format + "/" + key.dir + "/" + key.values + "/" + key.set + "/" + key.isa;
+          // The page calls on every ISA, then (large set) the slot calls on 1..N threads.
+          std::vector<std::pair<dc::host_isa, int>> runs;
+          for (dc::host_isa isa : dc::kHostIsas)
+            if (dc::host_isa_supported(isa)) runs.emplace_back(isa, 0);
+          if (set == "large") {
+            for (dc::host_isa isa : {dc::host_isa::baseline, dc::best_host_isa()}) {
+              for (int t : thread_counts()) runs.emplace_back(isa, t);
+              if (isa == dc::best_host_isa()) break;
+            }
+          }
+          for (const auto& [isa, threads] : runs) {
+            result_key key{std::string(F::layout.name), g.dir == direction::quantize ? "quantize" : "dequantize",
+                           g.values, set, std::string(dc::to_string(isa))};
+            std::string name = key.format + "/" + key.dir + "/" + key.values + "/" + key.set + "/" + key.isa;
+            if (threads > 0) {
+              key.threads = threads;
+              name.append("/threads:").append(std::to_string(threads));
+            }
             const direction dir = g.dir;
             const std::int64_t bytes = ws;
             auto* b = benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) {
               if (g.values == "float") {
-                bench_case<F, float>(st, dir, bytes, isa, key);
+                bench_case<F, float>(st, dir, bytes, isa, key, threads);
               } else {
-                bench_case<F, dc::bf16>(st, dir, bytes, isa, key);
+                bench_case<F, dc::bf16>(st, dir, bytes, isa, key, threads);
               }
             });
             b->Unit(benchmark::kMillisecond);
@@ -282,13 +327,26 @@ void print_table() {
   std::printf(
       "\nMedians per benchmark (GB/s = codec bytes read + written per second; vs_memcpy = over memcpy's"
       " 2 x bytes copied per second, same working set, same run)\n");
-  std::printf("%-30s %-10s %-6s %-6s %-9s %8s %8s %9s %5s\n", "format", "direction", "values", "set", "isa", "GB/s",
-              "memcpy", "vs_memcpy", "samples");
+  std::printf("%-30s %-10s %-6s %-6s %-9s %-7s %8s %8s %9s %7s %5s\n", "format", "direction", "values", "set", "isa",
+              "threads", "GB/s", "memcpy", "vs_memcpy", "scaling", "samples");
   for (const result_key& k : result_order()) {
     const result& r = results()[k];
-    std::printf("%-30s %-10s %-6s %-6s %-9s %8.2f %8.2f %9.2f %5zu\n", k.format.c_str(), k.dir.c_str(),
-                k.values.c_str(), k.set.c_str(), k.isa.c_str(), median(r.gbps), median(r.memcpy_gbps), median(r.ratio),
-                r.gbps.size());
+    double scaling = 0;  // 0: not a slot call, or no one-thread run of it
+    if (k.threads > 0) {
+      result_key one = k;
+      one.threads = 1;
+      const auto it = results().find(one);
+      if (it != results().end()) scaling = median(r.gbps) / median(it->second.gbps);
+    }
+    char threads[16] = "page";
+    if (k.threads > 0) std::snprintf(threads, sizeof(threads), "%d", k.threads);
+    std::printf("%-30s %-10s %-6s %-6s %-9s %-7s %8.2f %8.2f %9.2f ", k.format.c_str(), k.dir.c_str(), k.values.c_str(),
+                k.set.c_str(), k.isa.c_str(), threads, median(r.gbps), median(r.memcpy_gbps), median(r.ratio));
+    if (scaling > 0) {
+      std::printf("%7.2f %5zu\n", scaling, r.gbps.size());
+    } else {
+      std::printf("%7s %5zu\n", "-", r.gbps.size());
+    }
   }
 }
 

@@ -36,11 +36,15 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <system_error>
+#include <thread>
 #include <type_traits>
+#include <vector>
 
 #include "dsv4/cache/formats/format_traits.hpp"
 #include "dsv4/cache/host_simd.hpp"
 #include "dsv4/cache/platform.hpp"
+#include "dsv4/cache/slot_work.hpp"
 
 #if defined(__x86_64__) || defined(__i386__)
 #define DSV4_HOST_CODEC_X86 1
@@ -202,11 +206,20 @@ class fp_env_guard {
 /// stream from memory and a row is too short for the hardware prefetcher to get ahead.
 inline constexpr std::int64_t kPrefetchRows = 4;
 
-/// The row loops. Copies of the layout and policy: stores through the page's byte pointer could
-/// alias the caller's objects as far as the compiler knows.
-template <row_format F>
-inline void quantize_rows_loop(const format_layout& l, std::uint8_t* page, std::int64_t rows, std::int64_t first,
-                               std::int64_t count, const typename F::input_type* in, const format_policy& policy) {
+/// Where row k of a bulk call lies: its page's start and its row in that page (page nullptr: a
+/// padding token, skipped by the quantizers).
+template <class Byte>
+struct page_row {
+  Byte* page;
+  std::int64_t row;
+};
+
+/// The row loops over `count` rows, row k at `row_at(k)` (a `page_row`) in pages of `rows` rows.
+/// Copies of the layout and policy: stores through the page's byte pointer could alias the
+/// caller's objects as far as the compiler knows.
+template <row_format F, class RowAt>
+inline void quantize_rows_loop(const format_layout& l, std::int64_t rows, RowAt row_at, std::int64_t count,
+                               const typename F::input_type* in, const format_policy& policy) {
   const format_policy p = policy;
   const std::int64_t values = l.values;
   const int n = F::units(l);
@@ -216,11 +229,15 @@ inline void quantize_rows_loop(const format_layout& l, std::uint8_t* page, std::
       const auto* next = reinterpret_cast<const char*>(in + (k + kPrefetchRows) * values);
       for (std::int64_t b = 0; b < row_in_bytes; b += 64) __builtin_prefetch(next + b);
     }
-    for (int u = 0; u < n; ++u) F::quantize_unit(l, page, rows, first + k, in + k * values, p, u);
+    const page_row<std::uint8_t> at = row_at(k);
+    if (at.page == nullptr) continue;
+    for (int u = 0; u < n; ++u) F::quantize_unit(l, at.page, rows, at.row, in + k * values, p, u);
   }
 }
-/// Prefetches the data and scale bytes of page row r (for the dequantizers' reads).
-inline void prefetch_page_row(const format_layout& l, const std::uint8_t* page, std::int64_t rows, std::int64_t r) {
+/// Prefetches the data and scale bytes of page row `at` (for the dequantizers' reads).
+inline void prefetch_page_row(const format_layout& l, std::int64_t rows, page_row<const std::uint8_t> at) {
+  const std::uint8_t* page = at.page;
+  const std::int64_t r = at.row;
   const std::uint8_t* data = page + l.data_offset(rows, r);
   for (std::int64_t b = 0; b < l.data_bytes; b += 64) __builtin_prefetch(data + b);
   if (l.has_scales()) __builtin_prefetch(page + l.scale_offset(rows, r));
@@ -251,23 +268,24 @@ inline void stream_copy(std::uint8_t* dst, const std::uint8_t* src, std::size_t 
 #endif
 }
 
-template <row_format F, class Out>
-inline void dequantize_rows_loop(const format_layout& l, const std::uint8_t* page, std::int64_t rows,
-                                 std::int64_t first, std::int64_t count, Out* out, const format_policy& policy,
-                                 host_store store) {
+template <row_format F, class Out, class RowAt>
+inline void dequantize_rows_loop(const format_layout& l, std::int64_t rows, RowAt row_at, std::int64_t count, Out* out,
+                                 const format_policy& policy, host_store store) {
+  const format_policy p = policy;
+  const std::int64_t values = l.values;
+  const int n = F::units(l);
+  auto row = [&](std::int64_t k, Out* dst) {
+    if (k + kPrefetchRows < count) prefetch_page_row(l, rows, row_at(k + kPrefetchRows));
+    const page_row<const std::uint8_t> at = row_at(k);
+    for (int u = 0; u < n; ++u) F::dequantize_unit(l, at.page, rows, at.row, dst, p, u);
+  };
   if (store == host_store::streaming && DSV4_HOST_SSE2 &&
       l.values * static_cast<std::int64_t>(sizeof(Out)) <= kHostStreamStageBytes) {
-    const format_policy p = policy;
-    const std::int64_t values = l.values;
-    const int n = F::units(l);
     const std::int64_t chunk = kHostStreamStageBytes / (values * static_cast<std::int64_t>(sizeof(Out)));
     alignas(64) Out stage[static_cast<std::size_t>(kHostStreamStageBytes) / sizeof(Out)];
     for (std::int64_t k0 = 0; k0 < count; k0 += chunk) {
       const std::int64_t m = count - k0 < chunk ? count - k0 : chunk;
-      for (std::int64_t k = k0; k < k0 + m; ++k) {
-        if (k + kPrefetchRows < count) prefetch_page_row(l, page, rows, first + k + kPrefetchRows);
-        for (int u = 0; u < n; ++u) F::dequantize_unit(l, page, rows, first + k, stage + (k - k0) * values, p, u);
-      }
+      for (std::int64_t k = k0; k < k0 + m; ++k) row(k, stage + (k - k0) * values);
       stream_copy(reinterpret_cast<std::uint8_t*>(out + k0 * values), reinterpret_cast<const std::uint8_t*>(stage),
                   static_cast<std::size_t>(m * values) * sizeof(Out));
     }
@@ -276,45 +294,39 @@ inline void dequantize_rows_loop(const format_layout& l, const std::uint8_t* pag
 #endif
     return;
   }
-  const format_policy p = policy;
-  const std::int64_t values = l.values;
-  const int n = F::units(l);
-  for (std::int64_t k = 0; k < count; ++k) {
-    if (k + kPrefetchRows < count) prefetch_page_row(l, page, rows, first + k + kPrefetchRows);
-    for (int u = 0; u < n; ++u) F::dequantize_unit(l, page, rows, first + k, out + k * values, p, u);
-  }
+  for (std::int64_t k = 0; k < count; ++k) row(k, out + k * values);
 }
 
 /// The loops on a local copy of the layout (F::layout itself as a compile-time constant would
 /// be folded into the unit loops, which GCC 12 then leaves unvectorized).
-template <row_format F>
-inline void quantize_rows_any(const format_layout& l, std::uint8_t* page, std::int64_t rows, std::int64_t first,
-                              std::int64_t count, const typename F::input_type* in, const format_policy& p) {
+template <row_format F, class RowAt>
+inline void quantize_rows_any(const format_layout& l, std::int64_t rows, RowAt row_at, std::int64_t count,
+                              const typename F::input_type* in, const format_policy& p) {
   const format_layout local = l;
-  quantize_rows_loop<F>(local, page, rows, first, count, in, p);
+  quantize_rows_loop<F>(local, rows, row_at, count, in, p);
 }
-template <row_format F, class Out>
-inline void dequantize_rows_any(const format_layout& l, const std::uint8_t* page, std::int64_t rows, std::int64_t first,
-                                std::int64_t count, Out* out, const format_policy& p, host_store store) {
+template <row_format F, class Out, class RowAt>
+inline void dequantize_rows_any(const format_layout& l, std::int64_t rows, RowAt row_at, std::int64_t count, Out* out,
+                                const format_policy& p, host_store store) {
   const format_layout local = l;
-  dequantize_rows_loop<F>(local, page, rows, first, count, out, p, store);
+  dequantize_rows_loop<F>(local, rows, row_at, count, out, p, store);
 }
 
 // One copy of the loops per ISA: everything they call is inlined into them (flatten) and
 // vectorized for the function's target. `attrs` is an attribute list, which cannot be parenthesized.
 // NOLINTBEGIN(bugprone-macro-parentheses)
-#define DSV4_HOST_CODEC_COPY(suffix, attrs)                                                                        \
-  template <row_format F>                                                                                          \
-  [[gnu::flatten, gnu::noinline]] attrs void quantize_rows_##suffix(                                               \
-      const format_layout& l, std::uint8_t* page, std::int64_t rows, std::int64_t first, std::int64_t count,       \
-      const typename F::input_type* in, const format_policy& p) {                                                  \
-    quantize_rows_any<F>(l, page, rows, first, count, in, p);                                                      \
-  }                                                                                                                \
-  template <row_format F, class Out>                                                                               \
-  [[gnu::flatten, gnu::noinline]] attrs void dequantize_rows_##suffix(                                             \
-      const format_layout& l, const std::uint8_t* page, std::int64_t rows, std::int64_t first, std::int64_t count, \
-      Out* out, const format_policy& p, host_store store) {                                                        \
-    dequantize_rows_any<F, Out>(l, page, rows, first, count, out, p, store);                                       \
+#define DSV4_HOST_CODEC_COPY(suffix, attrs)                                                                          \
+  template <row_format F, class RowAt>                                                                               \
+  [[gnu::flatten, gnu::noinline]] attrs void quantize_rows_##suffix(                                                 \
+      const format_layout& l, std::int64_t rows, RowAt row_at, std::int64_t count, const typename F::input_type* in, \
+      const format_policy& p) {                                                                                      \
+    quantize_rows_any<F>(l, rows, row_at, count, in, p);                                                             \
+  }                                                                                                                  \
+  template <row_format F, class Out, class RowAt>                                                                    \
+  [[gnu::flatten, gnu::noinline]] attrs void dequantize_rows_##suffix(const format_layout& l, std::int64_t rows,     \
+                                                                      RowAt row_at, std::int64_t count, Out* out,    \
+                                                                      const format_policy& p, host_store store) {    \
+    dequantize_rows_any<F, Out>(l, rows, row_at, count, out, p, store);                                              \
   }
 
 DSV4_HOST_CODEC_COPY(baseline, )
@@ -324,6 +336,41 @@ DSV4_HOST_CODEC_COPY(avx512, __attribute__((target("avx2,avx512f,avx512bw,avx512
 #endif
 #undef DSV4_HOST_CODEC_COPY
 // NOLINTEND(bugprone-macro-parentheses)
+
+/// One bulk call on this thread: the caller's floating-point mode saved and cleared, the active
+/// ISA's copy of the loops, the host kernels on.
+template <row_format F, class RowAt>
+void quantize_rows_on_thread(const format_layout& l, std::int64_t rows, RowAt row_at, std::int64_t count,
+                             const typename F::input_type* in, const format_policy& p) {
+  const fp_env_guard env;
+  const host_isa isa = active_host_isa();
+#if DSV4_HOST_SIMD
+  const host_simd_scope simd_on(isa != host_isa::baseline);
+#endif
+  switch (isa) {
+#if DSV4_HOST_CODEC_X86
+    case host_isa::avx512: return quantize_rows_avx512<F>(l, rows, row_at, count, in, p);
+    case host_isa::avx2: return quantize_rows_avx2<F>(l, rows, row_at, count, in, p);
+#endif
+    default: return quantize_rows_baseline<F>(l, rows, row_at, count, in, p);
+  }
+}
+template <row_format F, class Out, class RowAt>
+void dequantize_rows_on_thread(const format_layout& l, std::int64_t rows, RowAt row_at, std::int64_t count, Out* out,
+                               const format_policy& p, host_store store) {
+  const fp_env_guard env;
+  const host_isa isa = active_host_isa();
+#if DSV4_HOST_SIMD
+  const host_simd_scope simd_on(isa != host_isa::baseline);
+#endif
+  switch (isa) {
+#if DSV4_HOST_CODEC_X86
+    case host_isa::avx512: return dequantize_rows_avx512<F, Out>(l, rows, row_at, count, out, p, store);
+    case host_isa::avx2: return dequantize_rows_avx2<F, Out>(l, rows, row_at, count, out, p, store);
+#endif
+    default: return dequantize_rows_baseline<F, Out>(l, rows, row_at, count, out, p, store);
+  }
+}
 
 template <row_format F>
 void require_bulk_rows(const format_layout& l, std::int64_t rows, std::int64_t first, std::int64_t count) {
@@ -351,18 +398,8 @@ template <row_format F>
 void quantize_rows(const format_layout& l, std::uint8_t* page, std::int64_t rows, std::int64_t first,
                    std::int64_t count, const typename F::input_type* in, const format_policy& p = F::default_policy) {
   detail::require_bulk_rows<F>(l, rows, first, count);
-  const detail::fp_env_guard env;
-  const host_isa isa = active_host_isa();
-#if DSV4_HOST_SIMD
-  const detail::host_simd_scope simd_on(isa != host_isa::baseline);
-#endif
-  switch (isa) {
-#if DSV4_HOST_CODEC_X86
-    case host_isa::avx512: detail::quantize_rows_avx512<F>(l, page, rows, first, count, in, p); return;
-    case host_isa::avx2: detail::quantize_rows_avx2<F>(l, page, rows, first, count, in, p); return;
-#endif
-    default: detail::quantize_rows_baseline<F>(l, page, rows, first, count, in, p); return;
-  }
+  const auto row_at = [page, first](std::int64_t k) { return detail::page_row<std::uint8_t>{page, first + k}; };
+  detail::quantize_rows_on_thread<F>(l, rows, row_at, count, in, p);
 }
 
 /// Dequantizes rows [first, first + count) of a page of format F into count x `l.values`
@@ -376,18 +413,131 @@ void dequantize_rows(const format_layout& l, const std::uint8_t* page, std::int6
                      std::int64_t count, Out* out, const format_policy& p = F::default_policy,
                      host_store store = host_store::cached) {
   detail::require_bulk_rows<F>(l, rows, first, count);
-  const detail::fp_env_guard env;
-  const host_isa isa = active_host_isa();
-#if DSV4_HOST_SIMD
-  const detail::host_simd_scope simd_on(isa != host_isa::baseline);
-#endif
-  switch (isa) {
-#if DSV4_HOST_CODEC_X86
-    case host_isa::avx512: detail::dequantize_rows_avx512<F, Out>(l, page, rows, first, count, out, p, store); return;
-    case host_isa::avx2: detail::dequantize_rows_avx2<F, Out>(l, page, rows, first, count, out, p, store); return;
-#endif
-    default: detail::dequantize_rows_baseline<F, Out>(l, page, rows, first, count, out, p, store); return;
+  const auto row_at = [page, first](std::int64_t k) { return detail::page_row<const std::uint8_t>{page, first + k}; };
+  detail::dequantize_rows_on_thread<F, Out>(l, rows, row_at, count, out, p, store);
+}
+
+/// Most threads one bulk slot call (`host_insert_rows`, `host_gather_rows`) may use.
+inline constexpr int kHostMaxThreads = 256;
+/// Fewest tokens a thread of a bulk slot call takes: smaller batches use fewer threads (a
+/// thread start costs about as much as converting tens of rows).
+inline constexpr std::int64_t kHostRowsPerThread = 64;
+
+namespace detail {
+
+/// The checks `host_insert_rows` / `host_gather_rows` share, before any byte is touched: the
+/// pool (`validate_pool_pages`), num_tokens >= 0, the pointers, threads in [1, kHostMaxThreads],
+/// and every slot -1 or in [rows_per_page, num_slots) (std::invalid_argument naming the token
+/// and the slot). `distinct`: also no slot twice (the insert on more than one thread, whose
+/// threads would race on a repeated slot).
+template <row_format F>
+void require_slot_call(const format_layout& l, const pool_pages& pool, const std::int64_t* slots,
+                       std::int64_t num_tokens, const void* values, int threads, bool distinct) {
+  validate_pool_pages<F>(l, pool);
+  require(pool.base != nullptr, "the pool has no pages (base is null)");
+  require(num_tokens >= 0, "num_tokens must be >= 0", {"num_tokens", num_tokens});
+  require(num_tokens == 0 || (slots != nullptr && values != nullptr), "slots and the value rows must not be null",
+          {"num_tokens", num_tokens});
+  require(threads >= 1 && threads <= kHostMaxThreads, "threads must be in [1, kHostMaxThreads = 256]",
+          {"threads", threads});
+  (void)active_host_isa();  // a bad DSV4_CACHE_HOST_ISA throws here, not on a worker thread
+  std::vector<std::uint64_t> seen;
+  if (distinct) seen.assign(static_cast<std::size_t>(pool.num_slots() / 64 + 1), 0);
+  for (std::int64_t k = 0; k < num_tokens; ++k) {
+    const std::int64_t s = slots[k];
+    require(classify_slot(pool, s) != slot_status::refused,
+            "a slot must be -1 (padding) or in [rows_per_page, num_slots) (page 0 is the null page)", {"token", k},
+            {"slot", s}, {"num_slots", pool.num_slots()});
+    if (!distinct || s == -1) continue;
+    std::uint64_t& word = seen[static_cast<std::size_t>(s / 64)];
+    const std::uint64_t bit = std::uint64_t{1} << (s % 64);
+    require((word & bit) == 0, "a slot appears twice in a multi-threaded insert (threads would race on it)",
+            {"token", k}, {"slot", s});
+    word |= bit;
   }
+}
+
+/// Runs fn(begin, end) over [0, count) split into contiguous chunks, one per thread: at most
+/// `threads`, at least kHostRowsPerThread tokens each; chunk 0 on the calling thread. A thread
+/// that cannot be started runs its chunk on the calling thread instead (same result).
+template <class Fn>
+void for_token_chunks(std::int64_t count, int threads, Fn fn) {
+  const std::int64_t by_size = (count + kHostRowsPerThread - 1) / kHostRowsPerThread;
+  const std::int64_t t = by_size < threads ? (by_size > 0 ? by_size : 1) : threads;
+  const std::int64_t per = (count + t - 1) / t;
+  std::vector<std::thread> workers;
+  std::vector<std::int64_t> inline_chunks;
+  for (std::int64_t c = 1; c < t; ++c) {
+    const std::int64_t b = c * per;
+    const std::int64_t e = b + per < count ? b + per : count;
+    if (b >= e) break;
+    try {
+      workers.emplace_back(fn, b, e);
+    } catch (const std::system_error&) {
+      inline_chunks.push_back(c);
+    }
+  }
+  fn(std::int64_t{0}, per < count ? per : count);
+  for (const std::int64_t c : inline_chunks) fn(c * per, (c + 1) * per < count ? (c + 1) * per : count);
+  for (std::thread& w : workers) w.join();
+}
+
+}  // namespace detail
+
+/// Quantizes `num_tokens` rows into their slots of a pool on the host, split over up to
+/// `threads` threads: the host counterpart of the generic CUDA `insert_rows` (cuda/kernels.cuh)
+/// and of `insert_unit` (slot_work.hpp), for offload and cold tiers, layout conversion and
+/// golden pages. Each thread runs the active ISA's bulk loops (`quantize_rows`).
+/// - l: F::layout (fp32_state: bound to its row bytes); pool: its pages (page 0 the null page).
+/// - slots[k]: token k's slot, page x rows_per_page + row; -1 is padding (nothing written).
+/// - in: num_tokens x `l.values` values of F::input_type, row-major (row k for slots[k]).
+/// - threads: 1 (the calling thread only) to kHostMaxThreads; each thread takes at least
+///   kHostRowsPerThread tokens. The bytes are those of `quantize_row<F>` for each token, whatever
+///   the thread count; on one thread a repeated slot gets its last token's row.
+/// Errors (std::invalid_argument, before any byte is written): an invalid pool
+/// (`validate_pool_pages`), num_tokens < 0, null pointers, threads outside [1, 256], a slot that
+/// is neither -1 nor in [rows_per_page, num_slots), or with threads > 1 a slot given twice
+/// (checked with a num_slots-bit map).
+template <row_format F>
+void host_insert_rows(const format_layout& l, const pool_pages& pool, const std::int64_t* slots,
+                      std::int64_t num_tokens, const typename F::input_type* in,
+                      const format_policy& p = F::default_policy, int threads = 1) {
+  detail::require_slot_call<F>(l, pool, slots, num_tokens, in, threads, threads > 1);
+  const pool_pages pl = pool;
+  detail::for_token_chunks(num_tokens, threads, [&l, pl, slots, in, &p](std::int64_t b, std::int64_t e) {
+    const std::int64_t* s = slots + b;
+    const auto row_at = [pl, s](std::int64_t k) {
+      const std::int64_t slot = s[k];
+      if (slot < 0) return detail::page_row<std::uint8_t>{nullptr, 0};
+      return detail::page_row<std::uint8_t>{pl.base + (slot / pl.rows_per_page) * pl.page_bytes,
+                                            slot % pl.rows_per_page};
+    };
+    detail::quantize_rows_on_thread<F>(l, pl.rows_per_page, row_at, e - b, in + b * l.values, p);
+  });
+}
+
+/// Dequantizes the rows of `num_tokens` slots of a pool into num_tokens x `l.values` floats or
+/// BF16 (`Out`), row-major, on the host over up to `threads` threads: the host counterpart of the
+/// generic CUDA `gather_rows` and of `gather_unit`. A padding slot (-1) reads row 0 of the null
+/// page (zeros in an arena), as the kernel does. Values bit for bit those of
+/// `dequantize_row<F, Out>`, whatever the thread count and `store` (`host_store`). Reads only
+/// the slots' rows. Errors as `host_insert_rows` (repeated slots are allowed).
+template <row_format F, class Out>
+requires std::same_as<Out, float> || std::same_as<Out, bf16>
+void host_gather_rows(const format_layout& l, const pool_pages& pool, const std::int64_t* slots,
+                      std::int64_t num_tokens, Out* out, const format_policy& p = F::default_policy,
+                      host_store store = host_store::cached, int threads = 1) {
+  detail::require_slot_call<F>(l, pool, slots, num_tokens, out, threads, false);
+  const pool_pages pl = pool;
+  detail::for_token_chunks(num_tokens, threads, [&l, pl, slots, out, &p, store](std::int64_t b, std::int64_t e) {
+    const std::int64_t* s = slots + b;
+    const auto row_at = [pl, s](std::int64_t k) {
+      const std::int64_t slot = s[k] < 0 ? 0 : s[k];
+      return detail::page_row<const std::uint8_t>{pl.base + (slot / pl.rows_per_page) * pl.page_bytes,
+                                                  slot % pl.rows_per_page};
+    };
+    detail::dequantize_rows_on_thread<F, Out>(l, pl.rows_per_page, row_at, e - b, out + b * l.values, p, store);
+  });
 }
 
 }  // namespace dsv4::cache
