@@ -435,6 +435,8 @@ void require_slot_call(const format_layout& l, const pool_pages& pool, const std
                        std::int64_t num_tokens, const void* values, int threads, bool distinct) {
   validate_pool_pages<F>(l, pool);
   require(pool.base != nullptr, "the pool has no pages (base is null)");
+  (void)checked_mul(pool.num_pages, pool.page_bytes, "pool bytes (num_pages x page_bytes) overflow 64 bits");
+  (void)checked_mul(pool.num_pages, pool.rows_per_page, "pool slots (num_pages x rows_per_page) overflow 64 bits");
   require(num_tokens >= 0, "num_tokens must be >= 0", {"num_tokens", num_tokens});
   require(num_tokens == 0 || (slots != nullptr && values != nullptr), "slots and the value rows must not be null",
           {"num_tokens", num_tokens});
@@ -465,21 +467,35 @@ void for_token_chunks(std::int64_t count, int threads, Fn fn) {
   const std::int64_t by_size = (count + kHostRowsPerThread - 1) / kHostRowsPerThread;
   const std::int64_t t = by_size < threads ? (by_size > 0 ? by_size : 1) : threads;
   const std::int64_t per = (count + t - 1) / t;
-  std::vector<std::thread> workers;
+  struct joiner {  // joins the started threads however this function is left
+    std::vector<std::thread> threads;
+    joiner() = default;
+    joiner(const joiner&) = delete;
+    joiner& operator=(const joiner&) = delete;
+    joiner(joiner&&) = delete;
+    joiner& operator=(joiner&&) = delete;
+    ~joiner() {
+      for (std::thread& w : threads) w.join();
+    }
+  } started;
+  std::vector<std::thread>& workers = started.threads;
   std::vector<std::int64_t> inline_chunks;
   for (std::int64_t c = 1; c < t; ++c) {
     const std::int64_t b = c * per;
     const std::int64_t e = b + per < count ? b + per : count;
     if (b >= e) break;
+#if defined(__cpp_exceptions)
     try {
       workers.emplace_back(fn, b, e);
     } catch (const std::system_error&) {
       inline_chunks.push_back(c);
     }
+#else
+    workers.emplace_back(fn, b, e);
+#endif
   }
   fn(std::int64_t{0}, per < count ? per : count);
   for (const std::int64_t c : inline_chunks) fn(c * per, (c + 1) * per < count ? (c + 1) * per : count);
-  for (std::thread& w : workers) w.join();
 }
 
 }  // namespace detail

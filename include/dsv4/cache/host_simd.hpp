@@ -704,49 +704,6 @@ inline void e2m1_table_dequant(const std::uint8_t* __restrict packed, int n, std
   }
 }
 
-#if DSV4_HOST_SSE2
-/// out[i] = E2M1(nibble i) x scale, as `from_float<Out>`, on SSE2, n % 16 == 0, for a scale
-/// that is not NaN (every finite E4M3 or E8M0 scale). The nibble's BF16 bits (magnitude code c:
-/// 0 for c = 0, 0x3F00 = 0.5 for c = 1, (c << 6) + 0x3F00 for c >= 2; the sign from bit 3),
-/// widened to float and multiplied by the scale in 4 lanes: the product has at most 2 + 4
-/// significant bits, so it is exact (a float subnormal for E8M0 0x00, inf above 2^128 included)
-/// and the same as the scalar codec's; its BF16 is its high half.
-template <class Out>
-inline void e2m1_mul_dequant_sse2(const std::uint8_t* __restrict packed, int n, float scale,
-                                  Out* __restrict out) noexcept {
-  const __m128i low4 = _mm_set1_epi8(0x0F);
-  const __m128i zero = _mm_setzero_si128();
-  const __m128i seven = _mm_set1_epi16(7);
-  const __m128i one = _mm_set1_epi16(1);
-  const __m128i half = _mm_set1_epi16(0x3F00);
-  const __m128i one_fix = _mm_set1_epi16(0x40);  // c = 1: 0x3F40 - 0x40 = 0x3F00
-  const __m128i sign = _mm_set1_epi16(8);
-  const __m128 vs = _mm_set1_ps(scale);
-  for (int i = 0; i < n; i += 16) {
-    const __m128i p = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(packed + i / 2));
-    const __m128i nib = _mm_unpacklo_epi8(_mm_and_si128(p, low4), _mm_and_si128(_mm_srli_epi16(p, 4), low4));
-    const __m128i w[2] = {_mm_unpacklo_epi8(nib, zero), _mm_unpackhi_epi8(nib, zero)};
-    for (std::ptrdiff_t h = 0; h < 2; ++h) {
-      const __m128i c = _mm_and_si128(w[h], seven);
-      __m128i v =
-          _mm_sub_epi16(_mm_add_epi16(_mm_slli_epi16(c, 6), half), _mm_and_si128(_mm_cmpeq_epi16(c, one), one_fix));
-      v = _mm_andnot_si128(_mm_cmpeq_epi16(c, zero), v);
-      v = _mm_or_si128(v, _mm_slli_epi16(_mm_and_si128(w[h], sign), 12));
-      const __m128 lo = _mm_mul_ps(_mm_castsi128_ps(_mm_unpacklo_epi16(zero, v)), vs);
-      const __m128 hi = _mm_mul_ps(_mm_castsi128_ps(_mm_unpackhi_epi16(zero, v)), vs);
-      Out* o = out + i + 8 * h;
-      if constexpr (std::is_same_v<Out, bf16>) {
-        // >> 16 arithmetic: the high halves sign-extended, which packssdw keeps as they are.
-        x86::store(o,
-                   _mm_packs_epi32(_mm_srai_epi32(_mm_castps_si128(lo), 16), _mm_srai_epi32(_mm_castps_si128(hi), 16)));
-      } else {
-        _mm_storeu_ps(o, lo);
-        _mm_storeu_ps(o + 4, hi);
-      }
-    }
-  }
-}
-#endif
 /// out[i] = E2M1(nibble i) x scale, as `from_float<Out>`; a power-of-two scale is an exponent
 /// shift (exact: the same bits), any other the float product.
 template <class Out>

@@ -349,26 +349,17 @@ DSV4_HOST_DEVICE constexpr void e2m1_dequant(const std::uint8_t* packed, std::in
   }
 }
 /// Packed E2M1 x a block scale stored as one byte, `ScaleType` e4m3 (NVFP4) or ue8m0 (MXFP4):
-/// `e2m1_dequant(packed, n, decoded scale, out)`, n even. On the host kernels: on x86 the SSE2
-/// product kernel (`simd::e2m1_mul_dequant_sse2`) for a non-NaN scale, else a table lookup per
-/// value (`simd::e2m1_table_dequant`).
+/// `e2m1_dequant(packed, n, decoded scale, out)`, n even. On the host kernels a table lookup
+/// per value (`simd::e2m1_table_dequant`).
 template <element_type ScaleType, class Out>
 DSV4_HOST_DEVICE constexpr void e2m1_dequant_scale_byte(const std::uint8_t* packed, std::int64_t n,
                                                         std::uint8_t scale_byte, Out* out) noexcept {
   static_assert(ScaleType == element_type::e4m3 || ScaleType == element_type::ue8m0);
-  constexpr bool kE4m3 = ScaleType == element_type::e4m3;
 #if DSV4_HOST_SIMD
-  if (host_simd_path(n % 2 == 0)) {
-#if DSV4_HOST_SSE2
-    const bool nan = kE4m3 ? (scale_byte & 0x7FU) == 0x7FU : scale_byte == kE8m0NanCode;
-    if (n % simd::kLanes == 0 && !nan)
-      return simd::e2m1_mul_dequant_sse2(packed, static_cast<int>(n),
-                                         kE4m3 ? e4m3_to_float(scale_byte) : e8m0_to_float(scale_byte), out);
+  if (host_simd_path(n % 2 == 0))
+    return simd::e2m1_table_dequant<ScaleType == element_type::e4m3>(packed, static_cast<int>(n), scale_byte, out);
 #endif
-    return simd::e2m1_table_dequant<kE4m3>(packed, static_cast<int>(n), scale_byte, out);
-  }
-#endif
-  e2m1_dequant(packed, n, kE4m3 ? e4m3_to_float(scale_byte) : e8m0_to_float(scale_byte), out);
+  e2m1_dequant(packed, n, ScaleType == element_type::e4m3 ? e4m3_to_float(scale_byte) : e8m0_to_float(scale_byte), out);
 }
 /// Packs E2M1 codes of x / scale for n values (n even; value 2i in the low nibble); a zero
 /// scale gives zero codes.
