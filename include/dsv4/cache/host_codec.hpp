@@ -312,21 +312,14 @@ inline void dequantize_rows_any(const format_layout& l, std::int64_t rows, RowAt
   dequantize_rows_loop<F>(local, rows, row_at, count, out, p, store);
 }
 
-// One copy of the loops per ISA: everything they call is inlined into them (flatten) and
-// vectorized for the function's target. `attrs` is an attribute list, which cannot be parenthesized.
+// One copy of a bulk call per ISA: `work` and everything it calls is inlined into it (flatten)
+// and vectorized for the function's target. `attrs` is an attribute list, which cannot be
+// parenthesized.
 // NOLINTBEGIN(bugprone-macro-parentheses)
-#define DSV4_HOST_CODEC_COPY(suffix, attrs)                                                                          \
-  template <row_format F, class RowAt>                                                                               \
-  [[gnu::flatten, gnu::noinline]] attrs void quantize_rows_##suffix(                                                 \
-      const format_layout& l, std::int64_t rows, RowAt row_at, std::int64_t count, const typename F::input_type* in, \
-      const format_policy& p) {                                                                                      \
-    quantize_rows_any<F>(l, rows, row_at, count, in, p);                                                             \
-  }                                                                                                                  \
-  template <row_format F, class Out, class RowAt>                                                                    \
-  [[gnu::flatten, gnu::noinline]] attrs void dequantize_rows_##suffix(const format_layout& l, std::int64_t rows,     \
-                                                                      RowAt row_at, std::int64_t count, Out* out,    \
-                                                                      const format_policy& p, host_store store) {    \
-    dequantize_rows_any<F, Out>(l, rows, row_at, count, out, p, store);                                              \
+#define DSV4_HOST_CODEC_COPY(suffix, attrs)                            \
+  template <class Work>                                                \
+  [[gnu::flatten, gnu::noinline]] attrs void run_##suffix(Work work) { \
+    work();                                                            \
   }
 
 DSV4_HOST_CODEC_COPY(baseline, )
@@ -337,11 +330,10 @@ DSV4_HOST_CODEC_COPY(avx512, __attribute__((target("avx2,avx512f,avx512bw,avx512
 #undef DSV4_HOST_CODEC_COPY
 // NOLINTEND(bugprone-macro-parentheses)
 
-/// One bulk call on this thread: the caller's floating-point mode saved and cleared, the active
-/// ISA's copy of the loops, the host kernels on.
-template <row_format F, class RowAt>
-void quantize_rows_on_thread(const format_layout& l, std::int64_t rows, RowAt row_at, std::int64_t count,
-                             const typename F::input_type* in, const format_policy& p) {
+/// Runs `work` (the row loops of one bulk call) on this thread: the caller's floating-point mode
+/// saved and cleared, the active ISA's copy, the host kernels on.
+template <class Work>
+void run_on_active_isa(Work work) {
   const fp_env_guard env;
   const host_isa isa = active_host_isa();
 #if DSV4_HOST_SIMD
@@ -349,27 +341,21 @@ void quantize_rows_on_thread(const format_layout& l, std::int64_t rows, RowAt ro
 #endif
   switch (isa) {
 #if DSV4_HOST_CODEC_X86
-    case host_isa::avx512: return quantize_rows_avx512<F>(l, rows, row_at, count, in, p);
-    case host_isa::avx2: return quantize_rows_avx2<F>(l, rows, row_at, count, in, p);
+    case host_isa::avx512: return run_avx512(work);
+    case host_isa::avx2: return run_avx2(work);
 #endif
-    default: return quantize_rows_baseline<F>(l, rows, row_at, count, in, p);
+    default: return run_baseline(work);
   }
+}
+template <row_format F, class RowAt>
+void quantize_rows_on_thread(const format_layout& l, std::int64_t rows, RowAt row_at, std::int64_t count,
+                             const typename F::input_type* in, const format_policy& p) {
+  run_on_active_isa([&] { quantize_rows_any<F>(l, rows, row_at, count, in, p); });
 }
 template <row_format F, class Out, class RowAt>
 void dequantize_rows_on_thread(const format_layout& l, std::int64_t rows, RowAt row_at, std::int64_t count, Out* out,
                                const format_policy& p, host_store store) {
-  const fp_env_guard env;
-  const host_isa isa = active_host_isa();
-#if DSV4_HOST_SIMD
-  const host_simd_scope simd_on(isa != host_isa::baseline);
-#endif
-  switch (isa) {
-#if DSV4_HOST_CODEC_X86
-    case host_isa::avx512: return dequantize_rows_avx512<F, Out>(l, rows, row_at, count, out, p, store);
-    case host_isa::avx2: return dequantize_rows_avx2<F, Out>(l, rows, row_at, count, out, p, store);
-#endif
-    default: return dequantize_rows_baseline<F, Out>(l, rows, row_at, count, out, p, store);
-  }
+  run_on_active_isa([&] { dequantize_rows_any<F, Out>(l, rows, row_at, count, out, p, store); });
 }
 
 template <row_format F>
