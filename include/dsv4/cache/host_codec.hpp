@@ -10,6 +10,8 @@
 // in the AVX2 / AVX-512 copies (and on other CPUs). No third-party headers; a format added to
 // the registry is fast without per-format work. The per-unit functions stay `constexpr` and
 // shared with the CUDA kernels. Dequantized values can stream to memory (`host_store`).
+// `host_insert_rows<F>` / `host_gather_rows<F, Out>` run the same loops over the slots of a pool
+// (the host counterparts of the CUDA `insert_rows` / `gather_rows`), split over threads.
 //
 // Instruction sets (`host_isa`):
 //   baseline  what the translation unit is compiled for (x86-64: SSE2; aarch64: NEON)
