@@ -140,7 +140,13 @@ TEST(HostSlots, RejectBadCallsBeforeWriting) {
   pool_pages small = pool;
   small.page_bytes = pb - 1;
   EXPECT_THROW(insert_into(small, {kRowsPerPage}, 1), std::invalid_argument);
-  EXPECT_THROW(host_insert_rows<F>(formats::v4_bf16::layout, pool, nullptr, 0, in.data()), std::invalid_argument);
+  try {
+    host_insert_rows<F>(formats::v4_bf16::layout, pool, nullptr, 0, in.data());
+    ADD_FAILURE() << "another format's layout accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("'v4.bf16', not the called format 'v4.fp8_ds_mla'"), std::string::npos)
+        << e.what();
+  }
   const std::int64_t one = kRowsPerPage;
   EXPECT_THROW(host_insert_rows<F>(l, pool, &one, -1, in.data()), std::invalid_argument);
   EXPECT_THROW(host_insert_rows<F>(l, pool, nullptr, 1, in.data()), std::invalid_argument);

@@ -417,10 +417,13 @@ namespace detail {
 /// pool (`validate_pool_pages`), num_tokens >= 0, the pointers, threads in [1, kHostMaxThreads],
 /// and every slot -1 or in [rows_per_page, num_slots) (std::invalid_argument naming the token
 /// and the slot). `distinct`: also no slot twice (the insert on more than one thread, whose
-/// threads would race on a repeated slot).
+/// threads would race on a repeated slot), with a num_slots-bit map allocated per call.
 template <row_format F>
 void require_slot_call(const format_layout& l, const pool_pages& pool, const std::int64_t* slots,
                        std::int64_t num_tokens, const void* values, int threads, bool distinct) {
+  if (l.name != F::layout.name)
+    raise_invalid_argument("dsv4::cache: the layout passed is '" + std::string(l.name) + "', not the called format '" +
+                           std::string(F::layout.name) + "'");
   validate_pool_pages<F>(l, pool);
   require(pool.base != nullptr, "the pool has no pages (base is null)");
   (void)checked_mul(pool.num_pages, pool.page_bytes, "pool bytes (num_pages x page_bytes) overflow 64 bits");
@@ -501,7 +504,9 @@ void for_token_chunks(std::int64_t count, int threads, Fn fn) {
 /// Errors (std::invalid_argument, before any byte is written): an invalid pool
 /// (`validate_pool_pages`), num_tokens < 0, null pointers, threads outside [1, 256], a slot that
 /// is neither -1 nor in [rows_per_page, num_slots), or with threads > 1 a slot given twice
-/// (checked with a num_slots-bit map).
+/// (checked with a num_slots-bit map, num_slots / 8 bytes allocated per call).
+/// Example, two threads: `host_insert_rows<formats::v4_fp8_ds_mla>(formats::v4_fp8_ds_mla::layout,
+/// pool, slots, n, rows, formats::v4_fp8_ds_mla::default_policy, 2)`.
 template <row_format F>
 void host_insert_rows(const format_layout& l, const pool_pages& pool, const std::int64_t* slots,
                       std::int64_t num_tokens, const typename F::input_type* in,
@@ -523,7 +528,8 @@ void host_insert_rows(const format_layout& l, const pool_pages& pool, const std:
 /// Dequantizes the rows of `num_tokens` slots of a pool into num_tokens x `l.values` floats or
 /// BF16 (`Out`), row-major, on the host over up to `threads` threads: the host counterpart of the
 /// generic CUDA `gather_rows` and of `gather_unit`. A padding slot (-1) reads row 0 of the null
-/// page (zeros in an arena), as the kernel does. Values bit for bit those of
+/// page, as the kernel does: zeros when page 0 is zero-filled, as in an arena (a caller's own
+/// buffer must keep it so). Values bit for bit those of
 /// `dequantize_row<F, Out>`, whatever the thread count and `store` (`host_store`). Reads only
 /// the slots' rows. Errors as `host_insert_rows` (repeated slots are allowed).
 template <row_format F, class Out>
