@@ -296,7 +296,9 @@ void register_all() {
               if (isa == dc::best_host_isa()) break;
             }
           }
-          for (const auto& [isa, threads] : runs) {
+          for (const auto& run : runs) {
+            const dc::host_isa isa = run.first;  // not a structured binding: clang 14 cannot capture one
+            const int threads = run.second;
             result_key key{std::string(F::layout.name), g.dir == direction::quantize ? "quantize" : "dequantize",
                            g.values, set, std::string(dc::to_string(isa))};
             std::string name = key.format + "/" + key.dir + "/" + key.values + "/" + key.set + "/" + key.isa;
