@@ -421,9 +421,6 @@ namespace detail {
 template <row_format F>
 void require_slot_call(const format_layout& l, const pool_pages& pool, const std::int64_t* slots,
                        std::int64_t num_tokens, const void* values, int threads, bool distinct) {
-  if (l.name != F::layout.name)
-    raise_invalid_argument("dsv4::cache: the layout passed is '" + std::string(l.name) + "', not the called format '" +
-                           std::string(F::layout.name) + "'");
   validate_pool_pages<F>(l, pool);
   require(pool.base != nullptr, "the pool has no pages (base is null)");
   (void)checked_mul(pool.num_pages, pool.page_bytes, "pool bytes (num_pages x page_bytes) overflow 64 bits");

@@ -16,6 +16,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <string_view>
 
 #include "dsv4/cache/formats/registry.hpp"
 
@@ -70,11 +72,20 @@ DSV4_HOST_DEVICE constexpr slot_status gather_unit(const format_layout& l, const
   return st;
 }
 
-/// Host check of what the generic launchers need: a bound layout of F, a page stride of at
-/// least its page bytes, rows and pages > 0. Throws std::invalid_argument naming the value.
+namespace detail {
+/// Raises std::invalid_argument naming the layout passed and the format called. Host only.
+[[noreturn]] inline void raise_format_mismatch(std::string_view passed, std::string_view called) {
+  raise_invalid_argument("dsv4::cache: the layout passed is '" + std::string(passed) + "', not the called format '" +
+                         std::string(called) + "'");
+}
+}  // namespace detail
+
+/// Host check of what the generic launchers and the host slot calls need: a layout of F (else
+/// an error naming both formats), bound, a page stride of at least its page bytes, rows and
+/// pages > 0. Throws std::invalid_argument naming the value.
 template <row_format F>
 constexpr void validate_pool_pages(const format_layout& l, const pool_pages& pool) {
-  require(l.name == F::layout.name, "layout is not of the kernel's format", {"layout_index", format_index(l.name)});
+  if (l.name != F::layout.name) detail::raise_format_mismatch(l.name, F::layout.name);
   require(pool.rows_per_page > 0 && pool.num_pages > 0, "a pool needs pages and rows",
           {"rows_per_page", pool.rows_per_page}, {"num_pages", pool.num_pages});
   require(pool.page_bytes >= l.page_bytes(pool.rows_per_page), "page stride below the format's page bytes",
