@@ -305,15 +305,41 @@ TEST_P(HostCodec, SubnormalScalesAndCodesSurviveFtzDaz) {
   EXPECT_EQ(detail::float_bits(o8[0]), detail::float_bits(0x1p-129f));
 }
 
+/// A form of the host kernels (`host_simd_scope`): SSE2 (the baseline copy on x86), the plain
+/// loops (the wide copies without AVX2 kernels, as on other CPUs) and, on x86-64 with AVX2, the
+/// AVX2 kernels of the AVX2 / AVX-512 copies.
+struct kernel_form {
+  const char* name;
+  bool wide;
+  bool avx2;
+};
+/// The kernel forms this machine runs (`avx2_form`: the kernels under test have an AVX2 form;
+/// without one the wide copies run the plain loops). An absent AVX2 form is reported once,
+/// with the reason.
+std::vector<kernel_form> kernel_forms(bool avx2_form) {
+  std::vector<kernel_form> forms{{"sse2", false, false}, {"plain", true, false}};
+  if (!avx2_form) return forms;
+  static const std::string why_not = host_isa_unsupported_reason(host_isa::avx2);
+  if (why_not.empty()) {
+    forms.push_back({"avx2", true, true});
+  } else {
+    static const bool said = [] {
+      std::cout << "[ SKIPPED  ] the avx2 kernel form: " << why_not << "\n";
+      return true;
+    }();
+    (void)said;
+  }
+  return forms;
+}
+
 // The E2M1 host kernels against the scalar conversion for every BF16 input: the comparison
 // kernel at every positive finite E4M3 scale (as a divisor), the 16-bit power-of-two kernel at
 // every scale 2^-e, e in [-127, 127]. Compiled for the test's own target (the format tests above
-// run them on every ISA), in both forms: SSE2 on x86 and the plain loops the AVX2 / AVX-512
-// copies vectorize (`host_simd_scope(wide)`).
+// run them on every ISA), in every kernel form (`kernel_forms`).
 TEST(HostKernels, E2m1DividedByEveryE4m3ScaleIsExact) {
-  // Both forms of each kernel: SSE2 (x86 baseline copies) and the plain loops (the wide copies).
-  for (bool wide : {false, true}) {
-    const detail::host_simd_scope scope(wide);
+  for (const kernel_form& form : kernel_forms(/*avx2_form=*/true)) {
+    SCOPED_TRACE(form.name);
+    const detail::host_simd_scope scope(form.wide, form.avx2);
     std::vector<bf16> in(65536);
     for (std::size_t i = 0; i < in.size(); ++i) in[i] = bf16{static_cast<std::uint16_t>(i)};
     std::vector<std::uint8_t> got(in.size() / 2);
@@ -335,9 +361,9 @@ TEST(HostKernels, E2m1DividedByEveryE4m3ScaleIsExact) {
 }
 
 TEST(HostKernels, E2m1TimesEveryPowerOfTwoIsExact) {
-  // Both forms of each kernel: SSE2 (x86 baseline copies) and the plain loops (the wide copies).
-  for (bool wide : {false, true}) {
-    const detail::host_simd_scope scope(wide);
+  for (const kernel_form& form : kernel_forms(/*avx2_form=*/true)) {
+    SCOPED_TRACE(form.name);
+    const detail::host_simd_scope scope(form.wide, form.avx2);
     std::vector<bf16> in(65536);
     for (std::size_t i = 0; i < in.size(); ++i) in[i] = bf16{static_cast<std::uint16_t>(i)};
     std::vector<std::uint8_t> got(in.size() / 2);
@@ -354,9 +380,9 @@ TEST(HostKernels, E2m1TimesEveryPowerOfTwoIsExact) {
 }
 
 TEST(HostKernels, E4m3TimesEveryPowerOfTwoIsExact) {
-  // Both forms of each kernel: SSE2 (x86 baseline copies) and the plain loops (the wide copies).
-  for (bool wide : {false, true}) {
-    const detail::host_simd_scope scope(wide);
+  for (const kernel_form& form : kernel_forms(/*avx2_form=*/false)) {
+    SCOPED_TRACE(form.name);
+    const detail::host_simd_scope scope(form.wide, form.avx2);
     std::vector<bf16> in(65536);
     for (std::size_t i = 0; i < in.size(); ++i) in[i] = bf16{static_cast<std::uint16_t>(i)};
     std::vector<std::uint8_t> got(in.size());
@@ -381,7 +407,7 @@ TEST(HostKernels, E4m3TimesEveryPowerOfTwoIsExact) {
 // so most blocks at most anchors are in the kernel's normal range and the rest take the general
 // path; both must give the scalar bytes.
 TEST(HostKernels, Fp8BlockKernelMatchesTheScalarBlockCodec) {
-  for (bool wide : {false, true})
+  for (const kernel_form& form : kernel_forms(/*avx2_form=*/false))
     for (float floor : {1e-4f, 0.0448f, 0.0f}) {
       for (int e = -134; e <= 127; ++e) {
         bf16 block[64];
@@ -394,44 +420,49 @@ TEST(HostKernels, Fp8BlockKernelMatchesTheScalarBlockCodec) {
               detail::quantize_fp8_block_fixed<64>(block, want, floor, nan_policy::propagate);
           std::uint8_t have_scale = 0;
           {
-            const detail::host_simd_scope simd_on(wide);
+            const detail::host_simd_scope simd_on(form.wide, form.avx2);
             have_scale = detail::quantize_fp8_block_fixed<64>(block, have, floor, nan_policy::propagate);
           }
-          ASSERT_EQ(have_scale, want_scale) << "anchor 2^" << e << " patterns from 0x" << std::hex << x;
-          ASSERT_EQ(std::memcmp(have, want, 64), 0) << "anchor 2^" << e << " patterns from 0x" << std::hex << x;
+          ASSERT_EQ(have_scale, want_scale) << form.name << " anchor 2^" << e << " patterns from 0x" << std::hex << x;
+          ASSERT_EQ(std::memcmp(have, want, 64), 0)
+              << form.name << " anchor 2^" << e << " patterns from 0x" << std::hex << x;
         }
       }
     }
 }
 
 // The E2M1 dequantization tables (`simd::e2m1_table_dequant`) for every scale byte (E4M3 and
-// E8M0) and every packed byte, against the scalar product, float and BF16 outputs.
+// E8M0) and every packed byte, against the scalar product, float and BF16 outputs, in every
+// kernel form (the AVX2 form: byte shuffles, floats as the BF16 bits << 16).
 TEST(HostKernels, E2m1TableDequantMatchesEveryScaleAndByte) {
   std::vector<std::uint8_t> packed(256);
   for (std::size_t b = 0; b < 256; ++b) packed[b] = static_cast<std::uint8_t>(b);
   std::vector<float> f(512);
   std::vector<bf16> h(512);
-  for (int sb = 0; sb < 256; ++sb) {
-    const auto byte = static_cast<std::uint8_t>(sb);
-    for (bool e4m3 : {true, false}) {
-      const float scale = e4m3 ? e4m3_to_float(byte) : e8m0_to_float(byte);
-      if (e4m3) {
-        detail::simd::e2m1_table_dequant<true>(packed.data(), 512, byte, f.data());
-        detail::simd::e2m1_table_dequant<true>(packed.data(), 512, byte, h.data());
-      } else {
-        detail::simd::e2m1_table_dequant<false>(packed.data(), 512, byte, f.data());
-        detail::simd::e2m1_table_dequant<false>(packed.data(), 512, byte, h.data());
-      }
-      for (int i = 0; i < 512; ++i) {
-        const auto nib = static_cast<std::uint8_t>(i % 2 == 0 ? packed[i / 2] & 0xF : packed[i / 2] >> 4);
-        const float x = e2m1_to_float(nib) * scale;
-        ASSERT_EQ(detail::float_bits(f[i]), detail::float_bits(canonical_nan(x)))
-            << (e4m3 ? "E4M3" : "E8M0") << " scale byte " << sb << " nibble " << int{nib};
-        ASSERT_EQ(h[i].bits, detail::from_float<bf16>(x).bits)
-            << (e4m3 ? "E4M3" : "E8M0") << " scale byte " << sb << " nibble " << int{nib};
+  for (const kernel_form& form : kernel_forms(/*avx2_form=*/true))
+    for (int sb = 0; sb < 256; ++sb) {
+      SCOPED_TRACE(form.name);
+      const detail::host_simd_scope scope(form.wide, form.avx2);
+      const auto byte = static_cast<std::uint8_t>(sb);
+      for (bool e4m3 : {true, false}) {
+        const float scale = e4m3 ? e4m3_to_float(byte) : e8m0_to_float(byte);
+        if (e4m3) {
+          detail::simd::e2m1_table_dequant<true>(packed.data(), 512, byte, f.data());
+          detail::simd::e2m1_table_dequant<true>(packed.data(), 512, byte, h.data());
+        } else {
+          detail::simd::e2m1_table_dequant<false>(packed.data(), 512, byte, f.data());
+          detail::simd::e2m1_table_dequant<false>(packed.data(), 512, byte, h.data());
+        }
+        for (int i = 0; i < 512; ++i) {
+          const auto nib = static_cast<std::uint8_t>(i % 2 == 0 ? packed[i / 2] & 0xF : packed[i / 2] >> 4);
+          const float x = e2m1_to_float(nib) * scale;
+          ASSERT_EQ(detail::float_bits(f[i]), detail::float_bits(canonical_nan(x)))
+              << (e4m3 ? "E4M3" : "E8M0") << " scale byte " << sb << " nibble " << int{nib};
+          ASSERT_EQ(h[i].bits, detail::from_float<bf16>(x).bits)
+              << (e4m3 ? "E4M3" : "E8M0") << " scale byte " << sb << " nibble " << int{nib};
+        }
       }
     }
-  }
 }
 
 // E4M3 codes times an E8M0 scale (`dequantize_e4m3_block`, the FP8 formats' dequantizer), on the
@@ -440,7 +471,7 @@ TEST(HostKernels, E2m1TableDequantMatchesEveryScaleAndByte) {
 TEST(HostKernels, E4m3DequantMatchesEveryCodeAndScale) {
   std::uint8_t codes[256];
   for (int c = 0; c < 256; ++c) codes[c] = static_cast<std::uint8_t>(c);
-  for (bool wide : {false, true})
+  for (const kernel_form& form : kernel_forms(/*avx2_form=*/false))
     for (int sb = 0; sb < 256; ++sb) {
       const float scale = e8m0_to_float(static_cast<std::uint8_t>(sb));
       // Whole blocks of normal codes and zeros take the shift; a block with a subnormal or NaN
@@ -449,15 +480,16 @@ TEST(HostKernels, E4m3DequantMatchesEveryCodeAndScale) {
         float f[16];
         bf16 h[16];
         {
-          const detail::host_simd_scope simd_on(wide);
+          const detail::host_simd_scope simd_on(form.wide, form.avx2);
           detail::dequantize_e4m3_block<16>(codes + start, scale, f);
           detail::dequantize_e4m3_block<16>(codes + start, scale, h);
         }
         for (int i = 0; i < 16; ++i) {
           const float x = e4m3_to_float(codes[start + i]) * scale;
           ASSERT_EQ(detail::float_bits(f[i]), detail::float_bits(canonical_nan(x)))
-              << "code " << start + i << " scale " << sb;
-          ASSERT_EQ(h[i].bits, detail::from_float<bf16>(x).bits) << "code " << start + i << " scale " << sb;
+              << form.name << " code " << start + i << " scale " << sb;
+          ASSERT_EQ(h[i].bits, detail::from_float<bf16>(x).bits)
+              << form.name << " code " << start + i << " scale " << sb;
         }
       }
     }

@@ -11,6 +11,7 @@
 #include "dsv4/cache/descriptor.hpp"
 #include "dsv4/cache/formats/registry.hpp"
 #include "dsv4/cache/group_spec.hpp"
+#include "dsv4/cache/host_codec.hpp"
 #include "dsv4/cache/layer_schedule.hpp"
 #include "dsv4/cache/layer_schema.hpp"
 #include "dsv4/cache/memory_plan.hpp"

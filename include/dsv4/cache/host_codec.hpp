@@ -339,7 +339,7 @@ void run_on_active_isa(Work work) {
   const fp_env_guard env;
   const host_isa isa = active_host_isa();
 #if DSV4_HOST_SIMD
-  const host_simd_scope simd_on(isa != host_isa::baseline);
+  const host_simd_scope simd_on(isa != host_isa::baseline, isa != host_isa::baseline);
 #endif
   switch (isa) {
 #if DSV4_HOST_CODEC_X86

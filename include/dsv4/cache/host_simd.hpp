@@ -1,17 +1,19 @@
 // dsv4-cache: the host kernels of the shared codec primitives (E4M3 / E2M1 blocks, block
-// exponents, BF16 and fp32 copies, E2M1 dequantization tables), in two forms where both exist:
-// SSE2 intrinsics (<emmintrin.h>, x86-64 baseline), taken by the baseline copy of the bulk
-// codecs (`host_sse2_path`), and plain loops over restrict-qualified buffers shaped so that GCC
-// and clang vectorize them (16-bit integer lanes where the float work can be replaced
-// exactly), taken by the AVX2 / AVX-512 copies and on other CPUs. No third-party headers. Host
-// only, little-endian; empty in CUDA translation units and for other compilers
-// (DSV4_HOST_SIMD 0: the scalar code runs).
+// exponents, BF16 and fp32 copies, E2M1 dequantization tables), in up to three forms: SSE2
+// intrinsics (<emmintrin.h>, x86-64 baseline), taken by the baseline copy of the bulk codecs
+// (`host_sse2_path`); plain loops over restrict-qualified buffers shaped so that GCC and clang
+// vectorize them (16-bit integer lanes where the float work can be replaced exactly), taken by
+// the AVX2 / AVX-512 copies and on other CPUs; and, for the E2M1 midpoint count and the E2M1
+// dequantizer, AVX2 intrinsics (`target("avx2")` functions, <immintrin.h>), taken by the AVX2 /
+// AVX-512 copies on x86-64 (`host_avx2_path`). No third-party headers. Host only,
+// little-endian; empty in CUDA translation units and for other compilers (DSV4_HOST_SIMD 0: the
+// scalar code runs).
 //
 // Each kernel gives the scalar code's result for every input: either the same operations
 // (`e4m3_code_branchless`, ...) or integer work proved equal in its comment (power-of-two
 // scales as exponent shifts of the BF16 / code bits, E2M1 rounding by comparison with exactly
 // scaled midpoints, the block exponent from the amax bits). tests/host_codec_test.cpp checks
-// the formats on every ISA and the kernels exhaustively, in both forms. The loops' vector width
+// the formats on every ISA and the kernels exhaustively, in every form. The loops' vector width
 // is the caller's: host_codec.hpp inlines them into one copy of the row loops per ISA.
 //
 // The primitives of row_codec.hpp and format_traits.hpp take these kernels only inside a bulk
@@ -44,6 +46,15 @@
 #define DSV4_HOST_SSE2 0
 #endif
 
+// AVX2 kernels (`target("avx2")` functions, taken only inside the AVX2 / AVX-512 copies of the
+// bulk codecs, `host_avx2_path`): x86-64 only.
+#if DSV4_HOST_SSE2 && defined(__x86_64__)
+#include <immintrin.h>
+#define DSV4_HOST_AVX2 1
+#else
+#define DSV4_HOST_AVX2 0
+#endif
+
 #if DSV4_HOST_SIMD
 namespace dsv4::cache::detail {
 
@@ -51,12 +62,17 @@ namespace dsv4::cache::detail {
 /// the vector kernels, and whether that call runs a copy for a wide ISA (AVX2, AVX-512).
 inline thread_local bool g_host_simd_on = false;
 inline thread_local bool g_host_simd_wide = false;
+/// Whether the call's copy may run the AVX2 kernels (an AVX2 or AVX-512 copy on a CPU with AVX2).
+inline thread_local bool g_host_simd_avx2 = false;
 inline bool host_simd_on() noexcept { return g_host_simd_on; }
 
 /// Whether a kernel takes its SSE2 form: on x86 inside a bulk call of the baseline ISA. The
 /// copies for AVX2 and AVX-512 run the plain loops, which the compiler vectorizes 256 or 512
 /// bits wide (measured faster there than the 128-bit SSE2 forms).
 inline bool host_sse2_path() noexcept { return DSV4_HOST_SSE2 != 0 && !g_host_simd_wide; }
+/// Whether a kernel takes its AVX2 form (where it has one): on x86-64 inside a bulk call of the
+/// AVX2 or AVX-512 copy. Kernels without one run their plain loops there.
+inline bool host_avx2_path() noexcept { return DSV4_HOST_AVX2 != 0 && g_host_simd_wide && g_host_simd_avx2; }
 
 /// Whether a primitive takes its vector kernel: never in constant evaluation, only inside a bulk
 /// call, and only when `shape_ok` (a block of whole 16-value steps).
@@ -66,16 +82,20 @@ constexpr bool host_simd_path(bool shape_ok) noexcept {
 }
 
 /// Enables the vector kernels on this thread for its lifetime (nests); `wide`: the bulk call
-/// runs an AVX2 or AVX-512 copy.
+/// runs an AVX2 or AVX-512 copy; `avx2` (with `wide`): the AVX2 kernels may run (the CPU has
+/// AVX2; without it a wide scope runs the plain loops, as on other CPUs).
 class host_simd_scope {
  public:
-  explicit host_simd_scope(bool wide = false) noexcept : prev_(g_host_simd_on), prev_wide_(g_host_simd_wide) {
+  explicit host_simd_scope(bool wide = false, bool avx2 = false) noexcept
+      : prev_(g_host_simd_on), prev_wide_(g_host_simd_wide), prev_avx2_(g_host_simd_avx2) {
     g_host_simd_on = true;
     g_host_simd_wide = wide;
+    g_host_simd_avx2 = wide && avx2;
   }
   ~host_simd_scope() {
     g_host_simd_on = prev_;
     g_host_simd_wide = prev_wide_;
+    g_host_simd_avx2 = prev_avx2_;
   }
   host_simd_scope(const host_simd_scope&) = delete;
   host_simd_scope& operator=(const host_simd_scope&) = delete;
@@ -85,6 +105,7 @@ class host_simd_scope {
  private:
   bool prev_;
   bool prev_wide_;
+  bool prev_avx2_;
 };
 
 namespace simd {
@@ -537,6 +558,57 @@ inline void e2m1_count_sse2(const bf16* __restrict in, int n, __m128i shift, uns
                      _mm_packus_epi16(_mm_packs_epi32(p0, p1), _mm_setzero_si128()));
   }
 }
+#if DSV4_HOST_AVX2
+/// `e2m1_count_sse2` in 256-bit lanes (16 values per step; the same operations, so the same
+/// codes), for the AVX2 and AVX-512 copies (`host_avx2_path`). n % 16 == 0.
+[[gnu::target("avx2")]] inline void e2m1_count_avx2(const bf16* __restrict in, int n, __m128i shift, unsigned j,
+                                                    std::uint8_t* __restrict out) noexcept {
+  const auto* thr = reinterpret_cast<const __m128i*>(kE2m1Midpoints.v[j]);
+  const __m256i t0 = _mm256_broadcastsi128_si256(_mm_load_si128(thr));
+  const __m256i t1 = _mm256_broadcastsi128_si256(_mm_load_si128(thr + 1));
+  const __m256i t2 = _mm256_broadcastsi128_si256(_mm_load_si128(thr + 2));
+  const __m256i t3 = _mm256_broadcastsi128_si256(_mm_load_si128(thr + 3));
+  const __m256i t4 = _mm256_broadcastsi128_si256(_mm_load_si128(thr + 4));
+  const __m256i t5 = _mm256_broadcastsi128_si256(_mm_load_si128(thr + 5));
+  const __m256i t6 = _mm256_broadcastsi128_si256(_mm_load_si128(thr + 6));
+  const __m256i k = _mm256_broadcastsi128_si256(shift);
+  const __m256i abs = _mm256_set1_epi16(0x7FFF);
+  const __m256i inf = _mm256_set1_epi16(0x7F80);
+  const __m256i eight = _mm256_set1_epi16(8);
+  const __m256i low8 = _mm256_set1_epi32(0xFF);
+  for (int i = 0; i < n; i += 16) {
+    const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + i));
+    const __m256i a = _mm256_and_si256(b, abs);
+    const __m256i x = _mm256_subs_epi16(a, k);
+    const __m256i s0 = _mm256_add_epi16(_mm256_add_epi16(_mm256_cmpgt_epi16(x, t0), _mm256_cmpgt_epi16(x, t1)),
+                                        _mm256_add_epi16(_mm256_cmpgt_epi16(x, t2), _mm256_cmpgt_epi16(x, t3)));
+    const __m256i s1 = _mm256_add_epi16(_mm256_add_epi16(_mm256_cmpgt_epi16(x, t4), _mm256_cmpgt_epi16(x, t5)),
+                                        _mm256_cmpgt_epi16(x, t6));
+    const __m256i acc = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_add_epi16(s0, s1));
+    const __m256i sign =
+        _mm256_andnot_si256(_mm256_cmpgt_epi16(a, inf), _mm256_and_si256(_mm256_srli_epi16(b, 12), eight));
+    const __m256i c = _mm256_or_si256(acc, sign);
+    // One byte per 32-bit lane (value 2i low, 2i + 1 high); the packs work per 128-bit half, so
+    // bytes 0..3 end in the low half, 4..7 in the high half.
+    const __m256i p = _mm256_and_si256(_mm256_or_si256(c, _mm256_srli_epi32(c, 12)), low8);
+    const __m256i q = _mm256_packus_epi16(_mm256_packs_epi32(p, p), _mm256_setzero_si256());
+    const __m128i bytes = _mm_unpacklo_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(out + i / 2), bytes);
+  }
+}
+#endif
+/// Whether the E2M1 comparison kernel has a form here: SSE2 in the baseline copy, AVX2 in the
+/// wide copies (a wide scope without AVX2, as on other CPUs, runs the plain loops).
+inline bool e2m1_count_path() noexcept { return host_sse2_path() || host_avx2_path(); }
+/// The E2M1 codes of |x| / (2^k x (1 + j/8)) (`e2m1_count_sse2`), in the AVX2 form inside the
+/// AVX2 / AVX-512 copies, else in the SSE2 form.
+inline void e2m1_count(const bf16* __restrict in, int n, __m128i shift, unsigned j,
+                       std::uint8_t* __restrict out) noexcept {
+#if DSV4_HOST_AVX2
+  if (host_avx2_path()) return e2m1_count_avx2(in, n, shift, j, out);
+#endif
+  e2m1_count_sse2(in, n, shift, j, out);
+}
 /// `e2m1_divided` on SSE2 for a divisor d = 2^k x (1 + j/8) (3 significand bits: every E4M3
 /// scale), |k| <= 100, n % 16 == 0 (`e2m1_count_sse2`); false (nothing written) for any other
 /// divisor.
@@ -544,7 +616,7 @@ inline bool e2m1_divided_sse2(const bf16* __restrict in, int n, float divisor, s
   const std::uint32_t u = float_bits(divisor);
   const int k = static_cast<int>(u >> 23) - 127;
   if ((u & 0x800FFFFFU) != 0 || k < -100 || k > 100) return false;  // 3 significand bits: 22..20
-  e2m1_count_sse2(in, n, _mm_set1_epi16(static_cast<std::int16_t>(k * 128)), (u >> 20) & 7U, out);
+  e2m1_count(in, n, _mm_set1_epi16(static_cast<std::int16_t>(k * 128)), (u >> 20) & 7U, out);
   return true;
 }
 /// For each E4M3 byte b of a positive nonzero finite value 2^k x (1 + j/8): k << 7 in 8 lanes
@@ -572,7 +644,7 @@ inline void e2m1_scaled(const bf16* __restrict in, int n, float inv_scale, std::
   const int k = pow2_scale_exponent(inv_scale, 127);  // inv_scale = 2^k, e = -k
 #if DSV4_HOST_SSE2
   // x x 2^k and x / 2^-k are the same float (exact, or the same underflow / overflow).
-  if (k >= -100 && k <= 100 && e2m1_divided_sse2(in, n, exp2i(-k), out)) return;
+  if (e2m1_count_path() && k >= -100 && k <= 100 && e2m1_divided_sse2(in, n, exp2i(-k), out)) return;
 #endif
   for (int c = 0; c < n; c += kChunk) {
     const int m = n - c < kChunk ? n - c : kChunk;
@@ -609,7 +681,7 @@ inline void e2m1_scaled(const bf16* __restrict in, int n, float inv_scale, std::
 /// as `float_to_e2m1`. Any other divisor: the float division.
 inline void e2m1_divided(const bf16* __restrict in, int n, float divisor, std::uint8_t* __restrict out) noexcept {
 #if DSV4_HOST_SSE2
-  if (e2m1_divided_sse2(in, n, divisor, out)) return;
+  if (e2m1_count_path() && e2m1_divided_sse2(in, n, divisor, out)) return;
 #endif
   constexpr float kMid[7] = {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f};
   std::int16_t t[7] = {};
@@ -686,12 +758,68 @@ inline const auto* e2m1_value_table() {
   return static_cast<const T*>(table.get());
 }
 
+#if DSV4_HOST_AVX2
+/// The BF16 outputs of `e2m1_value_table<bf16, E4m3Scale>` split into bytes for byte shuffles:
+/// entry s is 16 low bytes then 16 high bytes, nibble c at c. 8 KiB, built on first use from
+/// that table, so the same bits.
+template <bool E4m3Scale>
+inline const std::uint8_t* e2m1_byte_tables() {
+  static const std::unique_ptr<std::uint8_t[]> table = [] {
+    const auto* v = e2m1_value_table<bf16, E4m3Scale>();
+    auto t = std::make_unique<std::uint8_t[]>(std::size_t{256} * 32);
+    for (unsigned i = 0; i < 4096; ++i) {
+      t[(i >> 4) * 32 + (i & 0xFU)] = static_cast<std::uint8_t>(v[i] & 0xFFU);
+      t[(i >> 4) * 32 + 16 + (i & 0xFU)] = static_cast<std::uint8_t>(v[i] >> 8);
+    }
+    return t;
+  }();
+  return table.get();
+}
+/// `e2m1_table_dequant` as byte shuffles (pshufb) of the scale's 16 BF16 outputs, n % 16 == 0:
+/// 8 packed bytes -> 16 nibble indices in value order -> low and high bytes -> 16 BF16 values.
+/// A float output is the BF16 bits << 16: every E2M1 value times a non-NaN E4M3 or E8M0 scale
+/// has at most 6 significant bits and, when nonzero, is at least 2^-128 (a float subnormal there
+/// keeps its bits in the high 16), so it is a BF16 value exactly, infinities included (tested
+/// for every entry); a NaN scale is left to the caller (the BF16 table holds NaN as 0x7FFF, the
+/// float table as 0x7FC00000).
+template <bool E4m3Scale, class Out>
+[[gnu::target("avx2")]] inline void e2m1_shuffle_dequant_avx2(const std::uint8_t* __restrict packed, int n,
+                                                              std::uint8_t scale_byte, Out* __restrict out) noexcept {
+  const std::uint8_t* t = e2m1_byte_tables<E4m3Scale>() + static_cast<std::size_t>(scale_byte) * 32;
+  const __m128i lo_bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(t));
+  const __m128i hi_bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(t + 16));
+  const __m128i nib = _mm_set1_epi8(0x0F);
+  for (int i = 0; i < n; i += 16) {
+    const __m128i p = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(packed + i / 2));
+    const __m128i idx = _mm_unpacklo_epi8(_mm_and_si128(p, nib), _mm_and_si128(_mm_srli_epi16(p, 4), nib));
+    const __m128i lo = _mm_shuffle_epi8(lo_bytes, idx);
+    const __m128i hi = _mm_shuffle_epi8(hi_bytes, idx);
+    const __m128i v0 = _mm_unpacklo_epi8(lo, hi);  // values i .. i + 7 as BF16
+    const __m128i v1 = _mm_unpackhi_epi8(lo, hi);  // values i + 8 .. i + 15
+    if constexpr (std::is_same_v<Out, bf16>) {
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), v0);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i + 8), v1);
+    } else {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), _mm256_slli_epi32(_mm256_cvtepu16_epi32(v0), 16));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i + 8), _mm256_slli_epi32(_mm256_cvtepu16_epi32(v1), 16));
+    }
+  }
+}
+#endif
 /// out[i] = E2M1(nibble i) x the scale stored as byte `scale_byte` (E4M3 if `E4m3Scale`, else
 /// E8M0), as `from_float<Out>`, n even: two lookups in `e2m1_value_table` (in L1) per packed
-/// byte, one store of both values.
+/// byte, one store of both values; in the AVX2 form (n % 16 == 0) byte shuffles of the same
+/// values (`e2m1_shuffle_dequant_avx2`).
 template <bool E4m3Scale, class Out>
 inline void e2m1_table_dequant(const std::uint8_t* __restrict packed, int n, std::uint8_t scale_byte,
                                Out* __restrict out) noexcept {
+#if DSV4_HOST_AVX2
+  // A NaN scale (E4M3 0x7F / 0xFF, E8M0 0xFF) takes the table loop for a float output.
+  const bool nan_scale = E4m3Scale ? (scale_byte & 0x7FU) == 0x7FU : scale_byte == 0xFFU;
+  if (n % 16 == 0 && host_avx2_path() && (std::is_same_v<Out, bf16> || !nan_scale)) {
+    return e2m1_shuffle_dequant_avx2<E4m3Scale>(packed, n, scale_byte, out);
+  }
+#endif
   const auto* t = e2m1_value_table<Out, E4m3Scale>() + (static_cast<unsigned>(scale_byte) << 4);
   using T = std::remove_cv_t<std::remove_reference_t<decltype(*t)>>;
   using Pair = std::conditional_t<sizeof(T) == 2, std::uint32_t, std::uint64_t>;

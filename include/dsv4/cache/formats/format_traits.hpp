@@ -383,15 +383,15 @@ DSV4_HOST_DEVICE constexpr void e2m1_pack_divided(const bf16* in, std::int64_t n
 }
 
 /// Packs the E2M1 codes of x / E4M3(scale_byte) for n values (n even): `e2m1_pack_divided(in,
-/// n, e4m3_to_float(scale_byte), out)`. On the SSE2 kernels a positive finite nonzero scale byte
-/// selects the divisor's operands from a table (`simd::kE4m3Divisors`, `e2m1_count_sse2`).
+/// n, e4m3_to_float(scale_byte), out)`. On the SSE2 and AVX2 kernels a positive finite nonzero
+/// scale byte selects the divisor's operands from a table (`simd::kE4m3Divisors`, `e2m1_count`).
 DSV4_HOST_DEVICE constexpr void e2m1_pack_e4m3_divided(const bf16* in, std::int64_t n, std::uint8_t scale_byte,
                                                        std::uint8_t* out) noexcept {
 #if DSV4_HOST_SSE2
-  if (host_simd_path(n % simd::kLanes == 0) && static_cast<unsigned>(scale_byte) - 1U < 0x7EU) {
+  if (host_simd_path(n % simd::kLanes == 0) && simd::e2m1_count_path() &&
+      static_cast<unsigned>(scale_byte) - 1U < 0x7EU) {
     const auto* shift = reinterpret_cast<const __m128i*>(simd::kE4m3Divisors.shift[scale_byte]);
-    return simd::e2m1_count_sse2(in, static_cast<int>(n), _mm_load_si128(shift), simd::kE4m3Divisors.j[scale_byte],
-                                 out);
+    return simd::e2m1_count(in, static_cast<int>(n), _mm_load_si128(shift), simd::kE4m3Divisors.j[scale_byte], out);
   }
 #endif
   e2m1_pack_divided(in, n, e4m3_to_float(scale_byte), out);
