@@ -274,6 +274,59 @@ TEST_P(HostCodec, EveryFormatMatchesTheScalarCodecUnderFtzDaz) {
     visit_format(i, [&]<row_format F>() { check_format<F>(GetParam(), true); });
 }
 
+// Zeros at the extreme scales (a fault class found in review): the power-of-two kernels add the
+// scale's exponent to the BF16 bits, which turned a zero into 2^(-e - 127), so at scales of
+// 2^-117 and below (E4M3) or 2^-126, 2^-127 (E2M1) a zero was written as a nonzero code. These
+// scales come from all-zero blocks under a zero amax floor (the MXFP4 formats' default: E8M0
+// 0x00) and from tiny per-tensor scales. Every format, on this ISA, with its default policy and
+// zero floors / tiny tensor scales, for rows of zeros, +-0 and zeros holding one tiny value:
+// the bulk bytes equal `quantize_row`'s, and a row of zeros reads back as zeros (the hand value:
+// E4M3, E2M1 and BF16 codes of +-0 are +-0 whatever the scale).
+TEST_P(HostCodec, ZeroRowsAtExtremeScalesMatchTheScalarCodec) {
+  for (int fi = 0; fi < static_cast<int>(kFormats.size()); ++fi)
+    visit_format(fi, [&]<row_format F>() {
+      using In = typename F::input_type;
+      const format_layout l = test_layout<F>();
+      std::vector<format_policy> pols{F::default_policy};
+      for (float ts : {1.0f, 0x1p-120f, 0x1p-126f}) {
+        format_policy p = F::default_policy;
+        p.fp8_amax_floor = 0.0f;
+        p.mxfp4_amax_floor = 0.0f;
+        p.tensor_scale = ts;
+        pols.push_back(p);
+      }
+      const auto n = static_cast<std::size_t>(l.values);
+      for (int kind = 0; kind < 4; ++kind) {
+        std::vector<In> row(n);
+        for (std::size_t i = 0; i < n; ++i) {
+          float x = kind == 1 && i % 2 == 1 ? -0.0f : 0.0f;
+          if (kind == 2 && i == 5) x = 0x1p-125f;
+          if (kind == 3 && i == 5) x = 0x1p-133f;  // a BF16 subnormal
+          if constexpr (std::is_same_v<In, float>) {
+            row[i] = x;
+          } else {
+            row[i] = float_to_bf16(x);
+          }
+        }
+        for (const format_policy& p : pols) {
+          std::vector<std::uint8_t> want(static_cast<std::size_t>(l.page_bytes(kRowsPerPage)), 0);
+          std::vector<std::uint8_t> have(want.size(), 0);
+          quantize_row<F>(l, want.data(), kRowsPerPage, 1, row.data(), p);
+          force_host_isa(GetParam());
+          quantize_rows<F>(l, have.data(), kRowsPerPage, 1, 1, row.data(), p);
+          force_host_isa(std::nullopt);
+          ASSERT_EQ(have, want) << l.name << " row kind " << kind << " tensor_scale " << p.tensor_scale;
+          if (kind > 1) continue;
+          std::vector<float> back(n);
+          dequantize_row<F, float>(l, have.data(), kRowsPerPage, 1, back.data(), p);
+          for (std::size_t i = 0; i < n; ++i)  // (a zero-scale NVFP4 block writes -0 as +0)
+            ASSERT_EQ(detail::float_bits(back[i]) & detail::kF32AbsMask, 0U)
+                << l.name << " value " << i << " row kind " << kind;
+        }
+      }
+    });
+}
+
 // The two values FTZ / DAZ would destroy, by hand: E8M0 0x00 (2^-127) times E2M1 6 is
 // 1.5 x 2^-125 (a float normal; the scale itself is a subnormal), and E4M3 0x01 (2^-9) times
 // 2^-120 is 2^-129 (a float subnormal).
@@ -306,8 +359,8 @@ TEST_P(HostCodec, SubnormalScalesAndCodesSurviveFtzDaz) {
 }
 
 /// A form of the host kernels (`host_simd_scope`): SSE2 (the baseline copy on x86), the plain
-/// loops (the wide copies without AVX2 kernels, as on other CPUs) and, on x86-64 with AVX2, the
-/// AVX2 kernels of the AVX2 / AVX-512 copies.
+/// loops (what CPUs without the SSE2 and AVX2 forms run, aarch64 for one; here through a wide
+/// scope without AVX2) and, on x86-64 with AVX2, the AVX2 kernels of the AVX2 / AVX-512 copies.
 struct kernel_form {
   const char* name;
   bool wide;
@@ -319,7 +372,8 @@ struct kernel_form {
 std::vector<kernel_form> kernel_forms(bool avx2_form) {
   std::vector<kernel_form> forms{{"sse2", false, false}, {"plain", true, false}};
   if (!avx2_form) return forms;
-  static const std::string why_not = host_isa_unsupported_reason(host_isa::avx2);
+  static const std::string why_not = DSV4_HOST_AVX2 != 0 ? host_isa_unsupported_reason(host_isa::avx2)
+                                                         : std::string("this build has no AVX2 kernels (not x86-64)");
   if (why_not.empty()) {
     forms.push_back({"avx2", true, true});
   } else {
@@ -375,6 +429,17 @@ TEST(HostKernels, E2m1TimesEveryPowerOfTwoIsExact) {
         const auto have = static_cast<std::uint8_t>(i % 2 == 0 ? got[i / 2] & 0xF : got[i / 2] >> 4);
         ASSERT_EQ(have, want) << "bf16 0x" << std::hex << i << " x 2^" << std::dec << -e;
       }
+      // +-0 among normal values (no subnormal: the 16-bit path): E2M1(+-0 x 2^-e) is 0x0 / 0x8.
+      std::vector<bf16> z(64);
+      for (std::size_t i = 0; i < 64; ++i)
+        z[i] = bf16{static_cast<std::uint16_t>(i % 4 == 0 ? 0x0000 : i % 4 == 1 ? 0x8000 : 0x3F80 + i)};
+      std::vector<std::uint8_t> zp(32);
+      detail::simd::e2m1_scaled(z.data(), 64, inv, zp.data());
+      for (std::size_t i = 0; i < 64; ++i) {
+        const std::uint8_t want = i % 4 == 0 ? 0x0 : i % 4 == 1 ? 0x8 : float_to_e2m1(bf16_to_float(z[i]) * inv);
+        const auto have = static_cast<std::uint8_t>(i % 2 == 0 ? zp[i / 2] & 0xF : zp[i / 2] >> 4);
+        ASSERT_EQ(have, want) << "value " << i << " x 2^" << -e;
+      }
     }
   }
 }
@@ -396,6 +461,15 @@ TEST(HostKernels, E4m3TimesEveryPowerOfTwoIsExact) {
             << "bf16 0x" << std::hex << i << " x 2^" << std::dec << -e;
       detail::simd::e4m3_pow2_codes(in.data() + 128, 64, e, got.data());  // normal BF16 inputs only
       for (std::size_t i = 0; i < 64; ++i) ASSERT_EQ(got[i], float_to_e4m3(bf16_to_float(in[128 + i]) * inv));
+      // +-0 among normal values (no subnormal: the 16-bit path): E4M3(+-0 x 2^-e) is 0x00 / 0x80.
+      std::vector<bf16> z(64);
+      for (std::size_t i = 0; i < 64; ++i)
+        z[i] = bf16{static_cast<std::uint16_t>(i % 4 == 0 ? 0x0000 : i % 4 == 1 ? 0x8000 : 0x3F80 + i)};
+      detail::simd::e4m3_scaled(z.data(), 64, inv, got.data());
+      for (std::size_t i = 0; i < 64; ++i) {
+        const std::uint8_t want = i % 4 == 0 ? 0x00 : i % 4 == 1 ? 0x80 : float_to_e4m3(bf16_to_float(z[i]) * inv);
+        ASSERT_EQ(got[i], want) << "value " << i << " x 2^" << -e;
+      }
     }
   }
 }

@@ -67,8 +67,9 @@ inline thread_local bool g_host_simd_avx2 = false;
 inline bool host_simd_on() noexcept { return g_host_simd_on; }
 
 /// Whether a kernel takes its SSE2 form: on x86 inside a bulk call of the baseline ISA. The
-/// copies for AVX2 and AVX-512 run the plain loops, which the compiler vectorizes 256 or 512
-/// bits wide (measured faster there than the 128-bit SSE2 forms).
+/// copies for AVX2 and AVX-512 run a kernel's AVX2 form where it has one (`host_avx2_path`),
+/// else its plain loops, which the compiler vectorizes 256 or 512 bits wide (measured faster
+/// there than the 128-bit SSE2 forms).
 inline bool host_sse2_path() noexcept { return DSV4_HOST_SSE2 != 0 && !g_host_simd_wide; }
 /// Whether a kernel takes its AVX2 form (where it has one): on x86-64 inside a bulk call of the
 /// AVX2 or AVX-512 copy. Kernels without one run their plain loops there.
@@ -82,8 +83,9 @@ constexpr bool host_simd_path(bool shape_ok) noexcept {
 }
 
 /// Enables the vector kernels on this thread for its lifetime (nests); `wide`: the bulk call
-/// runs an AVX2 or AVX-512 copy; `avx2` (with `wide`): the AVX2 kernels may run (the CPU has
-/// AVX2; without it a wide scope runs the plain loops, as on other CPUs).
+/// runs an AVX2 or AVX-512 copy; `avx2` (with `wide`): the AVX2 kernels may run (the bulk calls
+/// always set it with `wide`; the tests clear it to run the plain loops, which CPUs without the
+/// SSE2 and AVX2 forms run).
 class host_simd_scope {
  public:
   explicit host_simd_scope(bool wide = false, bool avx2 = false) noexcept
@@ -222,7 +224,8 @@ inline constexpr std::int16_t kE4m3SubMid[8] = {0x3A80, 0x3B40, 0x3BA0, 0x3BE0, 
 /// E4M3 codes (satfinite) of in[i] x 2^-e on the 16-bit sign-less BF16 bits, for a block
 /// without BF16 subnormals when e < 0. x x 2^-e is exact in BF16 unless it underflows (code 0)
 /// or overflows (saturates, as the float path): its bits are the input's with the exponent
-/// lowered by e, saturating at 0 and 0x7F80. From 2^-6 the code is a round-to-nearest-even shift
+/// lowered by e, saturating at 0 and 0x7F80, and a zero's stay 0 (rescaled, its bits would
+/// read as 2^(-e - 127): code 1 or more for e <= -117). From 2^-6 the code is a round-to-nearest-even shift
 /// of 4 mantissa bits clamped to 0x7E (448); below, the number of midpoints (k + 1/2) 2^-9 below
 /// the value, a midpoint rounding to the even code (> for even k, >= for odd k). NaN gives 0x7F,
 /// +-inf +-448.
@@ -233,7 +236,9 @@ inline void e4m3_pow2_codes(const bf16* __restrict in, int n, int e, std::uint8_
   // The same lanes on SSE2 (n % 16 == 0): the clamps are unsigned saturating arithmetic
   // (min(d + up, 0x7F80) = sat(d + up + 0x807F) - 0x807F), the midpoint count only runs for
   // 8 values holding one below 2^-6, the sign bytes are packed from the high bytes.
-  if (n % 16 == 0 && host_sse2_path()) {
+  // Only while up < 2^-10's bits (e > -117): then a zero, whose bits become `up`, stays below
+  // the first midpoint; a larger up takes the loop below, which keeps zeros at zero.
+  if (n % 16 == 0 && up < kE4m3SubMid[0] && host_sse2_path()) {
     const __m128i vdown = _mm_set1_epi16(static_cast<std::int16_t>(down));
     const __m128i vup = _mm_set1_epi16(static_cast<std::int16_t>(up + 0x807FU));
     const __m128i bias = _mm_set1_epi16(static_cast<std::int16_t>(0x807F));
@@ -281,7 +286,7 @@ inline void e4m3_pow2_codes(const bf16* __restrict in, int n, int e, std::uint8_
     const std::uint16_t b = in[i].bits;
     const auto a = static_cast<std::uint16_t>(b & 0x7FFFU);
     const auto d = static_cast<std::uint16_t>(a > down ? a - down : 0U);
-    const auto u = static_cast<std::uint16_t>(d + up);
+    const auto u = static_cast<std::uint16_t>(d == 0 ? 0U : d + up);  // a zero times 2^-e stays zero
     const auto s = static_cast<std::int16_t>(u < 0x7F80U ? u : 0x7F80U);
     const auto sub = static_cast<std::uint16_t>(
         static_cast<std::uint16_t>(s > kE4m3SubMid[0]) + static_cast<std::uint16_t>(s >= kE4m3SubMid[1]) +
@@ -474,7 +479,8 @@ inline void unpack_nibbles(const std::uint8_t* __restrict packed, int n, std::ui
 /// E2M1 codes of in[i] x 2^-e on the 16-bit sign-less BF16 bits, for a block without NaN or
 /// infinity and, when e < 0, without BF16 subnormals. Then x x 2^-e is exact in BF16 unless it
 /// underflows (its code is then 0) or overflows (saturated to 6 as the float path does): its bits
-/// are the input's with the exponent lowered by e, saturating at 0 and at 0x7F80 (inf). The code
+/// are the input's with the exponent lowered by e, saturating at 0 and at 0x7F80 (inf), and a
+/// zero's stay 0 (rescaled, they would read as 0.5 or 1.0 for e = -126, -127). The code
 /// is the nearest-even E2M1 value: below 1.0 by comparison with 0.25 (tie to 0) and 0.75 (tie to
 /// 1.0); from 1.0 a round-to-nearest-even shift of 6 mantissa bits, clamped to 7 (6.0).
 inline void e2m1_pow2_codes(const bf16* __restrict in, int n, int e, std::uint8_t* __restrict codes) noexcept {
@@ -484,7 +490,7 @@ inline void e2m1_pow2_codes(const bf16* __restrict in, int n, int e, std::uint8_
     const std::uint16_t b = in[i].bits;
     const auto a = static_cast<std::uint16_t>(b & 0x7FFFU);
     const auto d = static_cast<std::uint16_t>(a > down ? a - down : 0U);
-    const auto u = static_cast<std::uint16_t>(d + up);
+    const auto u = static_cast<std::uint16_t>(d == 0 ? 0U : d + up);  // a zero times 2^-e stays zero
     const std::uint16_t s = u < 0x7F80U ? u : std::uint16_t{0x7F80U};
     const auto sub =
         static_cast<std::uint16_t>(static_cast<std::uint16_t>(s > 0x3E80U) + static_cast<std::uint16_t>(s >= 0x3F40U));
@@ -598,7 +604,7 @@ inline void e2m1_count_sse2(const bf16* __restrict in, int n, __m128i shift, uns
 }
 #endif
 /// Whether the E2M1 comparison kernel has a form here: SSE2 in the baseline copy, AVX2 in the
-/// wide copies (a wide scope without AVX2, as on other CPUs, runs the plain loops).
+/// wide copies (else the plain loops run: other CPUs, or a test's wide scope without AVX2).
 inline bool e2m1_count_path() noexcept { return host_sse2_path() || host_avx2_path(); }
 /// The E2M1 codes of |x| / (2^k x (1 + j/8)) (`e2m1_count_sse2`), in the AVX2 form inside the
 /// AVX2 / AVX-512 copies, else in the SSE2 form.
