@@ -414,6 +414,16 @@ TEST(HostKernels, E2m1DividedByEveryE4m3ScaleIsExact) {
   }
 }
 
+// 64 values: +0 at i % 4 == 0, -0 at i % 4 == 1, the normals 0x3F80 + i elsewhere (no BF16
+// subnormal, so that the power-of-two kernels take their 16-bit path): a zero times any power
+// of two must keep the code of +-0.
+std::vector<bf16> zeros_among_normals() {
+  std::vector<bf16> z(64);
+  for (std::size_t i = 0; i < z.size(); ++i)
+    z[i] = bf16{static_cast<std::uint16_t>(i % 4 == 0 ? 0x0000 : i % 4 == 1 ? 0x8000 : 0x3F80 + i)};
+  return z;
+}
+
 TEST(HostKernels, E2m1TimesEveryPowerOfTwoIsExact) {
   for (const kernel_form& form : kernel_forms(/*avx2_form=*/true)) {
     SCOPED_TRACE(form.name);
@@ -430,9 +440,7 @@ TEST(HostKernels, E2m1TimesEveryPowerOfTwoIsExact) {
         ASSERT_EQ(have, want) << "bf16 0x" << std::hex << i << " x 2^" << std::dec << -e;
       }
       // +-0 among normal values (no subnormal: the 16-bit path): E2M1(+-0 x 2^-e) is 0x0 / 0x8.
-      std::vector<bf16> z(64);
-      for (std::size_t i = 0; i < 64; ++i)
-        z[i] = bf16{static_cast<std::uint16_t>(i % 4 == 0 ? 0x0000 : i % 4 == 1 ? 0x8000 : 0x3F80 + i)};
+      const std::vector<bf16> z = zeros_among_normals();
       std::vector<std::uint8_t> zp(32);
       detail::simd::e2m1_scaled(z.data(), 64, inv, zp.data());
       for (std::size_t i = 0; i < 64; ++i) {
@@ -462,9 +470,7 @@ TEST(HostKernels, E4m3TimesEveryPowerOfTwoIsExact) {
       detail::simd::e4m3_pow2_codes(in.data() + 128, 64, e, got.data());  // normal BF16 inputs only
       for (std::size_t i = 0; i < 64; ++i) ASSERT_EQ(got[i], float_to_e4m3(bf16_to_float(in[128 + i]) * inv));
       // +-0 among normal values (no subnormal: the 16-bit path): E4M3(+-0 x 2^-e) is 0x00 / 0x80.
-      std::vector<bf16> z(64);
-      for (std::size_t i = 0; i < 64; ++i)
-        z[i] = bf16{static_cast<std::uint16_t>(i % 4 == 0 ? 0x0000 : i % 4 == 1 ? 0x8000 : 0x3F80 + i)};
+      const std::vector<bf16> z = zeros_among_normals();
       detail::simd::e4m3_scaled(z.data(), 64, inv, got.data());
       for (std::size_t i = 0; i < 64; ++i) {
         const std::uint8_t want = i % 4 == 0 ? 0x00 : i % 4 == 1 ? 0x80 : float_to_e4m3(bf16_to_float(z[i]) * inv);

@@ -11,7 +11,11 @@
 //              conversion: the values stream to memory); small: DSV4_BENCH_SMALL_KIB KiB (default
 //              256, in L2), host_store::cached. Pages of 64 rows; fp32_state at 8,192-B rows (the
 //              V4 CSA state row).
-//   isa        every host_isa the CPU supports (baseline = the forced x86-64 SSE2 path)
+//   isa        every host_isa the CPU supports (baseline = the forced x86-64 SSE2 path); and
+//              (large set) "stream": the group's traffic with no arithmetic, each page's source
+//              bytes read and its destination bytes written with the codec's kind of store
+//              (quantize: cached; dequantize: streaming), one thread: the traffic ceiling of a
+//              one-thread codec of that shape on this machine (its GB/s counts the bytes it moves)
 //   threads    (large set, baseline and best ISA) the same rows through the slot calls
 //              (`host_insert_rows` / `host_gather_rows`, slots in page order) on 1, 2, 4, ...
 //              threads up to the hardware's (at most 8); without it, `quantize_rows` /
@@ -29,6 +33,7 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -178,9 +183,77 @@ prepared& cache() {
   return p;
 }
 
+/// Records one measurement of `key`.
+void record(benchmark::State& state, const result_key& key, double gbps, double memcpy, double working_set_bytes) {
+  state.counters["GB/s"] = gbps;
+  state.counters["memcpy_GB/s"] = memcpy / 1e9;
+  state.counters["vs_memcpy"] = gbps * 1e9 / memcpy;
+  state.counters["working_set_MiB"] = working_set_bytes / (1 << 20);
+  result& r = results()[key];
+  if (r.gbps.empty()) result_order().push_back(key);
+  r.gbps.push_back(gbps);
+  r.memcpy_gbps.push_back(memcpy / 1e9);
+  r.ratio.push_back(gbps * 1e9 / memcpy);
+}
+
+/// The "stream" row of a prepared group: the row loops of the bulk calls (host_codec.hpp) with
+/// the arithmetic taken out. Row by row, the source bytes (the row's values for quantize, its
+/// share of the page, page_bytes / kRows, for dequantize) are read, an OR of their 8-byte words,
+/// prefetching `kPrefetchRows` rows ahead as the codecs do; the destination bytes are written:
+/// quantize fills the row's share of the page (cached stores), dequantize fills a 16 KiB stage
+/// and copies it out with non-temporal stores (`stream_copy`), as the codecs' streaming store.
+/// The traffic ceiling of a one-thread codec of this shape.
+void bench_stream(benchmark::State& state, const prepared& c, direction dir, std::int64_t page_bytes,
+                  std::int64_t values_bytes, const result_key& key) {
+  std::uint8_t* pages = c.pages->data() + page_bytes;
+  std::uint8_t* vals = c.values->data();
+  const std::int64_t rows = c.page_count * kRows;
+  const std::int64_t page_row = page_bytes / kRows;
+  const std::int64_t value_row = values_bytes / kRows;
+  const bool quantize = dir == direction::quantize;
+  const std::int64_t src_row = quantize ? value_row : page_row;
+  const std::int64_t dst_row = quantize ? page_row : value_row;
+  auto src_at = [&](std::int64_t k) { return (quantize ? vals : pages) + k * src_row; };
+  auto row = [&](std::int64_t k, std::uint8_t* dst) {
+    if (k + dc::detail::kPrefetchRows < rows) {
+      const std::uint8_t* next = src_at(k + dc::detail::kPrefetchRows);
+      for (std::int64_t b = 0; b < src_row; b += 64) __builtin_prefetch(next + b);
+    }
+    const std::uint8_t* src = src_at(k);
+    std::uint64_t acc = 0;
+    for (std::int64_t i = 0; i + 8 <= src_row; i += 8) {
+      std::uint64_t w = 0;
+      std::memcpy(&w, src + i, 8);
+      acc |= w;
+    }
+    std::memset(dst, static_cast<int>(acc & 1U), static_cast<std::size_t>(dst_row));
+  };
+  alignas(64) static std::uint8_t stage[dc::kHostStreamStageBytes];
+  auto pass = [&] {
+    if (quantize || dst_row > dc::kHostStreamStageBytes) {
+      for (std::int64_t k = 0; k < rows; ++k) row(k, (quantize ? pages : vals) + k * dst_row);
+    } else {
+      const std::int64_t chunk = dc::kHostStreamStageBytes / dst_row;
+      for (std::int64_t k0 = 0; k0 < rows; k0 += chunk) {
+        const std::int64_t m = std::min(chunk, rows - k0);
+        for (std::int64_t k = k0; k < k0 + m; ++k) row(k, stage + (k - k0) * dst_row);
+        dc::detail::stream_copy(vals + k0 * dst_row, stage, static_cast<std::size_t>(m * dst_row));
+      }
+      std::atomic_thread_fence(std::memory_order_seq_cst);  // orders the non-temporal stores
+    }
+    benchmark::ClobberMemory();
+  };
+  pass();
+  const auto t0 = std::chrono::steady_clock::now();
+  for (auto _ : state) pass();
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double bytes = static_cast<double>(rows) * static_cast<double>(src_row + dst_row);
+  record(state, key, static_cast<double>(state.iterations()) * bytes / s / 1e9, c.memcpy, bytes);
+}
+
 template <dc::row_format F, class V>
 void bench_case(benchmark::State& state, direction dir, std::int64_t ws_bytes, dc::host_isa isa, const result_key& key,
-                int threads) {
+                int threads, bool stream = false) {
   const dc::format_layout l = bench_layout<F>();
   const auto pb = static_cast<std::size_t>(l.page_bytes(kRows));
   const auto value_row = static_cast<std::size_t>(l.values) * sizeof(V);
@@ -210,6 +283,10 @@ void bench_case(benchmark::State& state, direction dir, std::int64_t ws_bytes, d
         static_cast<double>(pages * kRows) * static_cast<double>(written_row_bytes<F>(l) + std::int64_t(value_row));
     c.memcpy = memcpy_traffic(static_cast<std::size_t>(pages * per_page / 2));
     c.key = ck;
+  }
+  if (stream) {
+    bench_stream(state, c, dir, static_cast<std::int64_t>(pb), static_cast<std::int64_t>(value_row) * kRows, key);
+    return;
   }
   dc::force_host_isa(isa);
   // The large set is a bulk conversion: its dequantized values stream to memory (host_store).
@@ -245,16 +322,8 @@ void bench_case(benchmark::State& state, direction dir, std::int64_t ws_bytes, d
   for (auto _ : state) pass();
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   dc::force_host_isa(std::nullopt);
-  const double gbps = static_cast<double>(state.iterations()) * c.traffic_per_pass / s / 1e9;
-  state.counters["GB/s"] = gbps;
-  state.counters["memcpy_GB/s"] = c.memcpy / 1e9;
-  state.counters["vs_memcpy"] = gbps * 1e9 / c.memcpy;
-  state.counters["working_set_MiB"] = static_cast<double>(pages * per_page) / (1 << 20);
-  result& r = results()[key];
-  if (r.gbps.empty()) result_order().push_back(key);
-  r.gbps.push_back(gbps);
-  r.memcpy_gbps.push_back(c.memcpy / 1e9);
-  r.ratio.push_back(gbps * 1e9 / c.memcpy);
+  record(state, key, static_cast<double>(state.iterations()) * c.traffic_per_pass / s / 1e9, c.memcpy,
+         static_cast<double>(pages * per_page));
 }
 
 double median(std::vector<double> v) {
@@ -286,21 +355,29 @@ void register_all() {
       for (const auto& [set, ws] : {std::pair<std::string, std::int64_t>{"large", large}, {"small", small}}) {
         for (const group& g : {group{direction::quantize, in_name}, group{direction::dequantize, "bf16"},
                                group{direction::dequantize, "float"}}) {
-          // The page calls on every ISA, then (large set) the slot calls on 1..N threads.
-          std::vector<std::pair<dc::host_isa, int>> runs;
+          // (Large set) the traffic ceiling, the page calls on every ISA, then (large set) the
+          // slot calls on 1..N threads.
+          struct run_kind {
+            dc::host_isa isa;
+            int threads;
+            bool stream;
+          };
+          std::vector<run_kind> runs;
+          if (set == "large") runs.push_back({dc::host_isa::baseline, 0, true});
           for (dc::host_isa isa : dc::kHostIsas)
-            if (dc::host_isa_supported(isa)) runs.emplace_back(isa, 0);
+            if (dc::host_isa_supported(isa)) runs.push_back({isa, 0, false});
           if (set == "large") {
             for (dc::host_isa isa : {dc::host_isa::baseline, dc::best_host_isa()}) {
-              for (int t : thread_counts()) runs.emplace_back(isa, t);
+              for (int t : thread_counts()) runs.push_back({isa, t, false});
               if (isa == dc::best_host_isa()) break;
             }
           }
-          for (const auto& run : runs) {
-            const dc::host_isa isa = run.first;  // not a structured binding: clang 14 cannot capture one
-            const int threads = run.second;
+          for (const run_kind& run : runs) {
+            const dc::host_isa isa = run.isa;
+            const int threads = run.threads;
+            const bool stream = run.stream;
             result_key key{std::string(F::layout.name), g.dir == direction::quantize ? "quantize" : "dequantize",
-                           g.values, set, std::string(dc::to_string(isa))};
+                           g.values, set, stream ? std::string("stream") : std::string(dc::to_string(isa))};
             std::string name = key.format + "/" + key.dir + "/" + key.values + "/" + key.set + "/" + key.isa;
             if (threads > 0) {
               key.threads = threads;
@@ -310,9 +387,9 @@ void register_all() {
             const std::int64_t bytes = ws;
             auto* b = benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) {
               if (g.values == "float") {
-                bench_case<F, float>(st, dir, bytes, isa, key, threads);
+                bench_case<F, float>(st, dir, bytes, isa, key, threads, stream);
               } else {
-                bench_case<F, dc::bf16>(st, dir, bytes, isa, key, threads);
+                bench_case<F, dc::bf16>(st, dir, bytes, isa, key, threads, stream);
               }
             });
             b->Unit(benchmark::kMillisecond);

@@ -615,10 +615,10 @@ inline void e2m1_count(const bf16* __restrict in, int n, __m128i shift, unsigned
 #endif
   e2m1_count_sse2(in, n, shift, j, out);
 }
-/// `e2m1_divided` on SSE2 for a divisor d = 2^k x (1 + j/8) (3 significand bits: every E4M3
-/// scale), |k| <= 100, n % 16 == 0 (`e2m1_count_sse2`); false (nothing written) for any other
-/// divisor.
-inline bool e2m1_divided_sse2(const bf16* __restrict in, int n, float divisor, std::uint8_t* __restrict out) noexcept {
+/// `e2m1_divided` on the comparison kernel (`e2m1_count`: SSE2, or AVX2 in the wide copies) for
+/// a divisor d = 2^k x (1 + j/8) (3 significand bits: every E4M3 scale), |k| <= 100, n % 16 ==
+/// 0; false (nothing written) for any other divisor.
+inline bool e2m1_divided_count(const bf16* __restrict in, int n, float divisor, std::uint8_t* __restrict out) noexcept {
   const std::uint32_t u = float_bits(divisor);
   const int k = static_cast<int>(u >> 23) - 127;
   if ((u & 0x800FFFFFU) != 0 || k < -100 || k > 100) return false;  // 3 significand bits: 22..20
@@ -650,7 +650,7 @@ inline void e2m1_scaled(const bf16* __restrict in, int n, float inv_scale, std::
   const int k = pow2_scale_exponent(inv_scale, 127);  // inv_scale = 2^k, e = -k
 #if DSV4_HOST_SSE2
   // x x 2^k and x / 2^-k are the same float (exact, or the same underflow / overflow).
-  if (e2m1_count_path() && k >= -100 && k <= 100 && e2m1_divided_sse2(in, n, exp2i(-k), out)) return;
+  if (e2m1_count_path() && k >= -100 && k <= 100 && e2m1_divided_count(in, n, exp2i(-k), out)) return;
 #endif
   for (int c = 0; c < n; c += kChunk) {
     const int m = n - c < kChunk ? n - c : kChunk;
@@ -687,7 +687,7 @@ inline void e2m1_scaled(const bf16* __restrict in, int n, float inv_scale, std::
 /// as `float_to_e2m1`. Any other divisor: the float division.
 inline void e2m1_divided(const bf16* __restrict in, int n, float divisor, std::uint8_t* __restrict out) noexcept {
 #if DSV4_HOST_SSE2
-  if (e2m1_count_path() && e2m1_divided_sse2(in, n, divisor, out)) return;
+  if (e2m1_count_path() && e2m1_divided_count(in, n, divisor, out)) return;
 #endif
   constexpr float kMid[7] = {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f};
   std::int16_t t[7] = {};
