@@ -12,10 +12,10 @@
 //              256, in L2), host_store::cached. Pages of 64 rows; fp32_state at 8,192-B rows (the
 //              V4 CSA state row).
 //   isa        every host_isa the CPU supports (baseline = the forced x86-64 SSE2 path); and
-//              (large set) "stream": the group's traffic with no arithmetic, each page's source
-//              bytes read and its destination bytes written with the codec's kind of store
-//              (quantize: cached; dequantize: streaming), one thread: the traffic ceiling of a
-//              one-thread codec of that shape on this machine (its GB/s counts the bytes it moves)
+//              (large set) "stream": a reference loop of the bulk calls' shape with no arithmetic,
+//              one thread (the codec's source bytes read, its destination bytes written with its
+//              kind of store; `bench_stream`): roughly how much of a codec's time is arithmetic,
+//              not a ceiling
 //   threads    (large set, baseline and best ISA) the same rows through the slot calls
 //              (`host_insert_rows` / `host_gather_rows`, slots in page order) on 1, 2, 4, ...
 //              threads up to the hardware's (at most 8); without it, `quantize_rows` /
@@ -27,13 +27,12 @@
 //              into the other half (best of 3 copies, measured before each group of benchmarks)
 //   vs_memcpy  GB/s / memcpy_GB/s
 // After the run a table prints, per format, direction, values type, set, ISA and threads ("page":
-// the page calls), the median over every measurement taken (Google Benchmark's calibration calls
+// the page calls; "-": the stream rows), the median over every measurement taken (Google Benchmark's calibration calls
 // and each of --benchmark_repetitions=N; "samples" counts them), and for the slot calls the
 // scaling: GB/s over the same slot call's on one thread. memcpy is always one thread.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -133,18 +132,40 @@ void fill_input(In* in, std::int64_t rows, std::int64_t values) {
     std::memcpy(in + r * values, in, static_cast<std::size_t>(std::min(kPeriod, rows - r) * values) * sizeof(In));
 }
 
-/// Bytes of one row the quantizer writes (from two pages pre-filled with 0x00 and 0xFF).
+/// A byte run [offset, offset + bytes) of a page.
+struct byte_run {
+  std::int64_t offset, bytes;
+};
+/// The page bytes the quantizer writes for row r of a page, r in [0, kRows), as runs of
+/// consecutive bytes in page order: row r quantized into two pages pre-filled with 0x00 and 0xFF,
+/// a byte written where either page changed.
 template <dc::row_format F>
-std::int64_t written_row_bytes(const dc::format_layout& l) {
+std::vector<std::vector<byte_run>> written_runs(const dc::format_layout& l) {
   using In = typename F::input_type;
   std::vector<In> in(static_cast<std::size_t>(l.values));
   fill_input(in.data(), 1, l.values);
   const auto pb = static_cast<std::size_t>(l.page_bytes(kRows));
-  std::vector<std::uint8_t> a(pb, 0x00), b(pb, 0xFF);
-  dc::quantize_row<F>(l, a.data(), kRows, 1, in.data());
-  dc::quantize_row<F>(l, b.data(), kRows, 1, in.data());
+  std::vector<std::vector<byte_run>> runs(kRows);
+  for (std::int64_t r = 0; r < kRows; ++r) {
+    std::vector<std::uint8_t> a(pb, 0x00), b(pb, 0xFF);
+    dc::quantize_row<F>(l, a.data(), kRows, r, in.data());
+    dc::quantize_row<F>(l, b.data(), kRows, r, in.data());
+    auto& row = runs[static_cast<std::size_t>(r)];
+    for (std::size_t i = 0; i < pb; ++i) {
+      if (a[i] == 0x00 && b[i] == 0xFF) continue;
+      const auto at = static_cast<std::int64_t>(i);
+      if (!row.empty() && row.back().offset + row.back().bytes == at) {
+        ++row.back().bytes;
+      } else {
+        row.push_back({at, 1});
+      }
+    }
+  }
+  return runs;
+}
+std::int64_t run_bytes(const std::vector<byte_run>& runs) {
   std::int64_t n = 0;
-  for (std::size_t i = 0; i < pb; ++i) n += (a[i] != 0x00 || b[i] != 0xFF) ? 1 : 0;
+  for (const byte_run& r : runs) n += r.bytes;
   return n;
 }
 
@@ -175,6 +196,7 @@ struct prepared {
   std::unique_ptr<buffer> values, pages;
   std::vector<std::int64_t> slots;  ///< slot k = k + kRows: the pages in order after the null page
   std::int64_t page_count = 0;
+  std::vector<std::vector<byte_run>> runs;  ///< `written_runs` of the group's format
   double traffic_per_pass = 0;
   double memcpy = 0;
 };
@@ -196,59 +218,90 @@ void record(benchmark::State& state, const result_key& key, double gbps, double 
   r.ratio.push_back(gbps * 1e9 / memcpy);
 }
 
-/// The "stream" row of a prepared group: the row loops of the bulk calls (host_codec.hpp) with
-/// the arithmetic taken out. Row by row, the source bytes (the row's values for quantize, its
-/// share of the page, page_bytes / kRows, for dequantize) are read, an OR of their 8-byte words,
-/// prefetching `kPrefetchRows` rows ahead as the codecs do; the destination bytes are written:
-/// quantize fills the row's share of the page (cached stores), dequantize fills a 16 KiB stage
-/// and copies it out with non-temporal stores (`stream_copy`), as the codecs' streaming store.
-/// The traffic ceiling of a one-thread codec of this shape.
+/// OR of the n bytes at p, read as 8-byte words and a byte tail.
+std::uint64_t or_bytes(const std::uint8_t* p, std::int64_t n) {
+  std::uint64_t acc = 0;
+  std::int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    std::uint64_t w = 0;
+    std::memcpy(&w, p + i, 8);
+    acc |= w;
+  }
+  for (; i < n; ++i) acc |= p[i];
+  return acc;
+}
+
+/// The "stream" row of a prepared group: a reference loop with the bulk calls' shape
+/// (host_codec.hpp) and no arithmetic, on one thread. Row by row it reads the source bytes and
+/// writes the destination bytes the codec would: for quantize the row's value_row bytes of values
+/// (prefetching `kPrefetchRows` rows ahead, as the codecs do) and then its written page bytes
+/// (`written_runs`, memset: cached stores); for dequantize those page bytes (prefetched the same
+/// way) and then value_row bytes of values, staged 16 KiB at a time and copied out with
+/// non-temporal stores (`stream_copy`, then sfence) where the codecs stream (SSE2 hosts, rows up
+/// to 16 KiB), else memset in place. Its GB/s counts the bytes it reads and writes, which are
+/// the codec's (the same count as the codec rows). It shows roughly how much of a codec's time
+/// is arithmetic; it is not a ceiling: memcpy's `rep movsb` moves bytes faster than such a loop,
+/// and a codec can beat it.
 void bench_stream(benchmark::State& state, const prepared& c, direction dir, std::int64_t page_bytes,
-                  std::int64_t values_bytes, const result_key& key) {
+                  std::int64_t value_row, const result_key& key) {
   std::uint8_t* pages = c.pages->data() + page_bytes;
   std::uint8_t* vals = c.values->data();
   const std::int64_t rows = c.page_count * kRows;
-  const std::int64_t page_row = page_bytes / kRows;
-  const std::int64_t value_row = values_bytes / kRows;
   const bool quantize = dir == direction::quantize;
-  const std::int64_t src_row = quantize ? value_row : page_row;
-  const std::int64_t dst_row = quantize ? page_row : value_row;
-  auto src_at = [&](std::int64_t k) { return (quantize ? vals : pages) + k * src_row; };
+  auto page_of = [&](std::int64_t k) { return pages + (k / kRows) * page_bytes; };
+  auto runs_of = [&](std::int64_t k) -> const std::vector<byte_run>& {
+    return c.runs[static_cast<std::size_t>(k % kRows)];
+  };
+  auto prefetch = [&](std::int64_t k) {
+    if (quantize) {
+      const std::uint8_t* v = vals + k * value_row;
+      for (std::int64_t b = 0; b < value_row; b += 64) __builtin_prefetch(v + b);
+    } else {
+      for (const byte_run& r : runs_of(k))
+        for (std::int64_t b = 0; b < r.bytes; b += 64) __builtin_prefetch(page_of(k) + r.offset + b);
+    }
+  };
+  // Row k: its source bytes are read, then `value_row` destination bytes at dst (dequantize) or
+  // its page runs (quantize) are written.
   auto row = [&](std::int64_t k, std::uint8_t* dst) {
-    if (k + dc::detail::kPrefetchRows < rows) {
-      const std::uint8_t* next = src_at(k + dc::detail::kPrefetchRows);
-      for (std::int64_t b = 0; b < src_row; b += 64) __builtin_prefetch(next + b);
+    if (k + dc::detail::kPrefetchRows < rows) prefetch(k + dc::detail::kPrefetchRows);
+    std::uint8_t* page = page_of(k);
+    if (quantize) {
+      const int fill = static_cast<int>(or_bytes(vals + k * value_row, value_row) & 1U);
+      for (const byte_run& r : runs_of(k)) std::memset(page + r.offset, fill, static_cast<std::size_t>(r.bytes));
+    } else {
+      std::uint64_t acc = 0;
+      for (const byte_run& r : runs_of(k)) acc |= or_bytes(page + r.offset, r.bytes);
+      std::memset(dst, static_cast<int>(acc & 1U), static_cast<std::size_t>(value_row));
     }
-    const std::uint8_t* src = src_at(k);
-    std::uint64_t acc = 0;
-    for (std::int64_t i = 0; i + 8 <= src_row; i += 8) {
-      std::uint64_t w = 0;
-      std::memcpy(&w, src + i, 8);
-      acc |= w;
-    }
-    std::memset(dst, static_cast<int>(acc & 1U), static_cast<std::size_t>(dst_row));
   };
   alignas(64) static std::uint8_t stage[dc::kHostStreamStageBytes];
   auto pass = [&] {
-    if (quantize || dst_row > dc::kHostStreamStageBytes) {
-      for (std::int64_t k = 0; k < rows; ++k) row(k, (quantize ? pages : vals) + k * dst_row);
-    } else {
-      const std::int64_t chunk = dc::kHostStreamStageBytes / dst_row;
+#if DSV4_HOST_SSE2
+    if (!quantize && value_row <= dc::kHostStreamStageBytes) {
+      const std::int64_t chunk = dc::kHostStreamStageBytes / value_row;
       for (std::int64_t k0 = 0; k0 < rows; k0 += chunk) {
         const std::int64_t m = std::min(chunk, rows - k0);
-        for (std::int64_t k = k0; k < k0 + m; ++k) row(k, stage + (k - k0) * dst_row);
-        dc::detail::stream_copy(vals + k0 * dst_row, stage, static_cast<std::size_t>(m * dst_row));
+        for (std::int64_t k = k0; k < k0 + m; ++k) row(k, stage + (k - k0) * value_row);
+        dc::detail::stream_copy(vals + k0 * value_row, stage, static_cast<std::size_t>(m * value_row));
       }
-      std::atomic_thread_fence(std::memory_order_seq_cst);  // orders the non-temporal stores
+      _mm_sfence();
+      benchmark::ClobberMemory();
+      return;
     }
+#endif
+    for (std::int64_t k = 0; k < rows; ++k) row(k, vals + k * value_row);
     benchmark::ClobberMemory();
   };
   pass();
+  std::int64_t bytes = 0;
+  for (std::int64_t r = 0; r < kRows; ++r) bytes += run_bytes(runs_of(r)) + value_row;
+  bytes *= c.page_count;
   const auto t0 = std::chrono::steady_clock::now();
   for (auto _ : state) pass();
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const double bytes = static_cast<double>(rows) * static_cast<double>(src_row + dst_row);
-  record(state, key, static_cast<double>(state.iterations()) * bytes / s / 1e9, c.memcpy, bytes);
+  record(state, key, static_cast<double>(state.iterations()) * static_cast<double>(bytes) / s / 1e9, c.memcpy,
+         static_cast<double>(c.page_count * (page_bytes + kRows * value_row)));
 }
 
 template <dc::row_format F, class V>
@@ -279,13 +332,14 @@ void bench_case(benchmark::State& state, direction dir, std::int64_t ws_bytes, d
                              in.data() + p * kRows * l.values);
     }
     c.page_count = pages;
+    c.runs = written_runs<F>(l);
     c.traffic_per_pass =
-        static_cast<double>(pages * kRows) * static_cast<double>(written_row_bytes<F>(l) + std::int64_t(value_row));
+        static_cast<double>(pages * kRows) * static_cast<double>(run_bytes(c.runs[1]) + std::int64_t(value_row));
     c.memcpy = memcpy_traffic(static_cast<std::size_t>(pages * per_page / 2));
     c.key = ck;
   }
   if (stream) {
-    bench_stream(state, c, dir, static_cast<std::int64_t>(pb), static_cast<std::int64_t>(value_row) * kRows, key);
+    bench_stream(state, c, dir, static_cast<std::int64_t>(pb), static_cast<std::int64_t>(value_row), key);
     return;
   }
   dc::force_host_isa(isa);
@@ -418,6 +472,7 @@ void print_table() {
       if (it != results().end()) scaling = median(r.gbps) / median(it->second.gbps);
     }
     char threads[16] = "page";
+    if (k.isa == "stream") std::snprintf(threads, sizeof(threads), "-");
     if (k.threads > 0) std::snprintf(threads, sizeof(threads), "%d", k.threads);
     std::printf("%-30s %-10s %-6s %-6s %-9s %-7s %8.2f %8.2f %9.2f ", k.format.c_str(), k.dir.c_str(), k.values.c_str(),
                 k.set.c_str(), k.isa.c_str(), threads, median(r.gbps), median(r.memcpy_gbps), median(r.ratio));

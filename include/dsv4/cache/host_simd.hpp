@@ -615,9 +615,10 @@ inline void e2m1_count(const bf16* __restrict in, int n, __m128i shift, unsigned
 #endif
   e2m1_count_sse2(in, n, shift, j, out);
 }
-/// `e2m1_divided` on the comparison kernel (`e2m1_count`: SSE2, or AVX2 in the wide copies) for
-/// a divisor d = 2^k x (1 + j/8) (3 significand bits: every E4M3 scale), |k| <= 100, n % 16 ==
-/// 0; false (nothing written) for any other divisor.
+/// `e2m1_divided` on the comparison kernel (`e2m1_count`: SSE2, or AVX2 in the wide copies):
+/// in, n BF16 values (n % 16 == 0); out, n / 2 bytes of packed E2M1 codes (value 2i in the low
+/// nibble), for a divisor d = 2^k x (1 + j/8) (3 significand bits: every E4M3 scale), |k| <=
+/// 100. Returns false (nothing written) for any other divisor.
 inline bool e2m1_divided_count(const bf16* __restrict in, int n, float divisor, std::uint8_t* __restrict out) noexcept {
   const std::uint32_t u = float_bits(divisor);
   const int k = static_cast<int>(u >> 23) - 127;
@@ -627,7 +628,7 @@ inline bool e2m1_divided_count(const bf16* __restrict in, int n, float divisor, 
 }
 /// For each E4M3 byte b of a positive nonzero finite value 2^k x (1 + j/8): k << 7 in 8 lanes
 /// and j (other bytes: zeros, unused), so that an E4M3 scale byte selects its divisor's
-/// `e2m1_count_sse2` operands with one load.
+/// `e2m1_count` operands with one load.
 struct alignas(16) e4m3_divisor_table {
   std::int16_t shift[256][8];
   std::uint8_t j[256];
