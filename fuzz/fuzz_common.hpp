@@ -85,10 +85,72 @@ T pick(FuzzedDataProvider& fdp, std::initializer_list<T> interesting) {
   return fdp.ConsumeIntegral<T>();
 }
 
+/// A shared-block-pool plan (vLLM) against its definition (memory_plan.hpp `size_plan`), in 128
+/// bits: bytes_per_block the widest group's sum of pages, every group's blocks H x per request +
+/// shared, the pool their sum + the null block but at least vLLM's startup charge + the null
+/// block (the charge derived here from engines/vllm.hpp's rule, not from the plan) and the
+/// admission gate's bound, total bytes = blocks x bytes_per_block.
+inline void check_shared_plan(const cache::memory_plan& p) {
+  const cache::plan_options& o = p.options;
+  DSV4_FUZZ_CHECK(p.pools.num_groups >= 1);
+  const u128 ctx = static_cast<u128>(o.context_tokens);
+  const u128 in_flight = static_cast<u128>(o.prefill_chunk_tokens) * (o.policy.overlap ? 2 : 1);
+  u128 widest = 0;
+  u128 blocks = 0;
+  u128 charge = 0;
+  for (int e = 0; e < p.pools.num_groups; ++e) {
+    const cache::engine_group& g = p.pools[e];
+    const cache::engine_group_plan& ep = p.engine_groups[static_cast<std::size_t>(e)];
+    u128 bytes = 0;
+    for (int m = 0; m < g.num_members; ++m) {
+      const cache::engine_member& mb = g.members[static_cast<std::size_t>(m)];
+      DSV4_FUZZ_CHECK(mb.page_bytes >= 1 && mb.rows_per_page >= 1);
+      bytes += static_cast<u128>(mb.page_bytes) * static_cast<u128>(mb.layers.count());
+    }
+    widest = bytes > widest ? bytes : widest;
+    DSV4_FUZZ_CHECK(ep.pages_per_request >= 1 && ep.shared_pages >= 0);
+    DSV4_FUZZ_CHECK(static_cast<u128>(ep.blocks) == static_cast<u128>(p.holding_requests) *
+                                                        static_cast<u128>(ep.pages_per_request) +
+                                                    static_cast<u128>(ep.shared_pages));
+    blocks += static_cast<u128>(ep.blocks);
+    const u128 r = static_cast<u128>(g.rule.page_tokens);
+    u128 c = 0;
+    if (g.rule.kind == cache::table_kind::full_history) {
+      const u128 d = static_cast<u128>(o.dcp);
+      c = ((ctx + d - 1) / d + r - 1) / r;
+    } else if (g.rule.kind == cache::table_kind::sliding_window) {
+      const u128 w = static_cast<u128>(g.rule.window_tokens) - 1 + in_flight;
+      c = ((w < ctx ? w : ctx) + r - 1) / r + 1;
+    } else {
+      c = 1;
+    }
+    DSV4_FUZZ_CHECK(c == static_cast<u128>(ep.charge_blocks));
+    charge += c;
+  }
+  DSV4_FUZZ_CHECK(widest == static_cast<u128>(p.pools.bytes_per_block));
+  DSV4_FUZZ_CHECK(static_cast<u128>(p.planned_blocks) == blocks + 1);
+  DSV4_FUZZ_CHECK(static_cast<u128>(p.startup_blocks) == charge + 1);
+  u128 num = blocks + 1 > charge + 1 ? blocks + 1 : charge + 1;
+  // The admission gate's bound (N - 1 requests' plan + a newcomer's prompt blocks), for N >= 2.
+  DSV4_FUZZ_CHECK((o.requests >= 2) == (p.admission_blocks > 0));
+  num = static_cast<u128>(p.admission_blocks) > num ? static_cast<u128>(p.admission_blocks) : num;
+  DSV4_FUZZ_CHECK(static_cast<u128>(p.num_blocks) == num);
+  DSV4_FUZZ_CHECK(static_cast<u128>(p.total_bytes) == num * widest);
+  u128 groups = 0;
+  for (const cache::group_plan& g : p) groups += static_cast<u128>(g.bytes);
+  DSV4_FUZZ_CHECK(groups <= static_cast<u128>(p.total_bytes));  // the groups' pages lie inside the blocks
+}
+
 /// Checks every number of a plan against its definition (memory_plan.hpp), in 128 bits.
 inline void check_plan(const cache::memory_plan& p) {
   DSV4_FUZZ_CHECK(p.num_groups >= 1 && p.num_groups <= cache::kMaxGroups);
   const cache::plan_options& o = p.options;
+  const bool shared = p.pools.structure == cache::pool_structure::shared_block_pool;
+  DSV4_FUZZ_CHECK(shared == (o.pools == cache::pools_choice::engine && o.policy.engine == cache::engine_kind::vllm));
+  if (shared) {
+    check_shared_plan(p);
+    return;
+  }
   DSV4_FUZZ_CHECK(o.context_tokens >= 1 && o.requests >= 0 && o.tokens_per_step >= 1 && o.prefill_chunk_tokens >= 1);
   u128 total = 0;
   u128 ideal = 0;

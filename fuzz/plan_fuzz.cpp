@@ -2,7 +2,8 @@
 // max context, per-layer ratios), plan options (indexer, context, requests, tokens per step,
 // prefill chunk, MTP) and a byte budget up to 2^64 - 1 go through build_memory_plan,
 // max_requests_for_budget, max_context_for_budget, compute_block_budget and
-// build_arena_layout. Each must return numbers that satisfy their definitions (checked in
+// build_arena_layout, in the engine's pool structure (vLLM's shared block pool) or own pools.
+// Each must return numbers that satisfy their definitions (checked in
 // 128-bit arithmetic, fuzz_common.hpp) or throw std::invalid_argument.
 #include <cstddef>
 #include <cstdint>
@@ -50,6 +51,7 @@ plan_options fuzz_options(FuzzedDataProvider& fdp) {
   o.prefill_chunk_tokens = pick<std::int64_t>(fdp, {-1, 0, 1, 63, 64, 8192, kI64Max});
   o.cache_mtp = fdp.ConsumeBool();
   o.policy = policy_for(static_cast<engine_kind>(fdp.ConsumeIntegralInRange<int>(0, 2)), fdp.ConsumeBool());
+  o.pools = fdp.ConsumeBool() ? pools_choice::engine : pools_choice::own;
   return o;
 }
 
@@ -81,6 +83,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const auto plan = dsv4::fuzz::checked_plan(c, o);
   dsv4::fuzz::check_max_requests(c, o, budget);
   dsv4::fuzz::check_max_context(c, o, budget);
+  // The arena lays out own pools; a shared block pool is refused cleanly (check_arena expects clean errors).
   if (plan) check_arena(c, *plan, pick<std::uint64_t>(fdp, {0, 15, 16, 100, 256, 4096, std::uint64_t{1} << 63}));
 
   // The seed's block budget, corrected: blocks per request = ceil(L / block).

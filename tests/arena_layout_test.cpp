@@ -26,6 +26,7 @@ constexpr plan_options options(std::int64_t context, std::int64_t requests, inde
   o.context_tokens = context;
   o.requests = requests;
   o.indexer = f;
+  o.pools = pools_choice::own;  // the arena lays out own pools
   return o;
 }
 

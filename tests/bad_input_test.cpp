@@ -35,6 +35,11 @@
 namespace {
 using namespace dsv4::cache;
 using json = nlohmann::json;
+/// `o` in own pools: the overflow oracles below are the library's per-group formula.
+constexpr plan_options own(plan_options o = {}) {
+  o.pools = pools_choice::own;
+  return o;
+}
 __extension__ typedef unsigned __int128 u128;  // NOLINT(modernize-use-using): __extension__ keeps -Wpedantic quiet
 
 constexpr std::uint64_t kU64Max = std::numeric_limits<std::uint64_t>::max();
@@ -504,6 +509,7 @@ TEST(BadInput, OptionsBlockBudget) {
 TEST(BadInput, OverflowPlanContext2e40Requests2e30) {
   const model_config c = flash_with_max_context(std::int64_t{1} << 40);
   plan_options o;
+  o.pools = pools_choice::own;
   o.context_tokens = std::int64_t{1} << 40;
   o.requests = std::int64_t{1} << 30;
   ASSERT_GT(flash_oracle(u128{1} << 40, u128{1} << 30), u128{kU64Max});  // the true size needs > 64 bits
@@ -514,6 +520,7 @@ TEST(BadInput, OverflowPlanContext2e40Requests2e30) {
 TEST(BadInput, OverflowPlanContext2e40OneRequestIsExact) {
   const model_config c = flash_with_max_context(std::int64_t{1} << 40);
   plan_options o;
+  o.pools = pools_choice::own;
   o.context_tokens = std::int64_t{1} << 40;
   const memory_plan p = build_memory_plan(c, o);
   EXPECT_EQ(u128{p.total_bytes}, flash_oracle(u128{1} << 40, 1));
@@ -525,9 +532,10 @@ TEST(BadInput, OverflowBudgetAllOnesMaxRequests) {
   const u128 L = 1'048'576;
   const u128 B = u128{1} << 40;
   plan_options o;
+  o.pools = pools_choice::own;
   o.prefill_chunk_tokens = std::int64_t{1} << 40;
   const u128 n = oracle_max_requests(L, B, kU64Max);
-  const request_capacity r = max_requests_for_budget(deepseek_v4_flash, o, kU64Max);
+  const request_capacity r = max_requests_for_budget(deepseek_v4_flash, own(o), kU64Max);
   EXPECT_EQ(u128{static_cast<std::uint64_t>(r.max_requests)}, n);
   EXPECT_EQ(u128{r.fixed_bytes}, flash_oracle(L, 0, 1, B));
   EXPECT_EQ(u128{r.bytes_per_request}, flash_oracle(L, 1, 1, B) - flash_oracle(L, 0, 1, B));
@@ -535,7 +543,7 @@ TEST(BadInput, OverflowBudgetAllOnesMaxRequests) {
   EXPECT_EQ(u128{r.bytes_left}, u128{kU64Max} - flash_oracle(L, n, 1, B));
   EXPECT_GT(flash_oracle(L, n + 1, 1, B), u128{kU64Max});  // one more does not fit
   // With vLLM's default budget of 8,192 tokens at most 8,192 requests hold pages: any number fits.
-  const request_capacity any = max_requests_for_budget(deepseek_v4_flash, {}, kU64Max);
+  const request_capacity any = max_requests_for_budget(deepseek_v4_flash, own({}), kU64Max);
   EXPECT_EQ(any.max_requests, kI64Max);
   EXPECT_EQ(u128{any.total_bytes}, flash_oracle(L, 8192));
 }
@@ -543,12 +551,13 @@ TEST(BadInput, OverflowBudgetAllOnesMaxRequests) {
 TEST(BadInput, OverflowBudgetAllOnesMaxRequestsAtContext2e40) {
   const model_config c = flash_with_max_context(std::int64_t{1} << 40);
   plan_options o;
+  o.pools = pools_choice::own;
   o.context_tokens = std::int64_t{1} << 40;
   o.prefill_chunk_tokens = std::int64_t{1} << 40;
   const u128 L = u128{1} << 40;
   const u128 B = u128{1} << 40;
   const u128 n = oracle_max_requests(L, B, kU64Max);
-  const request_capacity r = max_requests_for_budget(c, o, kU64Max);
+  const request_capacity r = max_requests_for_budget(c, own(o), kU64Max);
   EXPECT_EQ(u128{static_cast<std::uint64_t>(r.max_requests)}, n);
   EXPECT_LE(flash_oracle(L, n, 1, B), u128{kU64Max});
   EXPECT_GT(flash_oracle(L, n + 1, 1, B), u128{kU64Max});
@@ -559,8 +568,9 @@ TEST(BadInput, OverflowBudgetAllOnesMaxContext) {
   // N = 2^30 requests, a model allowing 2^40 tokens: the longest context that fits in 2^64 - 1.
   const model_config c = flash_with_max_context(std::int64_t{1} << 40);
   plan_options o;
+  o.pools = pools_choice::own;
   o.requests = std::int64_t{1} << 30;
-  const context_capacity r = max_context_for_budget(c, o, kU64Max);
+  const context_capacity r = max_context_for_budget(c, own(o), kU64Max);
   const u128 L = static_cast<std::uint64_t>(r.max_context_tokens);
   ASSERT_GT(L, 0U);
   EXPECT_FALSE(r.limited_by_model);
@@ -575,9 +585,10 @@ TEST(BadInput, OverflowMaxRequestsSaturatesWhenOneRequestOverflows) {
   // wrapped difference. Now: max_requests 0, fixed bytes exact (null pages), bytes_per_request saturated.
   const model_config c = flash_with_max_context(std::int64_t{1} << 62);
   plan_options o;
+  o.pools = pools_choice::own;
   o.context_tokens = std::int64_t{1} << 62;
   ASSERT_GT(flash_oracle(u128{1} << 62, 1), u128{kU64Max});
-  const request_capacity r = max_requests_for_budget(c, o, kU64Max);
+  const request_capacity r = max_requests_for_budget(c, own(o), kU64Max);
   EXPECT_EQ(r.max_requests, 0);
   EXPECT_EQ(u128{r.fixed_bytes}, flash_oracle(u128{1} << 62, 0));
   EXPECT_EQ(r.bytes_per_request, kU64Max);
@@ -589,7 +600,7 @@ TEST(BadInput, OverflowMaxContextWithInt64MaxPositions) {
   // hi - lo + 1 = 2^63 (signed overflow). Now the answer is exact.
   const model_config c = flash_with_max_context(kI64Max);
   const std::uint64_t budget = std::uint64_t{80} << 30;
-  const context_capacity r = max_context_for_budget(c, {}, budget);
+  const context_capacity r = max_context_for_budget(c, own({}), budget);
   const u128 L = static_cast<std::uint64_t>(r.max_context_tokens);
   ASSERT_GT(L, 0U);
   EXPECT_LE(flash_oracle(L, 1), u128{budget});
@@ -600,13 +611,14 @@ TEST(BadInput, OverflowMaxContextBelowTokensPerStep) {
   // Regression (fuzz): with s tokens per step, a context L < s is no valid plan, yet the search
   // could return one. Now: if L = s does not fit, the answer is 0.
   plan_options o;
+  o.pools = pools_choice::own;
   o.tokens_per_step = 1'048'576;
   o.context_tokens = 1'048'576;
   const std::uint64_t at_s = build_memory_plan(deepseek_v4_flash, o).total_bytes;
-  const context_capacity none = max_context_for_budget(deepseek_v4_flash, o, at_s - 1);
+  const context_capacity none = max_context_for_budget(deepseek_v4_flash, own(o), at_s - 1);
   EXPECT_EQ(none.max_context_tokens, 0);
   EXPECT_EQ(none.total_bytes, 0U);
-  const context_capacity just = max_context_for_budget(deepseek_v4_flash, o, at_s);
+  const context_capacity just = max_context_for_budget(deepseek_v4_flash, own(o), at_s);
   EXPECT_EQ(just.max_context_tokens, 1'048'576);
   EXPECT_EQ(just.total_bytes, at_s);
 }
@@ -716,10 +728,10 @@ TEST(BadInput, GroupIdNotInModel) {
 // ================================ budgets ================================
 
 TEST(BadInput, BudgetZero) {
-  const request_capacity r = max_requests_for_budget(deepseek_v4_flash, {}, 0);
+  const request_capacity r = max_requests_for_budget(deepseek_v4_flash, own({}), 0);
   EXPECT_EQ(r.max_requests, 0);
   EXPECT_EQ(r.bytes_left, 0U);
-  const context_capacity l = max_context_for_budget(deepseek_v4_flash, {}, 0);
+  const context_capacity l = max_context_for_budget(deepseek_v4_flash, own({}), 0);
   EXPECT_EQ(l.max_context_tokens, 0);
   EXPECT_EQ(l.bytes_left, 0U);
 }
@@ -825,13 +837,13 @@ TEST(BadInput, FormatGroupFlag) {
 // ================================ arena and slots ================================
 
 TEST(BadInput, ArenaAlignment) {
-  const memory_plan p = build_memory_plan(deepseek_v4_flash, short_context());
+  const memory_plan p = build_memory_plan(deepseek_v4_flash, own(short_context()));
   expect_error([&] { (void)build_arena_layout(deepseek_v4_flash, p, 100); },
                {"arena alignment must be a power of two and >= 16 bytes", "alignment=100"});
 }
 
 TEST(BadInput, ArenaPlanOfAnotherModel) {
-  const memory_plan p = build_memory_plan(deepseek_v4_flash, short_context());
+  const memory_plan p = build_memory_plan(deepseek_v4_flash, own(short_context()));
   model_config other = deepseek_v4_flash;
   other.head_dim = 576;  // (576 - 64) % 64 == 0: a valid model, other rows
   expect_error([&] { (void)build_arena_layout(other, p); },

@@ -195,7 +195,7 @@ const json& group(const json& j, const std::string& id) {
 TEST(FormatFlags, FooterPagesForEveryMainKvPool) {
   // The done-when: --kv-format v4.fp8_ds_mla.footer plans V4 with 37,376-B SWA pages
   // (64 x 584, unpadded; FlashMLA's are 37,440), HCA pages of 2 x 584 = 1,168 (FlashMLA: 1,728).
-  const json j = plan_json({"--kv-format", "v4.fp8_ds_mla.footer", "--context", "65536"});
+  const json j = plan_json({"--kv-format", "v4.fp8_ds_mla.footer", "--context", "65536", "--pools", "own"});
   EXPECT_EQ(group(j, "v4.swa_kv")["page_bytes"], 37'376);
   EXPECT_EQ(group(j, "v4.swa_kv")["pools"][0]["format"], "v4.fp8_ds_mla.footer");
   EXPECT_EQ(group(j, "v4.c4a.compressed_kv")["pools"][0]["page_bytes"], 37'376);
@@ -209,7 +209,7 @@ TEST(FormatFlags, FooterPagesForEveryMainKvPool) {
 
 TEST(FormatFlags, OneGroupAndTheIndexer) {
   const json j = plan_json({"--format", "v4.c4a.compressed_kv=v4.nvfp4_kv", "--indexer-format",
-                            "v4.indexer_mxfp4_in_fp8_slot", "--context", "65536"});
+                            "v4.indexer_mxfp4_in_fp8_slot", "--context", "65536", "--pools", "own"});
   const json& c4 = group(j, "v4.c4a.compressed_kv");
   EXPECT_EQ(c4["pools"][0]["format"], "v4.nvfp4_kv");
   EXPECT_EQ(c4["pools"][0]["page_bytes"], 24'576);  // 64 x 384, a multiple of 16
@@ -217,16 +217,33 @@ TEST(FormatFlags, OneGroupAndTheIndexer) {
   EXPECT_EQ(c4["pools"][1]["page_bytes"], 8'448);                           // the 132-B slot, 68 B used
   EXPECT_EQ(group(j, "v4.swa_kv")["pools"][0]["format"], "v4.fp8_ds_mla");  // other groups keep the default
   // --format wins over --kv-format for its group.
-  const json k = plan_json({"--kv-format", "v4.bf16", "--format", "v4.swa_kv=v4.fp8_uniform", "--context", "4096"});
+  const json k =
+      plan_json({"--kv-format", "v4.bf16", "--format", "v4.swa_kv=v4.fp8_uniform", "--context", "4096", "--pools", "own"});
   EXPECT_EQ(group(k, "v4.swa_kv")["page_bytes"], 64 * 512);
   EXPECT_EQ(group(k, "v4.c128a.compressed_kv")["page_bytes"], 2 * 1'024);
 }
 
 TEST(FormatFlags, NothingBelowTheSimulatedPeakWithOtherFormats) {
-  const json j = plan_json({"--kv-format", "v4.mxfp4_kv", "--context", "2048", "--requests", "3", "--simulate"});
+  const json j = plan_json(
+      {"--kv-format", "v4.mxfp4_kv", "--context", "2048", "--requests", "3", "--simulate", "--pools", "own"});
   for (const json& g : j["groups"])
     EXPECT_GE(g["pools"][0]["pages_per_layer"].get<std::int64_t>(), g["simulated_peak_pages"].get<std::int64_t>())
         << g["id"];
+}
+
+TEST(FormatFlags, VllmPoolsRefuseFormatsVllmDoesNotWrite) {
+  // vLLM stores DeepSeek V4 KV only as fp8_ds_mla (vllm/models/deepseek_v4/attention.py
+  // _resolve_dsv4_kv_cache_dtype) and index keys as 132-B FP8 or 68-B MXFP4 rows: other formats are
+  // refused under its pool (exit 2, naming the format, the group and the way out), not silently priced.
+  const cli_out footer = plan({"--kv-format", "v4.fp8_ds_mla.footer"});
+  EXPECT_EQ(footer.rc, 2);
+  EXPECT_TRUE(footer.out.empty());
+  for (const char* part : {"row format 'v4.fp8_ds_mla.footer' of v4.swa_kv", "fp8_ds_mla layout", "--pools own"})
+    EXPECT_NE(footer.err.find(part), std::string::npos) << footer.err;
+  const cli_out keys = plan({"--indexer-format", "v4.indexer_mxfp4_in_fp8_slot"});
+  EXPECT_EQ(keys.rc, 2);
+  EXPECT_NE(keys.err.find("v4.c4a.compressed_kv[1]"), std::string::npos) << keys.err;
+  EXPECT_EQ(plan({"--kv-format", "v4.fp8_ds_mla.footer", "--engine", "tokenspeed"}).rc, 0);  // own pools
 }
 
 TEST(DeepseekV32, PresetEqualsTheConfig) {

@@ -11,7 +11,9 @@
 
 namespace dsv4::cache {
 namespace {
+using testing::build_own;
 using testing::expect_invalid;
+using testing::own;
 
 parallel_config make(std::int64_t tp, std::int64_t dp, std::int64_t pp, std::int64_t dcp = 1) {
   parallel_config p;
@@ -37,10 +39,10 @@ TEST(Parallel, RankCoordinatesAsVllmCountsThem) {
 
 TEST(Parallel, TensorParallelReplicatesTheWholeCache) {
   const plan_options o{.context_tokens = 131'072, .requests = 16};
-  const memory_plan single = build_memory_plan(deepseek_v4_flash, o);
+  const memory_plan single = build_own(deepseek_v4_flash, o);
   const parallel_config p = make(8, 1, 1);
   for (std::int64_t rank = 0; rank < 8; ++rank) {
-    const rank_plan_result r = rank_plan(deepseek_v4_flash, o, p, rank);
+    const rank_plan_result r = rank_plan(deepseek_v4_flash, own(o), p, rank);
     EXPECT_EQ(r.plan.total_bytes, single.total_bytes) << rank;
     ASSERT_EQ(r.plan.num_groups, single.num_groups);
     for (int g = 0; g < single.num_groups; ++g)
@@ -53,15 +55,15 @@ TEST(Parallel, DataParallelSplitsRequests) {
   const parallel_config p = make(1, 4, 1);
   const std::int64_t expected[] = {3, 3, 2, 2};  // 10 requests over 4 ranks
   for (std::int64_t rank = 0; rank < 4; ++rank) {
-    const rank_plan_result r = rank_plan(deepseek_v4_flash, {.context_tokens = 8192, .requests = 10}, p, rank);
+    const rank_plan_result r = rank_plan(deepseek_v4_flash, own({.context_tokens = 8192, .requests = 10}), p, rank);
     EXPECT_EQ(r.requests, expected[rank]);
     EXPECT_EQ(r.plan.total_bytes,
-              build_memory_plan(deepseek_v4_flash, {.context_tokens = 8192, .requests = expected[rank]}).total_bytes);
+              build_own(deepseek_v4_flash, {.context_tokens = 8192, .requests = expected[rank]}).total_bytes);
   }
   // Fewer requests than ranks: the idle rank keeps only its null pages.
-  const rank_plan_result idle = rank_plan(deepseek_v4_flash, {.context_tokens = 8192, .requests = 3}, p, 3);
+  const rank_plan_result idle = rank_plan(deepseek_v4_flash, own({.context_tokens = 8192, .requests = 3}), p, 3);
   EXPECT_EQ(idle.requests, 0);
-  EXPECT_EQ(idle.plan.total_bytes, max_requests_for_budget(deepseek_v4_flash, {.context_tokens = 8192}, 1).fixed_bytes);
+  EXPECT_EQ(idle.plan.total_bytes, max_requests_for_budget(deepseek_v4_flash, own({.context_tokens = 8192}), 1).fixed_bytes);
 }
 
 TEST(Parallel, PipelineStagesFollowVllmGetPpIndices) {
@@ -85,7 +87,7 @@ TEST(Parallel, PipelineStagesFollowVllmGetPpIndices) {
   std::multiset<int> seen;
   std::uint64_t sum = 0;
   for (std::int64_t rank = 0; rank < 4; ++rank) {
-    const rank_plan_result r = rank_plan(deepseek_v4_flash, o, p, rank);
+    const rank_plan_result r = rank_plan(deepseek_v4_flash, own(o), p, rank);
     EXPECT_EQ(r.mtp_layers, rank == 3);
     std::set<int> layers;
     for (const group_plan& g : r.plan)
@@ -95,7 +97,7 @@ TEST(Parallel, PipelineStagesFollowVllmGetPpIndices) {
   }
   EXPECT_EQ(seen.size(), 44U);
   for (int l = 0; l < 44; ++l) EXPECT_EQ(seen.count(l), 1U) << l;
-  EXPECT_EQ(sum, build_memory_plan(deepseek_v4_flash, o).total_bytes);
+  EXPECT_EQ(sum, build_own(deepseek_v4_flash, o).total_bytes);
 }
 
 // Pro, N = 1, L = 1,048,576, pp = 3 (20, 21, 20 layers; MTP on the last). Per layer (vLLM, B = 8,192):
@@ -110,8 +112,8 @@ TEST(Parallel, ProThreeStagesHandSum) {
   const parallel_config p = make(1, 1, 3);
   const std::uint64_t expected[] = {3'000'781'696ULL, 3'508'606'016ULL, 3'236'552'960ULL};
   for (std::int64_t rank = 0; rank < 3; ++rank)
-    EXPECT_EQ(rank_plan(deepseek_v4_pro, {}, p, rank).plan.total_bytes, expected[rank]) << rank;
-  const cluster_worst w = worst_rank(deepseek_v4_pro, {}, p);
+    EXPECT_EQ(rank_plan(deepseek_v4_pro, own({}), p, rank).plan.total_bytes, expected[rank]) << rank;
+  const cluster_worst w = worst_rank(deepseek_v4_pro, own({}), p);
   EXPECT_EQ(w.worst_rank, 1);
   EXPECT_EQ(w.worst_bytes, 3'508'606'016ULL);
 }
@@ -127,10 +129,10 @@ TEST(Parallel, ProDcpHandSum) {
   const parallel_config p = make(8, 1, 1, 4);
   const plan_options o{.context_tokens = 1000, .requests = 3};
   for (std::int64_t rank = 0; rank < 8; ++rank) {
-    const rank_plan_result r = rank_plan(deepseek_v4_pro, o, p, rank);
+    const rank_plan_result r = rank_plan(deepseek_v4_pro, own(o), p, rank);
     EXPECT_EQ(r.plan.total_bytes, 1'426'517'120ULL) << rank;
   }
-  const rank_plan_result r = rank_plan(deepseek_v4_pro, o, p, 0);
+  const rank_plan_result r = rank_plan(deepseek_v4_pro, own(o), p, 0);
   const group_plan& c4kv = r.plan.groups[2];
   EXPECT_EQ(c4kv.pool_pages[0], 4);   // KV: a quarter of each request's 4 pages, + null
   EXPECT_EQ(c4kv.pool_pages[1], 13);  // indexer keys: whole
@@ -138,8 +140,8 @@ TEST(Parallel, ProDcpHandSum) {
 
 TEST(Parallel, DcpShrinksOnlyTheMainKvPoolsOfFullHistoryGroups) {
   const plan_options o{.context_tokens = 131'072, .requests = 4};
-  const memory_plan single = build_memory_plan(deepseek_v4_flash, o);
-  const rank_plan_result r = rank_plan(deepseek_v4_flash, o, make(2, 1, 1, 2), 1);
+  const memory_plan single = build_own(deepseek_v4_flash, o);
+  const rank_plan_result r = rank_plan(deepseek_v4_flash, own(o), make(2, 1, 1, 2), 1);
   for (int g = 0; g < single.num_groups; ++g) {
     const group_plan& a = single.groups[static_cast<std::size_t>(g)];
     const group_plan& b = r.plan.groups[static_cast<std::size_t>(g)];
@@ -159,7 +161,7 @@ TEST(Parallel, DcpInterleaveAboveAPageLoadsTheFirstRank) {
   // time to 4 ranks: rank 0 gets rows 0-127 = 2 pages, not ceil(4 / 4) = 1.
   parallel_config p = make(4, 1, 1, 4);
   p.dcp_interleave_rows = 128;
-  const rank_plan_result r = rank_plan(deepseek_v4_flash, {.context_tokens = 1000}, p, 0);
+  const rank_plan_result r = rank_plan(deepseek_v4_flash, own({.context_tokens = 1000}), p, 0);
   EXPECT_EQ(r.plan.groups[2].pool_pages[0], 2 + 1);
 }
 
@@ -168,47 +170,47 @@ TEST(Parallel, RolesForDisaggregation) {
   plan_options decode = base;
   decode.role = deployment_role::decode;
   decode.handover_requests = 2;
-  const memory_plan d = build_memory_plan(deepseek_v4_flash, decode);
+  const memory_plan d = build_own(deepseek_v4_flash, decode);
   EXPECT_EQ(d.holding_requests, 6);
   EXPECT_EQ(d.groups[0].shared_pages, 0);              // no prefill on a decode instance
   EXPECT_EQ(d.groups[0].pages_per_layer, 6 * 3 + 1);   // rings
   EXPECT_EQ(d.groups[2].pages_per_layer, 6 * 32 + 1);  // whole histories
   plan_options prefill = base;
   prefill.role = deployment_role::prefill;
-  const memory_plan pf = build_memory_plan(deepseek_v4_flash, prefill);
+  const memory_plan pf = build_own(deepseek_v4_flash, prefill);
   // Each prompt held whole: its window and last chunk (8,191 tokens) stay: min(cap, ...) = all 128 SWA pages.
   EXPECT_EQ(pf.groups[0].pages_per_layer, 4 * 128 + 1);
   plan_options bad = base;
   bad.handover_requests = 1;
-  expect_invalid([&] { (void)build_memory_plan(deepseek_v4_flash, bad); },
+  expect_invalid([&] { (void)build_own(deepseek_v4_flash, bad); },
                  {"handover_requests are for the decode role only"});
 }
 
 TEST(Parallel, ClusterCapacity) {
   const parallel_config p = make(8, 2, 2, 4);
   const std::uint64_t budget = 80ULL << 30;
-  const cluster_capacity c = cluster_capacity_for_budget(deepseek_v4_pro, {.requests = 64}, p, budget);
+  const cluster_capacity c = cluster_capacity_for_budget(deepseek_v4_pro, own({.requests = 64}), p, budget);
   ASSERT_GT(c.max_requests, 0);
-  EXPECT_LE(worst_rank(deepseek_v4_pro, {.requests = c.max_requests}, p).worst_bytes, budget);
-  EXPECT_GT(worst_rank(deepseek_v4_pro, {.requests = c.max_requests + 1}, p).worst_bytes, budget);
+  EXPECT_LE(worst_rank(deepseek_v4_pro, own({.requests = c.max_requests}), p).worst_bytes, budget);
+  EXPECT_GT(worst_rank(deepseek_v4_pro, own({.requests = c.max_requests + 1}), p).worst_bytes, budget);
   EXPECT_EQ(c.max_context_tokens, 1'048'576);  // 64 requests fit whole
 }
 
 TEST(Parallel, BadConfigs) {
-  expect_invalid([] { (void)rank_plan(deepseek_v4_flash, {}, make(3, 1, 1, 2), 0); },
+  expect_invalid([] { (void)rank_plan(deepseek_v4_flash, own({}), make(3, 1, 1, 2), 0); },
                  {"dcp must divide tp", "tp=3", "dcp=2"});
-  expect_invalid([] { (void)rank_plan(deepseek_v4_flash, {}, make(0, 1, 1), 0); }, {"tp must be >= 1", "tp=0"});
-  expect_invalid([] { (void)rank_plan(deepseek_v4_flash, {}, make(1, 1, 44), 0); },
+  expect_invalid([] { (void)rank_plan(deepseek_v4_flash, own({}), make(0, 1, 1), 0); }, {"tp must be >= 1", "tp=0"});
+  expect_invalid([] { (void)rank_plan(deepseek_v4_flash, own({}), make(1, 1, 44), 0); },
                  {"pp must be <= num_hidden_layers", "pp=44"});
   parallel_config p = make(1, 1, 2);
   p.num_stage_layers = 2;
   p.stage_layers[0] = 22;
   p.stage_layers[1] = 20;
-  expect_invalid([&] { (void)rank_plan(deepseek_v4_flash, {}, p, 0); },
+  expect_invalid([&] { (void)rank_plan(deepseek_v4_flash, own({}), p, 0); },
                  {"explicit layer split must sum to num_hidden_layers", "sum=42", "num_hidden_layers=43"});
   p.stage_layers[1] = 21;  // 22 + 21 = 43
   EXPECT_EQ(stage_layers(p, 43, 1).first, 22);
-  EXPECT_NO_THROW((void)rank_plan(deepseek_v4_flash, {}, p, 1));
+  EXPECT_NO_THROW((void)rank_plan(deepseek_v4_flash, own({}), p, 1));
 }
 
 }  // namespace

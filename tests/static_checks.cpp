@@ -79,8 +79,18 @@ static_assert(kV41Groups[3].id == parse_group_id("v4.1.compressor_state_r2") && 
 // c128a state:   32,768 x 20 x (17 + 1024 + 1)  =   682,885,120
 // c128a kv:       1,728 x 20 x (4096 + 0 + 1)   =   141,592,320
 // indexer state:  8,192 x 21 x (3 + 2048 + 1)   =   353,009,664
-//                                          sum  = 6,755,043,136
-constexpr memory_plan kFlashPlan = build_memory_plan(deepseek_v4_flash);
+//                                          sum  = 6,755,043,136  (own pools: one pool per group)
+constexpr memory_plan kFlashPlan = build_memory_plan(deepseek_v4_flash, {.pools = pools_choice::own});
 static_assert(kFlashPlan.total_bytes == 6'755'043'136ULL);
 static_assert(kFlashPlan.groups[3].pages_per_request == 17);  // ceil((128 + 1 - 2) / 8) + 1
+
+// ---- vLLM's shared block pool (engines/vllm.hpp), the same plan, worked by hand ----
+// bytes_per_block = the full-history group: 21 x 37,440 + 20 x 1,728 + 21 x 8,640 = 1,002,240
+// one request's startup charge: 4,096 + 2 x (ceil(8,319 / 64) + 1) + (ceil(8,199 / 4) + 1)
+//                               + (ceil(8,319 / 8) + 1) = 4,096 + 262 + 2,051 + 1,041 = 7,450 blocks
+// plan = 7,451 blocks (the null block too) x 1,002,240 = 7,467,690,240 B
+constexpr memory_plan kFlashVllm = build_memory_plan(deepseek_v4_flash);
+static_assert(kFlashVllm.pools.bytes_per_block == 21 * 37'440 + 20 * 1'728 + 21 * 8'640);
+static_assert(kFlashVllm.startup_blocks == 4'096 + 2 * 131 + 2'051 + 1'041 + 1);
+static_assert(kFlashVllm.total_bytes == 7'451ULL * 1'002'240);
 }  // namespace

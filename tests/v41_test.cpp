@@ -306,8 +306,12 @@ TEST(V41Plan, PlanIsAtLeastTheSimulatedPeakForEveryEngine) {
       for (const auto& [n, ctx, b] : std::vector<std::tuple<std::int64_t, std::int64_t, std::int64_t>>{
                {1, 300, 64}, {3, 1'000, 256}, {7, 2'049, 512}}) {
         const allocation_policy p = policy_for(e);
-        const plan_options o{
-            .context_tokens = ctx, .requests = n, .tokens_per_step = s, .prefill_chunk_tokens = b, .policy = p};
+        const plan_options o{.context_tokens = ctx,
+                             .requests = n,
+                             .tokens_per_step = s,
+                             .prefill_chunk_tokens = b,
+                             .policy = p,
+                             .pools = pools_choice::own};
         const memory_plan plan = build_memory_plan(deepseek_v4_1_flash, o);
         const sim_result sim = simulate_worst_case(specs, p, n, ctx, s, b);
         SCOPED_TRACE(std::string(to_string(e)) + " s=" + std::to_string(s) + " N=" + std::to_string(n) +
@@ -318,18 +322,49 @@ TEST(V41Plan, PlanIsAtLeastTheSimulatedPeakForEveryEngine) {
                     sim.peak_pages[static_cast<std::size_t>(g)] + 1)
               << to_string(plan.groups[static_cast<std::size_t>(g)].spec.id);
         EXPECT_GE(plan.total_bytes, sim.peak_bytes);
+        if (e != engine_kind::vllm) continue;
+        // vLLM's shared pool: 32-token SWA blocks, 128-token global blocks, one ring block a request.
+        plan_options v = o;
+        v.pools = pools_choice::engine;
+        const memory_plan shared = build_memory_plan(deepseek_v4_1_flash, v);
+        const sim_result on_pool = simulate_worst_case(shared.pools, p, n, ctx, s, b);
+        EXPECT_GE(shared.num_blocks - 1, std::max(on_pool.peak_blocks, on_pool.peak_admission_blocks));
+        for (int g = 0; g < shared.pools.num_groups; ++g)
+          EXPECT_GE(shared.engine_groups[static_cast<std::size_t>(g)].blocks,
+                    on_pool.peak_pages[static_cast<std::size_t>(on_pool.table_of_group[static_cast<std::size_t>(g)])])
+              << "engine group " << g;
       }
 }
 
 TEST(V41Plan, VllmStateRingHoldsAtLeastItsRows) {
   // One request under vLLM: the ratio-2 state keeps max(8, ...) rows = at least 4 pages of 2 rows.
   for (const std::int64_t s : {std::int64_t{1}, std::int64_t{6}, std::int64_t{8}}) {
-    const plan_options o{.context_tokens = 4'096, .requests = 1, .tokens_per_step = s};
+    const plan_options o{.context_tokens = 4'096, .requests = 1, .tokens_per_step = s, .pools = pools_choice::own};
     const memory_plan p = build_memory_plan(deepseek_v4_1_flash, o);
     const group_plan& st = p.groups[3];
     ASSERT_EQ(to_string(st.spec.id), "v4.1.compressor_state_r2");
     EXPECT_EQ(st.window_tokens, s < 8 ? 8 : 16);
     EXPECT_GE(st.pages_per_request, (s < 8 ? 8 : 16) / 2);
+    // In vLLM's own pool the ring is one block of those rows for the request's life
+    // (CircularBufferSpec): 8 or 16 rows of 4,096 B, unpadded.
+    plan_options v = o;
+    v.pools = pools_choice::engine;
+    const memory_plan shared = build_memory_plan(deepseek_v4_1_flash, v);
+    // The 3 ratio-2 owners' rings: one group while 3 rings fit the widest block (114,688 B), else one
+    // group a ring (vLLM's state-bucket cap).
+    std::int64_t ring_bytes = 0;
+    int ring_groups = 0;
+    for (int g = 0; g < shared.pools.num_groups; ++g) {
+      const engine_group& ring = shared.pools[g];
+      if (ring.rule.kind != table_kind::request_ring) continue;
+      ++ring_groups;
+      ring_bytes += ring.bytes();
+      EXPECT_EQ(ring.members[0].rows_per_page, s < 8 ? 8 : 16);
+      EXPECT_EQ(shared.engine_groups[static_cast<std::size_t>(g)].pages_per_request, 1);
+      EXPECT_LE(ring.bytes(), shared.pools.bytes_per_block);
+    }
+    EXPECT_EQ(ring_bytes, 3 * (s < 8 ? 8 : 16) * 4'096);
+    EXPECT_EQ(ring_groups, s < 8 ? 1 : 3);
   }
 }
 

@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   namespace demo = dsv4::cache::cuda_demo;
   cli::planner_args a;
   a.context = 65536;  // the demo's defaults: a plan that allocates quickly
+  a.pools = "own";    // the arena lays out the library's own pools (one region per group, layer and pool)
   a.requests = 4;
   std::int64_t max_tokens = 65536;
   CLI::App app{"dsv4-cache-cuda-demo: allocate a DeepSeek V4 KV cache on the GPU and check the FP8 kernels",

@@ -43,7 +43,12 @@ TEST(Cli, DefaultIsFlashAtFullContext) {
   EXPECT_TRUE(r.err.empty());
   EXPECT_NE(r.out.find("DeepSeek-V4-Flash"), std::string::npos);
   EXPECT_NE(r.out.find("v4.c128a.compressed_kv"), std::string::npos);
-  EXPECT_NE(r.out.find("total 6755043136 B"), std::string::npos);
+  // vLLM's shared block pool: 7,451 blocks (one request's startup charge and the null block) of
+  // 1,002,240 B (tests/oracle/vllm_pool_oracle.py; static_checks.cpp works it by hand).
+  EXPECT_NE(r.out.find("total 7467690240 B"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("= 7451 blocks x 1002240 B"), std::string::npos);
+  // One pool per group, the library's own model: 6,755,043,136 B (static_checks.cpp).
+  EXPECT_NE(run({"--pools", "own"}).out.find("total 6755043136 B"), std::string::npos);
 }
 
 TEST(Cli, JsonSchemaOnFlash) {
@@ -75,11 +80,26 @@ TEST(Cli, JsonSchemaOnFlash) {
   EXPECT_TRUE(j["groups"][2]["sliding_window_tokens"].is_null());
   EXPECT_EQ(j["groups"][0]["sliding_window_tokens"], 128);
   EXPECT_EQ(j["groups"][2]["row_bytes"], 584 + 132);
-  EXPECT_EQ(j["plan"]["total_bytes"], 6'755'043'136ULL);
+  // vLLM pads every page to a multiple of 576 B: states 32,832 and 8,640, index keys 8,640.
+  const std::array<std::int64_t, 6> engine_page_bytes = {37'440, 32'832, 37'440 + 8'640, 32'832, 1'728, 8'640};
+  for (std::size_t i = 0; i < 6; ++i) EXPECT_EQ(j["groups"][i]["engine_page_bytes"], engine_page_bytes[i]) << i;
+  EXPECT_EQ(j["plan"]["total_bytes"], 7'467'690'240ULL);
+  EXPECT_EQ(j["plan"]["pools"], "engine");
+  EXPECT_EQ(j["plan"]["pool_structure"], "shared_block_pool");
+  EXPECT_EQ(j["plan"]["bytes_per_block"], 1'002'240);
+  EXPECT_EQ(j["plan"]["num_blocks"], 7'451);
   EXPECT_FALSE(j["plan"].contains("max_requests"));
   std::uint64_t sum = 0;
   for (const json& g : j["groups"]) sum += g["bytes"].get<std::uint64_t>();
-  EXPECT_EQ(sum, j["plan"]["total_bytes"].get<std::uint64_t>());
+  EXPECT_LE(sum, j["plan"]["total_bytes"].get<std::uint64_t>());  // the groups' pages lie inside the blocks
+  // Own pools: the groups' bytes are the plan.
+  const json own = run_json({"--pools", "own"});
+  EXPECT_EQ(own["plan"]["total_bytes"], 6'755'043'136ULL);
+  EXPECT_EQ(own["plan"]["pool_structure"], "own_pools");
+  EXPECT_FALSE(own["plan"].contains("bytes_per_block"));
+  sum = 0;
+  for (const json& g : own["groups"]) sum += g["bytes"].get<std::uint64_t>();
+  EXPECT_EQ(sum, own["plan"]["total_bytes"].get<std::uint64_t>());
 }
 
 TEST(Cli, RealConfigsGiveThePresetPlans) {
@@ -92,8 +112,12 @@ TEST(Cli, RealConfigsGiveThePresetPlans) {
 }
 
 TEST(Cli, MemoryBudgetAndFlags) {
+  // 80 GiB = 85,707 blocks of 1,002,240 B. N requests of 1M tokens take N x (4,096 + 2 x 3 + 3 + 17)
+  // blocks (their rings) + the prompt blocks of one step (2 x 128 + 2,048 + 1,024) + the null block:
+  // 19 -> 81,647 fit, 20 -> 85,769 do not. (Own pools fit 20: 80 GiB / 20 = 4 GiB a request.)
   const json j = run_json({"--memory-gib", "80"});
-  EXPECT_EQ(j["plan"]["max_requests"], 20);
+  EXPECT_EQ(j["plan"]["max_requests"], 19);
+  EXPECT_EQ(run_json({"--memory-gib", "80", "--pools", "own"})["plan"]["max_requests"], 20);
   EXPECT_EQ(j["plan"]["budget_bytes"], 80ULL << 30);
   const json k = run_json({"--requests", "64", "--context", "65536", "--indexer", "mxfp4", "--tokens-per-step", "3",
                            "--prefill-chunk", "4096", "--no-mtp"});
@@ -107,7 +131,7 @@ TEST(Cli, MemoryBudgetAndFlags) {
   EXPECT_EQ(k["groups"][0]["shared_pages"], 127);
   EXPECT_EQ(k["groups"][0]["pages_per_request"], 4);  // ceil((128 + 6 - 3) / 64) + 1
   const run_result text = run({"--memory-gib", "80"});
-  EXPECT_NE(text.out.find("max requests at 1048576 tokens: 20"), std::string::npos);
+  EXPECT_NE(text.out.find("max requests at 1048576 tokens: 19"), std::string::npos);
 }
 
 TEST(Cli, BadInputIsOneLineOnStderrAndExitCode2) {
@@ -184,11 +208,21 @@ TEST(Cli, NothingFitsSaysWhatOneRequestNeeds) {
   const json j = run_json({"--memory-gib", "1"});
   EXPECT_EQ(j["plan"]["max_requests"], 0);
   EXPECT_EQ(j["plan"]["max_requests_total_bytes"], 0);  // never more than the budget
-  const run_result r = run({"--memory-gib", "1"});
+  const run_result r = run({"--memory-gib", "1", "--pools", "own"});
   // 4,161,088 B of null pages + 6,750,882,048 B for the first request (6,755,043,136 B in all)
   EXPECT_NE(r.out.find("max requests at 1048576 tokens: 0 (one request needs 4161088 B fixed + 6750882048 B)"),
             std::string::npos)
       << r.out;
+  // vLLM's pool: it needs 7,451 blocks of 1,002,240 B to start at all, and says so.
+  const run_result v = run({"--memory-gib", "1"});
+  EXPECT_NE(v.out.find("max requests at 1048576 tokens: 0 (vLLM needs 7467690240 B to start: 7451 blocks of "
+                       "1002240 B)"),
+            std::string::npos)
+      << v.out;
+  EXPECT_NE(v.out.find("vLLM refuses to start: ValueError: To serve at least one request with the model's max seq "
+                       "len (1048576), (6.95 GiB KV cache is needed"),
+            std::string::npos)
+      << v.out;
 }
 
 TEST(Cli, ConfigErrorsAtPlanTimeNameTheFile) {
@@ -218,8 +252,8 @@ namespace {
 // The "done when": vLLM, N = 2, L = 63, B = 512, --simulate: no group below its
 // simulated peak; the CSA compressor and indexer states peak at 33 pages per layer.
 TEST(CliEngine, SimulateShowsNoGroupBelowItsPeak) {
-  const json j =
-      run_json({"--engine", "vllm", "--requests", "2", "--context", "63", "--prefill-chunk", "512", "--simulate"});
+  const json j = run_json({"--engine", "vllm", "--requests", "2", "--context", "63", "--prefill-chunk", "512",
+                           "--simulate", "--pools", "own"});
   EXPECT_EQ(j["plan"]["engine"], "vllm");
   EXPECT_EQ(j["plan"]["overlap"], false);
   for (const json& g : j["groups"]) {
@@ -233,6 +267,15 @@ TEST(CliEngine, SimulateShowsNoGroupBelowItsPeak) {
   EXPECT_EQ(text.code, 0);
   EXPECT_EQ(text.out.find("BELOW"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("sim/L"), std::string::npos);
+  // vLLM's shared pool: the 4-token states' table peaks at 32 blocks (16 for each prompt), the
+  // whole pool at 54 blocks in use; the plan holds 55 with the null block.
+  const json v = run_json({"--requests", "2", "--context", "63", "--prefill-chunk", "512", "--simulate"});
+  EXPECT_EQ(v["groups"][1]["simulated_peak_pages"], 32);
+  for (const json& g : v["groups"])
+    EXPECT_GE(g["pools"][0]["pages_per_layer"], g["simulated_peak_pages"]) << g["id"];
+  EXPECT_EQ(v["plan"]["num_blocks"], 55);
+  EXPECT_EQ(v["plan"]["simulated_peak_blocks"], 55);
+  EXPECT_LE(v["plan"]["simulated_peak_admission_blocks"], v["plan"]["num_blocks"]);
 }
 
 TEST(CliEngine, EnginesAndOverlap) {
@@ -257,8 +300,12 @@ TEST(CliEngine, RefusedInputsExit2) {
       {{"--context", "0"}, "--context must be >= 1, got 0"},
       {{"--engine", "tokenspeed", "--tokens-per-step", "4", "--prefill-chunk", "2"},
        "prefill_chunk_tokens must be >= tokens_per_step"},
-      {{"--simulate", "--requests", "65", "--context", "131072"}, "--simulate is limited to requests x context"},
-      {{"--simulate", "--requests", "5000", "--context", "100"}, "requests <= 4096"},
+      {{"--simulate", "--requests", "4096", "--context", "100000"}, "the estimated work of 4096 requests x 100000"},
+      {{"--simulate", "--requests", "5000", "--context", "100"}, "--simulate replays at most 4096 requests"},
+      {{"--engine", "vllm@2025.01"}, "--engine must be one of vllm, vllm@2026.11, tokenspeed"},
+      {{"--pools", "shared"}, "--pools"},
+      {{"--max-running-requests", "0"}, "--max-running-requests must be >= 1, got 0"},
+      {{"--dcp", "2", "--tp", "2"}, "vLLM rejects decode context parallelism for DeepSeek V4"},
       {{"--simulate", "--context", "1"}, "--simulate needs --context >= 2"},
   };
   for (const auto& [args, message] : cases) {
@@ -284,8 +331,9 @@ namespace {
 
 // The per-rank issue's "done when": every rank and the cluster's largest N.
 TEST(CliParallel, ProOn32GpusPrintsEveryRankAndTheClusterCapacity) {
+  // DCP as tokenspeed shards it (vLLM rejects DCP for DeepSeek V4): one pool per group.
   const json j = run_json({"--preset", "v4-pro", "--tp", "8", "--dcp", "4", "--dp", "2", "--pp", "2", "--requests",
-                           "64", "--memory-gib", "80"});
+                           "64", "--memory-gib", "80", "--pools", "own"});
   ASSERT_EQ(j["ranks"].size(), 32U);
   EXPECT_EQ(j["parallel"]["world_size"], 32);
   const json& r27 = j["ranks"][27];
@@ -437,7 +485,7 @@ TEST(CliV41, ConfigFilesAndFormatSets) {
   EXPECT_EQ(run_json({"--preset", "v4-flash"})["plan"]["main_layer_bytes_per_context_token"], 3'850.25);
   // The interleaved page rule through --format.
   const json inter = run_json({"--preset", "v4.1-flash", "--format", "v4.1.swa=v4.1.fp8.interleaved", "--format",
-                               "v4.1.global_r2=v4.1.fp4.interleaved"});
+                               "v4.1.global_r2=v4.1.fp4.interleaved", "--pools", "own"});
   EXPECT_EQ(inter["groups"][0]["pools"][0]["format"], "v4.1.fp8.interleaved");
   EXPECT_EQ(inter["groups"][1]["pools"][0]["format"], "v4.1.fp4.interleaved");
   EXPECT_EQ(inter["groups"][2]["pools"][0]["format"], "v4.1.fp4");

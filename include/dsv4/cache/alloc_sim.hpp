@@ -11,6 +11,17 @@
 // pages included. It never includes memory_plan.hpp: the plan and the simulator meet only in
 // tests and in the planner's --simulate.
 //
+// It replays the block tables of an engine's pool structure (engines/engine.hpp): own pools (one
+// table per library group, each page priced at the group's page bytes in every layer), or
+// vLLM's shared block pool (one table per engine group, every block `bytes_per_block`; engine
+// groups of one rule share one simulated table, counted `multiplicity` times). For a shared pool
+// it also records the peak blocks in use after every request's allocation (vLLM checks the free
+// blocks request by request, after that request's expired blocks are freed) and, at every
+// admission, the blocks in use plus what vLLM's admission gate asks of the new request (M
+// `allocate_slots`, full_sequence_must_fit: every block of its prompt, sliding tables capped at
+// their startup charge): a pool of `usable` blocks runs the workload as replayed, with no
+// preemption and no delayed admission, iff max(peak_blocks, peak_admission_blocks) <= usable.
+//
 // Not modelled: prefix caching (shared pages), prefill/decode disaggregation, preemption and
 // recomputation (the pool is unbounded here: the peak is what a pool must hold for none of
 // them to happen), request priorities.
@@ -38,6 +49,8 @@
 #include <string_view>
 #include <vector>
 
+#include "dsv4/cache/engines/engine.hpp"
+#include "dsv4/cache/engines/vllm.hpp"
 #include "dsv4/cache/group_spec.hpp"
 #include "dsv4/cache/policy.hpp"
 
@@ -70,13 +83,21 @@ struct sim_workload {
   arrival_pattern arrivals = arrival_pattern::all_at_once;
   std::int64_t arrival_gap_steps = 1;  ///< staggered: steps between arrivals (>= 1).
   std::int64_t completions = 0;        ///< closed_loop: finished requests to stop at (0: 2N).
+  std::int64_t max_running = 0;        ///< Requests running at once at most (vLLM max_num_seqs); 0 = no cap.
 };
 
 /// What one simulation (or a worst case over many) found.
 struct sim_result {
-  int num_groups = 0;
-  std::array<std::int64_t, kMaxGroups> peak_pages{};  ///< Per group: peak live pages of one layer, null page excluded.
-  std::uint64_t peak_bytes = 0;                       ///< Peak over steps of all groups' bytes, null pages included.
+  int num_groups = 0;  ///< Simulated tables: library groups (own pools), distinct engine-group rules (shared).
+  std::array<std::int64_t, kMaxGroups> peak_pages{};  ///< Per table: peak live pages of one layer, null page excluded.
+  std::uint64_t peak_bytes = 0;                       ///< Peak over steps of all tables' bytes, null pages included.
+  /// Shared pool: the table each engine group is simulated as (`pools.groups[e]` -> peak_pages index).
+  std::array<int, kMaxEngineGroups> table_of_group{};
+  /// Shared pool: peak blocks in use (the null block apart), after any request's allocation.
+  std::int64_t peak_blocks = 0;
+  /// Shared pool: peak over admissions of the blocks in use plus the new request's admission
+  /// gate (vLLM admits it only if the free blocks cover that).
+  std::int64_t peak_admission_blocks = 0;
   std::int64_t steps = 0;           ///< Scheduler steps until the workload ended (skipped ones included).
   std::int64_t replayed_steps = 0;  ///< Steps replayed one by one (steps minus fast-forwarded ones).
   std::int64_t finished = 0;        ///< Requests that finished.
@@ -90,13 +111,16 @@ struct sim_options {
 
 namespace detail {
 
-/// One group as the simulator sees it.
+/// One block table as the simulator sees it.
 struct sim_group {
   bool sliding = false;
+  bool ring = false;                   ///< One page for the request's life (vLLM CircularBufferSpec).
   std::int64_t page_tokens = 0;        ///< R: tokens per page.
   std::int64_t window = 0;             ///< W (sliding groups).
   int page_shift = -1;                 ///< log2(R) when R is a power of two (every V4 group), else -1.
-  std::uint64_t layer_page_bytes = 0;  ///< page bytes x layers: one page in every layer of the group.
+  std::uint64_t layer_page_bytes = 0;  ///< One page of the table: page bytes x layers, or the blocks of a shared pool.
+  std::int64_t multiplicity = 1;       ///< Shared pool: engine groups of this rule (blocks per page).
+  std::int64_t admission_cap = 0;      ///< Shared pool, sliding: vLLM's per-request cap at admission; else 0.
 };
 
 /// One request's page table in one group: table entries [0, length), the first `freed` freed.
@@ -128,7 +152,7 @@ struct sim_sched {
 
 class simulator {
  public:
-  simulator(const group_spec_list& specs, const allocation_policy& p, const sim_workload& w, sim_options o)
+  simulator(const engine_pools& pools, const allocation_policy& p, const sim_workload& w, sim_options o)
       : p_(p), w_(w), o_(o) {
     const policy_variants v = concrete_variants(p);
     require(v.count == 1, "simulate() needs a concrete policy (one window rule, one first-chunk rule)",
@@ -157,21 +181,46 @@ class simulator {
     require(w.step_budget_tokens <= (std::int64_t{1} << 40), "simulated step_budget_tokens must be <= 2^40",
             {"step_budget_tokens", w.step_budget_tokens});
 
-    result_.num_groups = specs.num_groups;
+    require(w.max_running >= 0, "max_running must be >= 0 (0: no cap)", {"max_running", w.max_running});
+    shared_ = pools.structure == pool_structure::shared_block_pool;
     page_token_lcm_ = 1;
-    for (int g = 0; g < specs.num_groups; ++g) {
-      const paged_cache_group_spec& s = specs[g];
-      sim_group& sg = groups_[static_cast<std::size_t>(g)];
-      sg.sliding = s.has_sliding_window();
-      sg.page_tokens = s.page_size_tokens();
-      if (std::has_single_bit(static_cast<std::uint64_t>(sg.page_tokens)))
-        sg.page_shift = std::countr_zero(static_cast<std::uint64_t>(sg.page_tokens));
-      sg.window = sg.sliding ? effective_window(s.sliding_window_tokens, s.step_window_base_tokens, p,
-                                                w.tokens_per_step, s.engine_state_ring)
-                             : 0;
-      sg.layer_page_bytes =
-          checked_mul(static_cast<std::uint64_t>(s.page_bytes()), static_cast<std::uint64_t>(s.num_layers));
-      if (sg.sliding) page_token_lcm_ = std::lcm(page_token_lcm_, sg.page_tokens);
+    const std::int64_t in_flight = vllm_in_flight_tokens(w.step_budget_tokens, p.overlap);
+    for (int e = 0; e < pools.num_groups; ++e) {
+      const engine_group& eg = pools[e];
+      const table_rule& rule = eg.rule;
+      // A shared pool simulates engine groups of one rule as one table.
+      int t = 0;
+      while (shared_ && t < result_.num_groups && !(rules_[static_cast<std::size_t>(t)] == rule)) ++t;
+      if (!shared_ || t == result_.num_groups) {
+        require(result_.num_groups < kMaxGroups, "more simulated tables than kMaxGroups", {"tables", result_.num_groups});
+        t = result_.num_groups++;
+        rules_[static_cast<std::size_t>(t)] = rule;
+        sim_group& sg = groups_[static_cast<std::size_t>(t)];
+        sg.sliding = rule.sliding();
+        sg.ring = rule.kind == table_kind::request_ring;
+        sg.page_tokens = rule.page_tokens;
+        if (std::has_single_bit(static_cast<std::uint64_t>(sg.page_tokens)))
+          sg.page_shift = std::countr_zero(static_cast<std::uint64_t>(sg.page_tokens));
+        sg.window = sg.sliding ? effective_window(rule.window_tokens, rule.step_window_base_tokens, p,
+                                                  w.tokens_per_step, rule.engine_state_ring)
+                               : 0;
+        sg.multiplicity = 0;
+        sg.layer_page_bytes = 0;
+        if (shared_ && sg.sliding) sg.admission_cap = vllm_charge_blocks(rule, w.context_tokens, in_flight);
+        if (sg.sliding) page_token_lcm_ = std::lcm(page_token_lcm_, sg.page_tokens);
+      }
+      sim_group& sg = groups_[static_cast<std::size_t>(t)];
+      ++sg.multiplicity;
+      sg.layer_page_bytes = checked_add(sg.layer_page_bytes, shared_ ? static_cast<std::uint64_t>(pools.bytes_per_block)
+                                                                     : static_cast<std::uint64_t>(eg.bytes()));
+      result_.table_of_group[static_cast<std::size_t>(e)] = t;
+    }
+    // The null block of a shared pool, or one null page in every layer of every pool.
+    null_bytes_ = static_cast<std::uint64_t>(pools.bytes_per_block);
+    if (!shared_) {
+      null_bytes_ = 0;
+      for (int g = 0; g < result_.num_groups; ++g)
+        null_bytes_ = checked_add(null_bytes_, groups_[static_cast<std::size_t>(g)].layer_page_bytes);
     }
     total_arrivals_ = w.arrivals == arrival_pattern::closed_loop
                           ? (w.completions > 0 ? std::max(w.completions, w.requests) : 2 * w.requests)
@@ -245,8 +294,28 @@ class simulator {
   [[nodiscard]] static std::int64_t held(const sim_table& t) { return t.length - std::min(t.held_from, t.length); }
   /// Sets `t` to `next`, keeping the group's live-page sum.
   void update(int g, sim_table& t, const sim_table& next) {
-    live_pages_[static_cast<std::size_t>(g)] += held(next) - held(t);
+    const std::int64_t d = held(next) - held(t);
+    live_pages_[static_cast<std::size_t>(g)] += d;
+    live_blocks_ += d * groups_[static_cast<std::size_t>(g)].multiplicity;
     t = next;
+  }
+  /// Shared pool: the blocks in use now (after a request's allocation) may be a peak.
+  void note_blocks() {
+    if (!shared_ || jumping_) return;  // a jump's catch-up allocations are no step of their own
+    result_.peak_blocks = std::max(result_.peak_blocks, live_blocks_);
+  }
+  /// Shared pool: what vLLM's admission gate asks of a request of `prompt` tokens: every block of
+  /// its prompt, sliding tables capped at their startup charge, one block of a ring.
+  [[nodiscard]] std::int64_t admission_blocks(std::int64_t prompt) const {
+    std::int64_t need = 0;
+    const std::int64_t tokens = std::min(prompt, w_.context_tokens);
+    for (int g = 0; g < result_.num_groups; ++g) {
+      const sim_group& sg = groups_[static_cast<std::size_t>(g)];
+      std::int64_t pages = sg.ring ? 1 : pages_for(sg, tokens);
+      if (sg.sliding && sg.admission_cap > 0) pages = std::min(pages, sg.admission_cap);
+      need += pages * sg.multiplicity;
+    }
+    return need;
   }
   void release_all(sim_request& r) {
     for (int g = 0; g < result_.num_groups; ++g) update(g, r.tables[static_cast<std::size_t>(g)], sim_table{});
@@ -311,6 +380,10 @@ class simulator {
     }
     const bool may_admit = p_.scheduler == scheduler_kind::running_first || prefill_only;
     while (may_admit && budget > 0 && !waiting_.empty()) {
+      if (w_.max_running > 0 && static_cast<std::int64_t>(running_.size()) >= w_.max_running) break;
+      if (shared_)
+        result_.peak_admission_blocks =
+            std::max(result_.peak_admission_blocks, live_blocks_ + admission_blocks(w_.prompt_tokens));
       const std::size_t i = waiting_.front();
       waiting_.pop_front();
       sim_request& r = reqs_[i];
@@ -350,25 +423,32 @@ class simulator {
     return sg.page_shift >= 0 ? first_kept >> sg.page_shift : first_kept / sg.page_tokens;
   }
   [[nodiscard]] static std::int64_t pages_for(const sim_group& sg, std::int64_t tokens) {
+    if (sg.ring) return tokens > 0 ? 1 : 0;
     if (sg.page_shift >= 0) return (tokens + sg.page_tokens - 1) >> sg.page_shift;  // tokens < 2^41
     return tokens / sg.page_tokens + (tokens % sg.page_tokens != 0 ? 1 : 0);
   }
 
-  /// The allocation of one scheduled request: expiry, then the table's extent.
+  /// The allocation of one scheduled request: expiry in every table, then every table's extent
+  /// (vLLM frees a request's expired blocks in all groups before it counts the new ones).
   void allocate(sim_request& r, const sim_sched& sc) {
     const std::int64_t expiry_at = expiry_position(r.computed, sc);
     const std::int64_t e = extent(r.computed, sc);
     for (int g = 0; g < result_.num_groups; ++g) {
       const sim_group& sg = groups_[static_cast<std::size_t>(g)];
+      if (!sg.sliding) continue;
       sim_table& t = r.tables[static_cast<std::size_t>(g)];
       sim_table next = t;
-      if (sg.sliding) {
-        next.freed = std::max(t.freed, expired_pages(sg, expiry_at));
-        if (!p_.overlap) next.held_from = next.freed;
-      }
-      next.length = std::max(t.length, pages_for(sg, e));
+      next.freed = std::max(t.freed, expired_pages(sg, expiry_at));
+      if (!p_.overlap) next.held_from = next.freed;
       update(g, t, next);
     }
+    for (int g = 0; g < result_.num_groups; ++g) {
+      sim_table& t = r.tables[static_cast<std::size_t>(g)];
+      sim_table next = t;
+      next.length = std::max(t.length, pages_for(groups_[static_cast<std::size_t>(g)], e));
+      update(g, t, next);
+    }
+    note_blocks();
   }
 
   /// True if the tables of a request scheduled as `sc` last step are exactly what that
@@ -386,14 +466,17 @@ class simulator {
   }
 
   void measure() {
-    std::uint64_t bytes = 0;
+    std::uint64_t bytes = null_bytes_;
     for (int g = 0; g < result_.num_groups; ++g) {
       const auto gi = static_cast<std::size_t>(g);
       result_.peak_pages[gi] = std::max(result_.peak_pages[gi], live_pages_[gi]);
-      bytes = checked_add(bytes,
-                          checked_mul(static_cast<std::uint64_t>(live_pages_[gi] + 1), groups_[gi].layer_page_bytes));
+      bytes = checked_add(bytes, checked_mul(static_cast<std::uint64_t>(live_pages_[gi]), groups_[gi].layer_page_bytes));
     }
     result_.peak_bytes = std::max(result_.peak_bytes, bytes);
+    if (shared_)  // a request-by-request peak above the step's end
+      result_.peak_bytes = std::max(result_.peak_bytes, checked_add(null_bytes_, checked_mul(
+                                                                                     static_cast<std::uint64_t>(result_.peak_blocks),
+                                                                                     null_bytes_)));
   }
 
   /// Ends the step: computed tokens advance, prompts end, requests finish. Returns true on a
@@ -456,6 +539,7 @@ class simulator {
     }
     // Replay the last two skipped steps of each scheduled request: its tables are functions of
     // its most recent allocations (monotone lengths and freed prefixes).
+    jumping_ = true;
     for (const sim_sched& sc : sched) {
       sim_request& r = reqs_[sc.index];
       const std::int64_t per_step = kept_tokens(sc);
@@ -471,12 +555,18 @@ class simulator {
         r.computed += per_step;
       }
     }
+    jumping_ = false;
     return jump;
   }
 
   allocation_policy p_;
   sim_workload w_;
   sim_options o_;
+  bool shared_ = false;
+  bool jumping_ = false;  ///< Inside a fast-forward's catch-up (no peak is noted there).
+  std::uint64_t null_bytes_ = 0;  ///< The null block, or every pool's null page.
+  std::int64_t live_blocks_ = 0;  ///< Shared pool: blocks in use (sum over tables of live pages x multiplicity).
+  std::array<table_rule, kMaxGroups> rules_{};
   std::array<sim_group, kMaxGroups> groups_{};
   std::int64_t page_token_lcm_ = 1;
   std::int64_t total_arrivals_ = 0;
@@ -495,14 +585,23 @@ class simulator {
 }  // namespace detail
 
 /// Replays workload `w` under the concrete policy `p` (one window rule and one first-chunk
-/// rule: see `concrete_variants`) on the groups `specs`, and returns the peak pages per group
-/// (one layer, null page excluded) and the peak total bytes (null pages included).
+/// rule: see `concrete_variants`) on the block tables of `pools` (an engine's pool structure,
+/// engines/engine.hpp), and returns the peak pages per table (one layer, null page excluded), the
+/// peak total bytes (null pages included) and, for a shared pool, the peak blocks and admission
+/// blocks (see the top of this file).
 /// Throws std::invalid_argument for a policy with several rule variants, or a workload out of
 /// range: N outside [1, 2^20], L outside [2, 2^40], s outside [1, L], B < 1 (or B < s for an
-/// engine that decodes only whole steps), P outside [1, L - 1], a outside [1, s], gap < 1.
+/// engine that decodes only whole steps), P outside [1, L - 1], a outside [1, s], gap < 1,
+/// max_running < 0.
+inline sim_result simulate(const engine_pools& pools, const allocation_policy& p, const sim_workload& w,
+                           sim_options o = {}) {
+  return detail::simulator(pools, p, w, o).run();
+}
+
+/// `simulate` on the library's own pools of `specs` (one table per group).
 inline sim_result simulate(const group_spec_list& specs, const allocation_policy& p, const sim_workload& w,
                            sim_options o = {}) {
-  return detail::simulator(specs, p, w, o).run();
+  return simulate(own_pools_of(specs), p, w, o);
 }
 
 /// The workloads `simulate_worst_case` tries.
@@ -513,15 +612,16 @@ struct sim_search {
   bool staggered = true;  ///< Also staggered arrivals, one every `arrival_gap_steps` steps.
   std::int64_t arrival_gap_steps = 1;
   bool closed_loop = true;  ///< Also a closed loop (2N completions).
+  std::int64_t max_running = 0;  ///< The engine's cap on running requests (0: none).
   sim_options sim{};
 };
 
 /// Prompt lengths worth trying for contexts of L tokens: every length in [1, L - 1] if
 /// L - 1 <= `every_up_to`; otherwise 1..8, m x R - 1, m x R, m x R + 1 for m in 1..2 and
-/// each group's tokens per page R, the same around the last whole page before L, the chunk
+/// each table's tokens per page R, the same around the last whole page before L, the chunk
 /// boundaries B - 1, B, B + 1, 2B - 1, 2B, 2B + 1, and L - 1 - j for j in [0, min(s + 1, 16)]; all
 /// within [1, L - 1], ascending, without repeats.
-inline std::vector<std::int64_t> candidate_prompts(const group_spec_list& specs, std::int64_t L, std::int64_t B,
+inline std::vector<std::int64_t> candidate_prompts(const engine_pools& pools, std::int64_t L, std::int64_t B,
                                                    std::int64_t s, std::int64_t every_up_to = 256) {
   std::vector<std::int64_t> out;
   const auto add = [&](std::int64_t v) {
@@ -532,8 +632,9 @@ inline std::vector<std::int64_t> candidate_prompts(const group_spec_list& specs,
     return out;
   }
   for (std::int64_t v = 1; v <= 8; ++v) add(v);
-  for (const paged_cache_group_spec& g : specs) {
-    const std::int64_t r = g.page_size_tokens();
+  for (const engine_group& g : pools) {
+    if (g.rule.kind == table_kind::request_ring) continue;  // one page whatever the length
+    const std::int64_t r = g.rule.page_tokens;
     for (std::int64_t m = 1; m <= 2; ++m)
       for (std::int64_t d = -1; d <= 1; ++d) add(m * r + d);
     const std::int64_t last = (L - 1) / r * r;
@@ -548,34 +649,29 @@ inline std::vector<std::int64_t> candidate_prompts(const group_spec_list& specs,
   return out;
 }
 
-/// The worst case of `simulate` over every concrete variant of the preset `p`, every prompt
-/// of `candidate_prompts`, drafts all rejected or all accepted (a = 1 and a = s), and the
-/// arrival patterns of `search` (one for N = 1), for N requests of L tokens, s tokens per step and a step
-/// budget of B tokens: per group the largest peak pages, and the largest peak bytes (of one
-/// workload: the groups' peaks need not fall on one step). `steps` and `replayed_steps` are
-/// summed over the simulations, counted in `simulations`. Throws as `simulate`.
-inline sim_result simulate_worst_case(const group_spec_list& specs, const allocation_policy& p, std::int64_t N,
-                                      std::int64_t L, std::int64_t s, std::int64_t B, const sim_search& search = {}) {
-  sim_result worst;
-  worst.num_groups = specs.num_groups;
-  const std::vector<std::int64_t> prompts = candidate_prompts(specs, L, B, s, search.every_prompt_up_to);
-  const auto fold = [&](const sim_result& r) {
-    for (std::size_t g = 0; g < kMaxGroups; ++g) worst.peak_pages[g] = std::max(worst.peak_pages[g], r.peak_pages[g]);
-    worst.peak_bytes = std::max(worst.peak_bytes, r.peak_bytes);
-    worst.steps += r.steps;
-    worst.replayed_steps += r.replayed_steps;
-    worst.finished += r.finished;
-    ++worst.simulations;
-  };
+/// `candidate_prompts` for the library's own pools of `specs`.
+inline std::vector<std::int64_t> candidate_prompts(const group_spec_list& specs, std::int64_t L, std::int64_t B,
+                                                   std::int64_t s, std::int64_t every_up_to = 256) {
+  return candidate_prompts(own_pools_of(specs), L, B, s, every_up_to);
+}
+
+namespace detail {
+/// Calls fn(policy variant, workload) for every workload `simulate_worst_case` tries (see there).
+template <class Fn>
+void for_each_workload(const engine_pools& pools, const allocation_policy& p, std::int64_t N, std::int64_t L,
+                       std::int64_t s, std::int64_t B, const sim_search& search, Fn&& fn) {
+  const std::vector<std::int64_t> prompts = candidate_prompts(pools, L, B, s, search.every_prompt_up_to);
   // Variants that act alike at this s (the same windows, the same first-chunk lookahead) run once.
-  std::array<std::array<std::int64_t, kMaxGroups + 1>, 4> seen{};
+  std::array<std::array<std::int64_t, kMaxEngineGroups + 1>, 4> seen{};
   int num_seen = 0;
   for (const allocation_policy& v : concrete_variants(p)) {
-    std::array<std::int64_t, kMaxGroups + 1> key{};
-    for (int g = 0; g < specs.num_groups; ++g)
-      key[static_cast<std::size_t>(g)] = effective_window(
-          specs[g].sliding_window_tokens, specs[g].step_window_base_tokens, v, s, specs[g].engine_state_ring);
-    key[kMaxGroups] = v.has(first_chunk_lookahead::spec) ? s - 1 : 0;
+    std::array<std::int64_t, kMaxEngineGroups + 1> key{};
+    for (int g = 0; g < pools.num_groups; ++g) {
+      const table_rule& t = pools[g].rule;
+      key[static_cast<std::size_t>(g)] =
+          effective_window(t.window_tokens, t.step_window_base_tokens, v, s, t.engine_state_ring);
+    }
+    key[kMaxEngineGroups] = v.has(first_chunk_lookahead::spec) ? s - 1 : 0;
     if (std::find(seen.begin(), seen.begin() + num_seen, key) != seen.begin() + num_seen) continue;
     seen[static_cast<std::size_t>(num_seen++)] = key;
     for (const std::int64_t a : {std::int64_t{1}, s}) {
@@ -585,23 +681,157 @@ inline sim_result simulate_worst_case(const group_spec_list& specs, const alloca
                        .tokens_per_step = s,
                        .step_budget_tokens = B,
                        .prompt_tokens = prompt,
-                       .accepted_tokens = a};
-        fold(simulate(specs, v, w, search.sim));
+                       .accepted_tokens = a,
+                       .max_running = search.max_running};
+        fn(v, w);
         if (N == 1) continue;  // one request: every arrival pattern is the same run
         if (search.staggered) {
           w.arrivals = arrival_pattern::staggered;
           w.arrival_gap_steps = search.arrival_gap_steps;
-          fold(simulate(specs, v, w, search.sim));
+          fn(v, w);
         }
         if (search.closed_loop) {
           w.arrivals = arrival_pattern::closed_loop;
-          fold(simulate(specs, v, w, search.sim));
+          fn(v, w);
         }
       }
       if (s == 1) break;  // a = 1 = s: one acceptance only
     }
   }
+}
+}  // namespace detail
+
+/// The worst case of `simulate` over every concrete variant of the preset `p`, every prompt
+/// of `candidate_prompts`, drafts all rejected or all accepted (a = 1 and a = s), and the
+/// arrival patterns of `search` (one for N = 1), for N requests of L tokens, s tokens per step and a step
+/// budget of B tokens: per table the largest peak pages, and the largest peak bytes, blocks and
+/// admission blocks (each of one workload: they need not fall on one step or one workload).
+/// `steps` and `replayed_steps` are summed over the simulations, counted in `simulations`.
+/// Throws as `simulate`.
+inline sim_result simulate_worst_case(const engine_pools& pools, const allocation_policy& p, std::int64_t N,
+                                      std::int64_t L, std::int64_t s, std::int64_t B, const sim_search& search = {}) {
+  sim_result worst;
+  bool first = true;
+  detail::for_each_workload(pools, p, N, L, s, B, search, [&](const allocation_policy& v, const sim_workload& w) {
+    const sim_result r = simulate(pools, v, w, search.sim);
+    if (first) {
+      worst.num_groups = r.num_groups;
+      worst.table_of_group = r.table_of_group;
+      first = false;
+    }
+    for (std::size_t g = 0; g < kMaxGroups; ++g) worst.peak_pages[g] = std::max(worst.peak_pages[g], r.peak_pages[g]);
+    worst.peak_bytes = std::max(worst.peak_bytes, r.peak_bytes);
+    worst.peak_blocks = std::max(worst.peak_blocks, r.peak_blocks);
+    worst.peak_admission_blocks = std::max(worst.peak_admission_blocks, r.peak_admission_blocks);
+    worst.steps += r.steps;
+    worst.replayed_steps += r.replayed_steps;
+    worst.finished += r.finished;
+    ++worst.simulations;
+  });
   return worst;
+}
+
+/// `simulate_worst_case` on the library's own pools of `specs`.
+inline sim_result simulate_worst_case(const group_spec_list& specs, const allocation_policy& p, std::int64_t N,
+                                      std::int64_t L, std::int64_t s, std::int64_t B, const sim_search& search = {}) {
+  return simulate_worst_case(own_pools_of(specs), p, N, L, s, B, search);
+}
+
+/// An estimate of `simulate_worst_case`'s work, in request visits: per workload, each of the
+/// 3N events (an arrival, a prompt's end, a finish) is followed by at most P + 4 steps before the
+/// fast-forward skips the steady ones (P: the sliding tables' page period, at most 256), and each
+/// step visits at most N running requests. An upper estimate: on this project's 2-core machine
+/// 1024 requests of 1,048,576 tokens at B = 512 (estimated 3.3e10) replay in about 8 s.
+inline double sim_work_estimate(const engine_pools& pools, const allocation_policy& p, std::int64_t N,
+                                std::int64_t L, std::int64_t s, std::int64_t B, const sim_search& search = {}) {
+  std::int64_t period = 1;
+  for (const engine_group& g : pools)
+    if (g.rule.sliding()) period = std::lcm(period, g.rule.page_tokens);
+  std::int64_t workloads = 0;
+  detail::for_each_workload(pools, p, N, L, s, B, search,
+                            [&](const allocation_policy&, const sim_workload&) { ++workloads; });
+  const auto n = static_cast<double>(N);
+  return static_cast<double>(workloads) * 3.0 * n * static_cast<double>(std::min<std::int64_t>(period, 256) + 4) * n;
+}
+
+/// What fits a pool: a shared pool of `usable_blocks` blocks (num_blocks - 1: the null block
+/// apart), or own pools of `budget_bytes` bytes.
+struct sim_capacity {
+  std::int64_t usable_blocks = 0;
+  std::uint64_t budget_bytes = 0;
+};
+
+/// Whether the worst case of `simulate_worst_case` fits `cap`: a shared pool's peak blocks and
+/// admission blocks within `usable_blocks` (no preemption, no admission delayed), or own pools'
+/// peak bytes within `budget_bytes`; and N no more than `search.max_running` (when set).
+inline bool simulated_fit(const engine_pools& pools, const allocation_policy& p, std::int64_t N, std::int64_t L,
+                          std::int64_t s, std::int64_t B, const sim_capacity& cap, const sim_search& search = {}) {
+  if (search.max_running > 0 && N > search.max_running) return false;
+  const sim_result r = simulate_worst_case(pools, p, N, L, s, B, search);
+  if (pools.structure == pool_structure::shared_block_pool)
+    return std::max(r.peak_blocks, r.peak_admission_blocks) <= cap.usable_blocks;
+  return r.peak_bytes <= cap.budget_bytes;
+}
+
+/// The largest N in [1, max_requests] (the simulator's 2^20 cap, and `search.max_running` when
+/// set) for which `simulated_fit` holds, 0 if even one request does not fit: from `hint` (a
+/// guess, e.g. the plan's answer; checked, not trusted) it doubles the step up while N fits, or
+/// bisects below it when it does not. Assumes a fit is monotone in N. Throws as `simulate`.
+inline std::int64_t max_requests_simulated(const engine_pools& pools, const allocation_policy& p, std::int64_t L,
+                                           std::int64_t s, std::int64_t B, const sim_capacity& cap,
+                                           const sim_search& search = {}, std::int64_t hint = 1,
+                                           std::int64_t max_requests = std::int64_t{1} << 20) {
+  if (search.max_running > 0) max_requests = std::min(max_requests, search.max_running);
+  if (max_requests < 1) return 0;
+  const auto fits = [&](std::int64_t n) { return simulated_fit(pools, p, n, L, s, B, cap, search); };
+  std::int64_t lo = 0;  // fits (0: trivially)
+  std::int64_t hi = 0;  // the largest N that may fit
+  const std::int64_t start = std::clamp<std::int64_t>(hint, 1, max_requests);
+  if (!fits(start)) {
+    hi = start - 1;
+  } else {
+    lo = start;
+    hi = max_requests;
+    for (std::int64_t step = 1; lo < max_requests; step *= 2) {
+      const std::int64_t next = step > max_requests - lo ? max_requests : lo + step;
+      if (!fits(next)) {
+        hi = next - 1;
+        break;
+      }
+      lo = next;
+    }
+  }
+  while (lo < hi) {
+    const std::int64_t mid = lo + (hi - lo + 1) / 2;
+    if (fits(mid))
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return lo;
+}
+
+/// The largest context L in [max(2, s), max_context] for which `starts(L)` holds (an engine's
+/// startup check at max_model_len L; by default none) and N requests of L fit `cap`
+/// (`simulated_fit`); 0 if even the smallest does not. A binary search: assumes both are monotone
+/// in L. Throws as `simulate`.
+template <class Starts = bool (*)(std::int64_t)>
+std::int64_t max_context_simulated(const engine_pools& pools, const allocation_policy& p, std::int64_t N,
+                                   std::int64_t max_context, std::int64_t s, std::int64_t B, const sim_capacity& cap,
+                                   const sim_search& search = {},
+                                   Starts starts = [](std::int64_t /*L*/) { return true; }) {
+  const auto fits = [&](std::int64_t L) { return starts(L) && simulated_fit(pools, p, N, L, s, B, cap, search); };
+  std::int64_t lo = std::max<std::int64_t>(2, s);
+  if (lo > max_context || !fits(lo)) return 0;
+  std::int64_t hi = max_context;
+  while (lo < hi) {
+    const std::int64_t mid = lo + (hi - lo + 1) / 2;
+    if (fits(mid))
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return lo;
 }
 
 }  // namespace dsv4::cache

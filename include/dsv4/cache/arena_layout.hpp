@@ -24,6 +24,10 @@
 // Everything here is host arithmetic on the plan (standard library only, `constexpr`, no CUDA
 // header), so the CUDA arena (cuda/device_arena.cuh) and the host tests share one source of
 // truth for every offset. All arithmetic is 64-bit and overflow-checked.
+//
+// The arena lays out the library's own pools (`pools_choice::own`): a plan priced in vLLM's
+// shared block pool (memory_plan.hpp, engines/vllm.hpp) is refused here, and the options
+// overload plans own pools.
 #pragma once
 
 #include <array>
@@ -193,6 +197,8 @@ constexpr arena_layout build_arena_layout(const model_config& c, const memory_pl
           "arena alignment must be a power of two and >= 16 bytes", {"alignment", alignment});
   require(plan.num_groups > 0 && plan.num_groups <= kMaxGroups, "memory plan has no groups",
           {"num_groups", plan.num_groups});
+  require(plan.pools.structure == pool_structure::own_pools,
+          "the arena lays out own pools: plan with pools = pools_choice::own (a shared block pool is not laid out)");
   validate(c);
   arena_layout a;
   a.plan = plan;
@@ -264,9 +270,11 @@ constexpr arena_layout build_arena_layout(const model_config& c, const memory_pl
   return a;
 }
 
-/// The arena of `build_memory_plan(c, o)`; errors as `build_memory_plan` and the overload above.
-constexpr arena_layout build_arena_layout(const model_config& c, const plan_options& o,
+/// The arena of `build_memory_plan(c, o)` in own pools (`o.pools` is set to `pools_choice::own`);
+/// errors as `build_memory_plan` and the overload above.
+constexpr arena_layout build_arena_layout(const model_config& c, plan_options o,
                                           std::uint64_t alignment = kArenaAlignment) {
+  o.pools = pools_choice::own;
   return build_arena_layout(c, build_memory_plan(c, o), alignment);
 }
 

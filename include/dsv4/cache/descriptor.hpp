@@ -29,6 +29,20 @@
 // Windows, the engine policy, the model name and plan sizes do not decide where bytes go: they
 // are the descriptor's `info` (tools), not fingerprinted, so a preset and its config.json give
 // one fingerprint.
+//
+// Schema "dsv4-cache-layout/2" (`describe_layout(c, o, engine)`, the CLI's `describe --engine
+// vllm`): where the engine's placement moves bytes, the layout also records it after "rank":
+//
+//   "engine":{"name":"vllm","preset":"2026.11","structure":"shared_block_pool","block_bytes":1002240,
+//             "groups":[{"table":"sliding_window","block_tokens":64,
+//                        "tensors":[{"group":"v4.swa_kv","pool":0,"rows_per_page":64,"alignment":576,
+//                                    "page_bytes":37440,"offset":0,"layers":[0,2,...]}]},...]}
+//
+// vLLM's block-outermost slab: block b of every engine group starts at b x block_bytes; in it a
+// group's tensor sets follow one another (`offset`), each one page per layer, layers adjacent
+// (page `page_bytes` = the format's page of `rows_per_page` rows rounded up to `alignment`). Two
+// peers whose /2 fingerprints agree can move blocks as they are. An engine that keeps the
+// library's own pools (tokenspeed until its arena is modelled) adds nothing: schema /1.
 #pragma once
 
 #include <array>
@@ -36,6 +50,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "dsv4/cache/engines/registry.hpp"
 #include "dsv4/cache/formats/registry.hpp"
 #include "dsv4/cache/group_spec.hpp"
 #include "dsv4/cache/memory_plan.hpp"
@@ -46,6 +61,8 @@ namespace dsv4::cache {
 
 /// The schema string of canonical layouts and descriptors.
 inline constexpr std::string_view kLayoutSchema = "dsv4-cache-layout/1";
+/// The schema of a layout that also records an engine's placement (see the top of this file).
+inline constexpr std::string_view kLayoutSchemaEngine = "dsv4-cache-layout/2";
 
 /// One layer of a layout.
 struct layout_layer {
@@ -71,6 +88,14 @@ struct layout_rank {
   std::int64_t dcp_interleave = 1;
 };
 
+/// The engine part of a layout (schema /2): the engine's block tables over one shared pool.
+struct layout_engine {
+  bool present = false;
+  std::string_view name;    ///< "vllm"
+  std::string_view preset;  ///< "2026.11"
+  engine_pools pools{};     ///< The model's (or the rank's stage's) engine groups.
+};
+
 /// What decides where a deployment's cache bytes go (see the top of this file).
 struct cache_layout {
   model_family family = model_family::v4;
@@ -78,6 +103,7 @@ struct cache_layout {
   std::array<layout_layer, kMaxLayers> layers{};
   group_spec_list groups{};
   layout_rank rank{};
+  layout_engine engine{};
 };
 
 namespace detail {
@@ -106,8 +132,9 @@ constexpr cache_layout describe_layout(const model_config& c, const plan_options
 
 /// The layout rank `rank` of `p` holds: its stage's groups (`rank_plan`) and its PP / DCP part.
 /// Errors as `rank_plan`.
-constexpr cache_layout describe_rank_layout(const model_config& c, const plan_options& o, const parallel_config& p,
+constexpr cache_layout describe_rank_layout(const model_config& c, plan_options o, const parallel_config& p,
                                             std::int64_t rank) {
+  o.pools = pools_choice::own;  // the library's groups on the rank's stage (no engine placement)
   const rank_plan_result r = rank_plan(c, o, p, rank);
   cache_layout l = detail::layout_skeleton(c);
   for (int g = 0; g < r.plan.num_groups; ++g)
@@ -119,6 +146,35 @@ constexpr cache_layout describe_rank_layout(const model_config& c, const plan_op
   l.rank.dcp_rank = r.coords.dcp_rank;
   l.rank.dcp_size = p.dcp;
   l.rank.dcp_interleave = p.dcp_interleave_rows;
+  return l;
+}
+
+/// The layout of model `c` planned with options `o` for engine `e`: `describe_layout(c, o)` and,
+/// where the engine moves bytes (a shared block pool: `plan_structure(o)` with `o`'s policy and
+/// pools set from `e`), its placement (schema /2). Errors as `plan_cache_specs` and `plan_pools`.
+constexpr cache_layout describe_layout(const model_config& c, plan_options o, const engine_spec& e) {
+  const bool overlap = o.policy.overlap;
+  o.policy = e.policy;
+  o.policy.overlap = overlap;
+  o.vllm_pools = e.vllm;
+  cache_layout l = describe_layout(c, o);
+  if (plan_structure(o) == pool_structure::shared_block_pool)
+    l.engine = {true, e.name, e.preset, plan_pools(c, l.groups, detail::resolve(c, o, 1))};
+  return l;
+}
+
+/// The layout rank `rank` of `p` holds for engine `e`: `describe_rank_layout(c, o, p, rank)` and
+/// the engine's placement projected onto the rank's stage (its own block bytes). Errors as
+/// `rank_plan`.
+constexpr cache_layout describe_rank_layout(const model_config& c, plan_options o, const parallel_config& p,
+                                            std::int64_t rank, const engine_spec& e) {
+  const bool overlap = o.policy.overlap;
+  o.policy = e.policy;
+  o.policy.overlap = overlap;
+  o.vllm_pools = e.vllm;
+  cache_layout l = describe_rank_layout(c, o, p, rank);
+  if (plan_structure(o) == pool_structure::shared_block_pool)
+    l.engine = {true, e.name, e.preset, rank_plan(c, o, p, rank).plan.pools};
   return l;
 }
 
@@ -192,6 +248,80 @@ constexpr void pool_json(fixed_text<N>& t, const pool_spec& p) {
   }
   t.append("}");
 }
+template <std::size_t N>
+constexpr void append_group_id(fixed_text<N>& t, group_id id) {
+  t.append("\"");
+  switch (id.kind) {  // to_string(group_id) builds a std::string: spelled out for constant evaluation
+    case group_kind::swa_kv: t.append("v4.swa_kv"); break;
+    case group_kind::compressor_state:
+      t.append("v4.c");
+      t.append_int(id.ratio);
+      t.append("a.compressor_state");
+      break;
+    case group_kind::compressed_kv:
+      t.append("v4.c");
+      t.append_int(id.ratio);
+      t.append("a.compressed_kv");
+      break;
+    case group_kind::indexer_compressor_state: t.append("v4.c4a.indexer_compressor_state"); break;
+    case group_kind::mla_kv: t.append("v3.2.mla_kv"); break;
+    case group_kind::indexer_k: t.append("v3.2.indexer_k"); break;
+    case group_kind::v41_swa: t.append("v4.1.swa"); break;
+    case group_kind::v41_global:
+      t.append("v4.1.global_r");
+      t.append_int(id.ratio);
+      break;
+    case group_kind::v41_compressor_state:
+      t.append("v4.1.compressor_state_r");
+      t.append_int(id.ratio);
+      break;
+  }
+  t.append("\"");
+}
+/// The engine part of a schema /2 layout (see the top of this file).
+template <std::size_t N>
+constexpr void engine_json(fixed_text<N>& t, const layout_engine& e) {
+  t.append("{");
+  key_string(t, "name", e.name, true);
+  key_string(t, "preset", e.preset);
+  key_string(t, "structure", to_string(e.pools.structure));
+  key_int(t, "block_bytes", e.pools.bytes_per_block);
+  key(t, "groups");
+  t.append("[");
+  for (int gi = 0; gi < e.pools.num_groups; ++gi) {
+    const engine_group& g = e.pools[gi];
+    t.append(gi == 0 ? "{" : ",{");
+    key_string(t, "table", to_string(g.rule.kind), true);
+    key_int(t, "block_tokens", g.rule.page_tokens);
+    key(t, "tensors");
+    t.append("[");
+    std::int64_t offset = 0;
+    for (int m = 0; m < g.num_members; ++m) {
+      const engine_member& mb = g.members[static_cast<std::size_t>(m)];
+      t.append(m == 0 ? "{" : ",{");
+      key(t, "group", true);
+      append_group_id(t, mb.group);
+      key_int(t, "pool", mb.pool);
+      key_int(t, "rows_per_page", mb.rows_per_page);
+      key_int(t, "alignment", mb.alignment);
+      key_int(t, "page_bytes", mb.page_bytes);
+      key_int(t, "offset", offset);
+      key(t, "layers");
+      t.append("[");
+      bool first = true;
+      for (int l = 0; l < kMaxLayers; ++l) {
+        if (!mb.layers.test(l)) continue;
+        if (!first) t.append(",");
+        first = false;
+        t.append_int(l);
+      }
+      t.append("]}");
+      offset += mb.bytes();
+    }
+    t.append("]}");
+  }
+  t.append("]}");
+}
 }  // namespace detail
 
 /// The canonical layout bytes of `l` (see the top of this file). Fails if they exceed
@@ -202,7 +332,7 @@ constexpr fixed_text<kCanonicalLayoutCapacity> canonical_layout(const cache_layo
   using detail::key_string;
   fixed_text<kCanonicalLayoutCapacity> t;
   t.append("{");
-  key_string(t, "schema", kLayoutSchema, true);
+  key_string(t, "schema", l.engine.present ? kLayoutSchemaEngine : kLayoutSchema, true);
   key_string(t, "model", to_string(l.family));
   key(t, "layers");
   t.append("[");
@@ -223,33 +353,7 @@ constexpr fixed_text<kCanonicalLayoutCapacity> canonical_layout(const cache_layo
     const paged_cache_group_spec& g = l.groups[gi];
     t.append(gi == 0 ? "{" : ",{");
     key(t, "id", true);
-    t.append("\"");
-    switch (g.id.kind) {  // to_string(group_id) builds a std::string: spelled out for constant evaluation
-      case group_kind::swa_kv: t.append("v4.swa_kv"); break;
-      case group_kind::compressor_state:
-        t.append("v4.c");
-        t.append_int(g.id.ratio);
-        t.append("a.compressor_state");
-        break;
-      case group_kind::compressed_kv:
-        t.append("v4.c");
-        t.append_int(g.id.ratio);
-        t.append("a.compressed_kv");
-        break;
-      case group_kind::indexer_compressor_state: t.append("v4.c4a.indexer_compressor_state"); break;
-      case group_kind::mla_kv: t.append("v3.2.mla_kv"); break;
-      case group_kind::indexer_k: t.append("v3.2.indexer_k"); break;
-      case group_kind::v41_swa: t.append("v4.1.swa"); break;
-      case group_kind::v41_global:
-        t.append("v4.1.global_r");
-        t.append_int(g.id.ratio);
-        break;
-      case group_kind::v41_compressor_state:
-        t.append("v4.1.compressor_state_r");
-        t.append_int(g.id.ratio);
-        break;
-    }
-    t.append("\"");
+    detail::append_group_id(t, g.id);
     key_string(t, "retention", to_string(g.retention));
     key_int(t, "tokens_per_row", g.entry_stride_tokens);
     key_int(t, "rows_per_page", g.rows_per_page);
@@ -290,6 +394,10 @@ constexpr fixed_text<kCanonicalLayoutCapacity> canonical_layout(const cache_layo
     key_int(t, "dcp_size", l.rank.dcp_size);
     key_int(t, "dcp_interleave", l.rank.dcp_interleave);
     t.append("}");
+  }
+  if (l.engine.present) {
+    key(t, "engine");
+    detail::engine_json(t, l.engine);
   }
   t.append("}");
   return t;

@@ -52,6 +52,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "dsv4/cache/engines/registry.hpp"
 #include "dsv4/cache/group_spec.hpp"
 #include "dsv4/cache/policy.hpp"
 
@@ -91,7 +92,18 @@ struct plan_options {
   /// request's rows on this rank (parallel.hpp); the indexer keys, windows and states stay whole.
   std::int64_t dcp = 1;
   std::int64_t dcp_interleave_rows = 1;  ///< Rows of a request dealt to one DCP rank in turn (vLLM's interleave).
+  /// How pages become bytes: the engine's pool structure (vLLM: one shared block pool; tokenspeed:
+  /// own pools until its arena is modelled), or `own`: every group in a pool of its own.
+  pools_choice pools = pools_choice::engine;
+  vllm_pool_rules vllm_pools{};  ///< vLLM's pool rules (its version preset), for a shared block pool.
 };
+
+/// The pool structure a plan with options `o` prices: vLLM's shared block pool for a vLLM
+/// policy with `pools_choice::engine`, else own pools.
+constexpr pool_structure plan_structure(const plan_options& o) {
+  return o.pools == pools_choice::engine && o.policy.engine == engine_kind::vllm ? pool_structure::shared_block_pool
+                                                                                 : pool_structure::own_pools;
+}
 
 /// One group's share of the plan.
 struct group_plan {
@@ -110,14 +122,34 @@ struct group_plan {
   [[nodiscard]] constexpr std::int64_t total_pages() const { return pages_per_layer * spec.num_layers; }
 };
 
+/// One engine group's (block table's) share of a shared-pool plan.
+struct engine_group_plan {
+  std::int64_t window_tokens = 0;      ///< W for sliding tables; 0 otherwise.
+  std::int64_t pages_per_request = 0;  ///< Blocks one request holds in this table.
+  std::int64_t shared_pages = 0;       ///< Blocks of the prompts a step admits, beyond their rings.
+  std::int64_t blocks = 0;             ///< H x pages_per_request + shared_pages (the null block apart).
+  std::int64_t charge_blocks = 0;      ///< The engine's startup charge of one request (vLLM).
+};
+
 /// The memory plan: every group's pages and bytes for N requests of L tokens.
 struct memory_plan {
   plan_options options{};             ///< As given, with context_tokens resolved (never 0).
   std::int64_t holding_requests = 0;  ///< H: requests that can hold pages at once (<= N; see above).
   int num_groups = 0;
   std::array<group_plan, kMaxGroups> groups{};
-  std::uint64_t total_bytes = 0;  ///< Sum of the groups' bytes.
+  /// Own pools: the sum of the groups' bytes. Shared block pool: num_blocks x bytes_per_block.
+  std::uint64_t total_bytes = 0;
   std::uint64_t ideal_bytes = 0;  ///< Sum of the groups' ideal bytes.
+  /// The engine's pool structure: its block tables and (shared) bytes_per_block.
+  engine_pools pools{};
+  /// Shared block pool, per engine group (`pools.groups`).
+  std::array<engine_group_plan, kMaxEngineGroups> engine_groups{};
+  std::int64_t planned_blocks = 0;  ///< Shared: the tables' blocks + 1 null block.
+  std::int64_t startup_blocks = 0;  ///< Shared: one request's startup charge + 1 null block (vLLM starts).
+  /// Shared, N >= 2: the plan of N - 1 requests + a newcomer's admission gate + 1 null block
+  /// (vLLM admits a request only if the free blocks cover its prompt); 0 for N < 2.
+  std::int64_t admission_blocks = 0;
+  std::int64_t num_blocks = 0;      ///< Shared: the largest of the three, the plan's blocks.
 
   [[nodiscard]] constexpr const group_plan* begin() const { return groups.data(); }
   [[nodiscard]] constexpr const group_plan* end() const { return groups.data() + num_groups; }
@@ -179,15 +211,16 @@ constexpr std::uint64_t holding_requests(const plan_options& o) {
   return budget_bounds ? min_u(n, u(o.prefill_chunk_tokens)) : n;
 }
 
-constexpr group_pages pages_of(const paged_cache_group_spec& spec, const plan_options& o, guard& g) {
+constexpr group_pages pages_of(const table_rule& spec, const plan_options& o, guard& g) {
   const allocation_policy& p = o.policy;
   const std::uint64_t ctx = u(o.context_tokens);
   const std::uint64_t b = u(o.prefill_chunk_tokens);
   const std::uint64_t sf = u(p.in_flight_tokens(o.tokens_per_step));  // s, or 2s with overlap
-  const std::uint64_t r = u(spec.page_size_tokens());
+  const std::uint64_t r = u(spec.page_tokens);
   // Tokens a table may cover: L, or L + sf - 1 where extents run past the context.
   const std::uint64_t reach = p.extent_capped ? ctx : g.add(ctx, sf - 1);
-  const std::uint64_t cap = guard::cdiv(reach, r);
+  // A request ring (vLLM `CircularBufferSpec`) is one page for the request's life.
+  const std::uint64_t cap = spec.kind == table_kind::request_ring ? 1 : guard::cdiv(reach, r);
   // Prompt tokens one step admits, or two with overlap (the step in flight still holds its pages).
   const std::uint64_t steps = p.overlap ? 2 : 1;
   const std::uint64_t budget = g.mul(b, steps);
@@ -195,14 +228,14 @@ constexpr group_pages pages_of(const paged_cache_group_spec& spec, const plan_op
   const std::uint64_t prompts = min_u(u(o.requests), budget);
   const std::uint64_t prompt_pages = g.add(prompts, (budget - prompts) / r);
   group_pages out;
-  if (!spec.has_sliding_window()) {
+  if (!spec.sliding()) {
     out.per_request = cap;
     // Overlap: a finished request keeps its pages for the step in flight while its successor starts.
     out.shared =
         p.overlap && o.role == deployment_role::colocated ? guard::min_mul(u(o.requests), cap, prompt_pages) : 0;
     return out;
   }
-  const std::uint64_t w = u(effective_window(spec.sliding_window_tokens, spec.step_window_base_tokens, p,
+  const std::uint64_t w = u(effective_window(spec.window_tokens, spec.step_window_base_tokens, p,
                                              o.tokens_per_step, spec.engine_state_ring));
   out.window = w;
   // A decoding request spans W - 1 history + sf verified + (sf - 1) lookahead or lag tokens.
@@ -244,46 +277,150 @@ constexpr std::uint64_t dcp_share_pages(std::uint64_t pages, std::uint64_t rows,
   return max_u(blocks, guard::cdiv(rows0, rows));
 }
 
-/// Sizes every group of `specs` for the (already validated) options; N may be 0.
+/// Sizes every group of `specs` for the (already validated) options, priced in the pool
+/// structure `pools` (built from the same groups, or projected onto the same stage); N may be 0.
 /// Returns false if any quantity overflows 64 bits.
-constexpr bool size_plan(const group_spec_list& specs, const plan_options& o, memory_plan& plan) {
+///
+/// Own pools: every group holds H x per request + shared pages + 1 null page per layer, priced at
+/// its own page bytes. Shared block pool (vLLM): every engine group (block table) holds
+/// H x per request + shared blocks by the same rules; the pool holds their sum + 1 null block, and
+/// at least what vLLM's startup check asks (one request's charge + the null block), each block
+/// `pools.bytes_per_block` bytes. A library group's bytes are then what its tensors occupy of those
+/// blocks.
+constexpr bool size_plan(const group_spec_list& specs, const plan_options& o, const engine_pools& pools,
+                         memory_plan& plan) {
   guard g;
   const std::uint64_t ctx = u(o.context_tokens);
+  const std::uint64_t h = holding_requests(o);
   plan.options = o;
-  plan.holding_requests = static_cast<std::int64_t>(holding_requests(o));
+  plan.holding_requests = static_cast<std::int64_t>(h);
   plan.num_groups = specs.num_groups;
   plan.total_bytes = 0;
   plan.ideal_bytes = 0;
+  plan.pools = pools;
+  plan.planned_blocks = 0;
+  plan.startup_blocks = 0;
+  plan.admission_blocks = 0;
+  plan.num_blocks = 0;
+  const bool shared = pools.structure == pool_structure::shared_block_pool;
+  if (shared) {
+    // vLLM's max_in_flight_tokens (2B with async scheduling), saturated: the charge never overflows.
+    const std::uint64_t in_flight = g.mul(u(o.prefill_chunk_tokens), o.policy.overlap ? 2 : 1);
+    const auto in_flight_i = static_cast<std::int64_t>(min_u(in_flight, u(std::numeric_limits<std::int64_t>::max())));
+    std::uint64_t blocks = 0;
+    std::uint64_t charge = 0;
+    for (int e = 0; e < pools.num_groups; ++e) {
+      const engine_group& eg = pools[e];
+      engine_group_plan& ep = plan.engine_groups[static_cast<std::size_t>(e)];
+      ep = {};
+      const group_pages pg = pages_of(eg.rule, o, g);
+      std::uint64_t per = pg.per_request;
+      std::uint64_t sh = pg.shared;
+      if (o.dcp > 1 && eg.rule.kind == table_kind::full_history) {  // every tensor of the table is sharded
+        per = dcp_share_pages(per, u(eg.members[0].rows_per_page), u(o.dcp), u(o.dcp_interleave_rows), g);
+        sh = guard::cdiv(sh, u(o.dcp));
+      }
+      // A ring keeps its rows for the request's life: its "window" is its rows.
+      ep.window_tokens = eg.rule.kind == table_kind::request_ring ? eg.rule.page_tokens
+                                                                  : static_cast<std::int64_t>(pg.window);
+      ep.pages_per_request = static_cast<std::int64_t>(per);
+      ep.shared_pages = static_cast<std::int64_t>(sh);
+      const std::uint64_t b = g.add(g.mul(h, per), sh);
+      ep.blocks = static_cast<std::int64_t>(b);
+      ep.charge_blocks = vllm_charge_blocks(eg.rule, o.context_tokens, in_flight_i, o.dcp);
+      blocks = g.add(blocks, b);
+      charge = g.add(charge, u(ep.charge_blocks));
+    }
+    const std::uint64_t planned = g.add(blocks, 1);
+    const std::uint64_t startup = g.add(charge, 1);
+    // vLLM's admission gate (M allocate_slots, full_sequence_must_fit): a new request is admitted
+    // only if the free blocks cover its whole prompt, sliding tables capped at their charge. The
+    // others hold at most the plan of N - 1 requests, so the pool must hold that + the newcomer's
+    // gate: every table's whole context (cap), sliding ones capped at the charge, one ring block.
+    std::uint64_t gate = 0;
+    if (o.requests >= 2) {
+      plan_options others = o;
+      others.requests = o.requests - 1;
+      const std::uint64_t h1 = holding_requests(others);
+      std::uint64_t held = 1;  // the null block
+      for (int e = 0; e < pools.num_groups; ++e) {
+        const engine_group& eg = pools[e];
+        const group_pages pg = pages_of(eg.rule, others, g);
+        std::uint64_t per = pg.per_request;
+        std::uint64_t sh = pg.shared;
+        std::uint64_t cap = eg.rule.kind == table_kind::request_ring ? 1 : guard::cdiv(u(o.context_tokens), u(eg.rule.page_tokens));
+        if (o.dcp > 1 && eg.rule.kind == table_kind::full_history) {
+          per = dcp_share_pages(per, u(eg.members[0].rows_per_page), u(o.dcp), u(o.dcp_interleave_rows), g);
+          sh = guard::cdiv(sh, u(o.dcp));
+          cap = guard::cdiv(cap, u(o.dcp));
+        }
+        held = g.add(held, g.add(g.mul(h1, per), sh));
+        const std::uint64_t need =
+            eg.rule.sliding() ? min_u(cap, u(plan.engine_groups[static_cast<std::size_t>(e)].charge_blocks)) : cap;
+        held = g.add(held, need);
+      }
+      gate = held;
+    }
+    plan.admission_blocks = static_cast<std::int64_t>(min_u(gate, u(std::numeric_limits<std::int64_t>::max())));
+    const std::uint64_t num = max_u(max_u(planned, startup), gate);
+    plan.planned_blocks = static_cast<std::int64_t>(min_u(planned, u(std::numeric_limits<std::int64_t>::max())));
+    plan.startup_blocks = static_cast<std::int64_t>(min_u(startup, u(std::numeric_limits<std::int64_t>::max())));
+    plan.num_blocks = static_cast<std::int64_t>(min_u(num, u(std::numeric_limits<std::int64_t>::max())));
+    if (num > u(std::numeric_limits<std::int64_t>::max())) g.overflow = true;
+    plan.total_bytes = g.mul(num, u(pools.bytes_per_block));
+  }
   for (int i = 0; i < specs.num_groups; ++i) {
     const paged_cache_group_spec& spec = specs[i];
     group_plan& gp = plan.groups[static_cast<std::size_t>(i)];
     gp = {};
     gp.spec = spec;
-    const group_pages pg = pages_of(spec, o, g);
-    const std::uint64_t ideal_rows =
-        spec.has_sliding_window() ? min_u(ctx, pg.window) : ctx / u(spec.entry_stride_tokens);
     const std::uint64_t layers = u(spec.num_layers);
-    const std::uint64_t pages = g.add(g.add(g.mul(u(plan.holding_requests), pg.per_request), pg.shared), 1);
-    gp.window_tokens = static_cast<std::int64_t>(pg.window);
-    gp.pages_per_request = static_cast<std::int64_t>(pg.per_request);
-    gp.shared_pages = static_cast<std::int64_t>(pg.shared);
-    gp.pages_per_layer = static_cast<std::int64_t>(pages);
-    g.mul(pages, layers);  // total_pages() must fit too
-    gp.bytes = 0;
-    for (int k = 0; k < spec.num_pools; ++k) {
-      std::uint64_t pool_pages = pages;
-      if (dcp_sharded(spec, k) && o.dcp > 1) {
-        const std::uint64_t per =
-            dcp_share_pages(pg.per_request, u(spec.rows_per_page), u(o.dcp), u(o.dcp_interleave_rows), g);
-        pool_pages = g.add(g.add(g.mul(u(plan.holding_requests), per), guard::cdiv(pg.shared, u(o.dcp))), 1);
+    if (shared) {
+      // The group's tensors, in the engine groups that hold them (one rule: the first's pages).
+      bool first = true;
+      for (int e = 0; e < pools.num_groups; ++e) {
+        const engine_group& eg = pools[e];
+        const engine_group_plan& ep = plan.engine_groups[static_cast<std::size_t>(e)];
+        for (int m = 0; m < eg.num_members; ++m) {
+          const engine_member& mb = eg.members[static_cast<std::size_t>(m)];
+          if (!(mb.group == spec.id)) continue;
+          if (first) {
+            gp.window_tokens = ep.window_tokens;
+            gp.pages_per_request = ep.pages_per_request;
+            gp.shared_pages = ep.shared_pages;
+            gp.pages_per_layer = ep.blocks;
+            first = false;
+          }
+          gp.pool_pages[static_cast<std::size_t>(mb.pool)] = ep.blocks;
+          gp.bytes = g.add(gp.bytes, g.mul(u(mb.bytes()), u(ep.blocks)));
+        }
       }
-      gp.pool_pages[static_cast<std::size_t>(k)] = static_cast<std::int64_t>(pool_pages);
-      gp.bytes =
-          g.add(gp.bytes, g.mul(g.mul(u(spec.pools[static_cast<std::size_t>(k)].page_bytes), layers), pool_pages));
+      g.mul(u(gp.pages_per_layer), layers);
+    } else {
+      const group_pages pg = pages_of(table_rule_of(spec), o, g);
+      const std::uint64_t pages = g.add(g.add(g.mul(h, pg.per_request), pg.shared), 1);
+      gp.window_tokens = static_cast<std::int64_t>(pg.window);
+      gp.pages_per_request = static_cast<std::int64_t>(pg.per_request);
+      gp.shared_pages = static_cast<std::int64_t>(pg.shared);
+      gp.pages_per_layer = static_cast<std::int64_t>(pages);
+      g.mul(pages, layers);  // total_pages() must fit too
+      for (int k = 0; k < spec.num_pools; ++k) {
+        std::uint64_t pool_pages = pages;
+        if (dcp_sharded(spec, k) && o.dcp > 1) {
+          const std::uint64_t per =
+              dcp_share_pages(pg.per_request, u(spec.rows_per_page), u(o.dcp), u(o.dcp_interleave_rows), g);
+          pool_pages = g.add(g.add(g.mul(h, per), guard::cdiv(pg.shared, u(o.dcp))), 1);
+        }
+        gp.pool_pages[static_cast<std::size_t>(k)] = static_cast<std::int64_t>(pool_pages);
+        gp.bytes =
+            g.add(gp.bytes, g.mul(g.mul(u(spec.pools[static_cast<std::size_t>(k)].page_bytes), layers), pool_pages));
+      }
+      plan.total_bytes = g.add(plan.total_bytes, gp.bytes);
     }
     // The exact rows of the H requests that hold pages at once (<= the plan's bytes).
-    gp.ideal_bytes = g.mul(g.mul(g.mul(u(plan.holding_requests), layers), ideal_rows), u(spec.row_bytes()));
-    plan.total_bytes = g.add(plan.total_bytes, gp.bytes);
+    const std::uint64_t ideal_rows = spec.has_sliding_window() ? min_u(ctx, u(gp.window_tokens))
+                                                               : ctx / u(spec.entry_stride_tokens);
+    gp.ideal_bytes = g.mul(g.mul(g.mul(h, layers), ideal_rows), u(spec.row_bytes()));
     plan.ideal_bytes = g.add(plan.ideal_bytes, gp.ideal_bytes);
   }
   return !g.overflow;
@@ -328,10 +465,25 @@ constexpr plan_options resolve(const model_config& c, plan_options o, std::int64
           "this engine decodes only with a whole step of tokens_per_step tokens in the budget: "
           "prefill_chunk_tokens must be >= tokens_per_step",
           {"prefill_chunk_tokens", o.prefill_chunk_tokens}, {"tokens_per_step", o.tokens_per_step});
+  require(o.dcp == 1 || plan_structure(o) != pool_structure::shared_block_pool || c.family == model_family::v3_2,
+          "vLLM rejects decode context parallelism for DeepSeek V4 and V4.1 (its sliding-window specs assert "
+          "decode_context_parallel_size == 1, kv_cache_interface.py SlidingWindowSpec.max_memory_usage_bytes); "
+          "plan own pools (--pools own) for tokenspeed's DCP rule",
+          {"dcp", o.dcp});
   return o;
 }
 
 }  // namespace detail
+
+/// The pool structure a plan of `c` with options `o` prices the groups `specs` in
+/// (`plan_structure`): vLLM's shared block pool (`vllm_engine_pools` with the preset's rules
+/// `o.vllm_pools` at s = o.tokens_per_step), or one pool per group. Errors as `vllm_engine_pools`
+/// (a format vLLM does not store).
+constexpr engine_pools plan_pools(const model_config& c, const group_spec_list& specs, const plan_options& o) {
+  return plan_structure(o) == pool_structure::shared_block_pool
+             ? vllm_engine_pools(specs, c.family, o.vllm_pools, o.tokens_per_step)
+             : own_pools_of(specs);
+}
 
 /// The memory plan for `specs` (the groups of `c`, built for the same indexer format and MTP
 /// choice as `o`). Throws std::invalid_argument if an option is out of range (context_tokens
@@ -339,7 +491,8 @@ constexpr plan_options resolve(const model_config& c, plan_options o, std::int64
 /// [1, context_tokens], prefill_chunk_tokens < 1) or the plan overflows 64 bits.
 constexpr memory_plan build_memory_plan(const model_config& c, const group_spec_list& specs, const plan_options& o) {
   memory_plan plan;
-  if (!detail::size_plan(specs, detail::resolve(c, o, 1), plan))
+  const plan_options r = detail::resolve(c, o, 1);
+  if (!detail::size_plan(specs, r, plan_pools(c, specs, r), plan))
     fail("memory plan overflows 64 bits", {"requests", o.requests}, {"context_tokens", plan.options.context_tokens});
   return plan;
 }
@@ -376,11 +529,12 @@ constexpr request_capacity max_requests_for_budget(const model_config& c, plan_o
   o.requests = 0;
   o = detail::resolve(c, o, 0);
   const group_spec_list specs = plan_cache_specs(c, o);
+  const engine_pools pools = plan_pools(c, specs, o);
   memory_plan p;
   const auto bytes_at = [&](std::int64_t n, std::uint64_t& bytes) {
     plan_options q = o;
     q.requests = n;
-    const bool ok = detail::size_plan(specs, q, p);
+    const bool ok = detail::size_plan(specs, q, pools, p);
     bytes = p.total_bytes;
     return ok;
   };
@@ -389,10 +543,14 @@ constexpr request_capacity max_requests_for_budget(const model_config& c, plan_o
   std::uint64_t b0 = 0;
   std::uint64_t b1 = 0;
   const bool ok0 = bytes_at(0, b0);
+  const std::int64_t planned0 = p.planned_blocks;
   const bool ok1 = bytes_at(1, b1);
   // A plan that overflows 64 bits holds wrapped sums: report those quantities saturated, never wrapped.
   r.fixed_bytes = ok0 ? b0 : kSaturated;
   r.bytes_per_request = ok0 && ok1 ? b1 - b0 : kSaturated;
+  // A shared pool's fixed bytes hold vLLM's startup charge: a request adds at most its own blocks.
+  if (ok0 && ok1 && pools.structure == pool_structure::shared_block_pool)
+    r.bytes_per_request = detail::u(p.planned_blocks - planned0) * detail::u(pools.bytes_per_block);
   if (!ok0 || !ok1 || b1 > budget_bytes) return r;  // not even one request fits
   std::uint64_t bytes = 0;
   const std::int64_t n = detail::largest_fitting(1, std::numeric_limits<std::int64_t>::max(), [&](std::int64_t m) {
@@ -420,11 +578,12 @@ constexpr context_capacity max_context_for_budget(const model_config& c, plan_op
   o.context_tokens = 0;
   const plan_options base = detail::resolve(c, o, 1);
   const group_spec_list specs = plan_cache_specs(c, base);
+  const engine_pools pools = plan_pools(c, specs, base);
   memory_plan p;
   const auto fits = [&](std::int64_t ctx) {
     plan_options q = base;
     q.context_tokens = ctx;
-    return detail::size_plan(specs, q, p) && p.total_bytes <= budget_bytes;
+    return detail::size_plan(specs, q, pools, p) && p.total_bytes <= budget_bytes;
   };
   context_capacity r;
   // A context shorter than tokens_per_step is no valid plan (resolve() rejects it): search [s, max] only.

@@ -194,8 +194,17 @@ constexpr bool try_rank_plan(const model_config& c, plan_options o, const parall
   o.requests = r.requests;
   o.dcp = p.dcp;
   o.dcp_interleave_rows = p.dcp_interleave_rows;
-  const group_spec_list specs = stage_specs(plan_cache_specs(c, o), r.main_layers, r.mtp_layers, c.num_hidden_layers);
-  return size_plan(specs, resolve(c, o, 0), r.plan);
+  o = resolve(c, o, 0);
+  const group_spec_list all = plan_cache_specs(c, o);
+  const group_spec_list specs = stage_specs(all, r.main_layers, r.mtp_layers, c.num_hidden_layers);
+  // The engine groups of the whole model, projected onto the stage (vLLM forms them for the
+  // whole model; a stage's block is its widest group, and every group's blocks come from the
+  // one pool the scheduler shares over all stages).
+  layer_mask mine;
+  for (int l = r.main_layers.first; l < r.main_layers.end; ++l) mine.set(l);
+  if (r.mtp_layers)
+    for (int l = c.num_hidden_layers; l < c.num_layers(); ++l) mine.set(l);
+  return size_plan(specs, o, project_pools(plan_pools(c, all, o), mine), r.plan);
 }
 }  // namespace detail
 

@@ -1,7 +1,9 @@
 // dsv4-cache: how an engine allocates cache pages, as a value (`allocation_policy`).
 //
 // A memory plan is only safe for the allocator it models. These are the rules, read from the
-// engines' sources, that decide how many pages a request holds at once. Notation: per group,
+// engines' sources, that decide how many pages a request holds at once; each engine's preset
+// lives with the engine (engines/vllm.hpp `vllm_policy`, engines/tokenspeed.hpp
+// `tokenspeed_policy`, `tokenspeed_default_policy`). Notation: per group,
 // R = tokens per page, W = window; N requests of context L (prompt + generated tokens), B =
 // the step's token budget (prefill chunk), s = tokens per decode step (1 verified + s - 1
 // drafts), c = a request's computed tokens.
@@ -111,43 +113,6 @@ struct allocation_policy {
   }
 };
 
-/// vLLM v1 (default): bounds both first-chunk lookahead rules.
-inline constexpr allocation_policy vllm_policy{
-    .engine = engine_kind::vllm,
-    .scheduler = scheduler_kind::running_first,
-    .expiry = expiry_timing::every_allocation,
-    .window_rules = static_cast<std::uint8_t>(window_rule::fixed),
-    .first_chunk_lookaheads =
-        static_cast<std::uint8_t>(first_chunk_lookahead::none) | static_cast<std::uint8_t>(first_chunk_lookahead::spec),
-    .running_lookahead = true,
-    .extent_capped = true,
-    .last_chunk_reserves_step = false,
-    .decode_needs_whole_step = false,
-    .state_ring = state_ring_rule::vllm_pow2,
-};
-
-/// tokenspeed with --enable-mixed-batch: bounds both CSA-state window rules.
-inline constexpr allocation_policy tokenspeed_policy{
-    .engine = engine_kind::tokenspeed,
-    .scheduler = scheduler_kind::running_first,
-    .expiry = expiry_timing::own_admission,
-    .window_rules =
-        static_cast<std::uint8_t>(window_rule::fixed) | static_cast<std::uint8_t>(window_rule::grows_with_step),
-    .first_chunk_lookaheads = 0,
-    .running_lookahead = false,
-    .extent_capped = false,
-    .last_chunk_reserves_step = true,
-    .decode_needs_whole_step = true,
-};
-
-/// tokenspeed's default scheduler (no mixed batches): as `tokenspeed_policy`, prefill first.
-inline constexpr allocation_policy tokenspeed_default_policy = [] {
-  allocation_policy p = tokenspeed_policy;
-  p.engine = engine_kind::tokenspeed_default;
-  p.scheduler = scheduler_kind::prefill_first;
-  return p;
-}();
-
 /// "vllm", "tokenspeed" or "tokenspeed-default" (the planner's --engine names).
 constexpr std::string_view to_string(engine_kind e) {
   switch (e) {
@@ -156,15 +121,6 @@ constexpr std::string_view to_string(engine_kind e) {
     case engine_kind::tokenspeed_default: return "tokenspeed-default";
   }
   return "?";
-}
-
-/// The preset of an engine, with `overlap` set as given.
-constexpr allocation_policy policy_for(engine_kind e, bool overlap = false) {
-  allocation_policy p = e == engine_kind::vllm         ? vllm_policy
-                        : e == engine_kind::tokenspeed ? tokenspeed_policy
-                                                       : tokenspeed_default_policy;
-  p.overlap = overlap;
-  return p;
 }
 
 /// The concrete policies a preset stands for: one per combination of its rule sets (each with

@@ -43,6 +43,7 @@ inline constexpr int kContractInternal = 3;
 /// Inputs of describe / fingerprint (planner flags plus --rank) and of diff / check.
 struct contract_args {
   cache::cli::planner_args plan;
+  bool engine_given = false;  ///< --engine: record the engine's placement (schema /2).
   std::optional<std::int64_t> rank;
   std::vector<std::string> files;  ///< diff: A, B; check: FILE
 };
@@ -75,11 +76,19 @@ struct bad_descriptor : std::invalid_argument {
 /// The layout the planner flags describe: the whole model's, or with parallel flags rank
 /// `rank` (default 0). Also returns the planner's result for the descriptor's info.
 inline std::pair<cache::cache_layout, cache::cli::planner_result> layout_from_flags(const contract_args& a) {
-  cache::cli::planner_result r = cache::cli::compute(a.plan);
+  cache::cli::planner_args pa = a.plan;
+  if (!a.engine_given) pa.pools = "own";  // the library's pages alone: no engine rule applies
+  cache::cli::planner_result r = cache::cli::compute(pa);
   const cache::plan_options& o = r.plan.options;
   if (a.rank && !r.parallel) throw std::invalid_argument("--rank needs parallel flags (--tp, --dp, --pp, --dcp)");
-  if (r.parallel) return {cache::describe_rank_layout(r.model, o, *r.parallel, a.rank.value_or(0)), std::move(r)};
-  return {cache::describe_layout(r.model, o), std::move(r)};
+  if (r.parallel) {
+    const std::int64_t rank = a.rank.value_or(0);
+    return {a.engine_given ? cache::describe_rank_layout(r.model, o, *r.parallel, rank, *r.engine)
+                           : cache::describe_rank_layout(r.model, o, *r.parallel, rank),
+            std::move(r)};
+  }
+  return {a.engine_given ? cache::describe_layout(r.model, o, *r.engine) : cache::describe_layout(r.model, o),
+          std::move(r)};
 }
 
 /// The descriptor of `l` (see the top of this file), `r` giving the info part.
@@ -87,14 +96,15 @@ inline nlohmann::ordered_json descriptor_json(const cache::cache_layout& l, cons
   using contract_detail::ojson;
   const auto canonical = cache::canonical_layout(l);
   ojson d;
-  d["schema"] = std::string(cache::kLayoutSchema);
+  d["schema"] = std::string(l.engine.present ? cache::kLayoutSchemaEngine : cache::kLayoutSchema);
   d["fingerprint"] = contract_detail::hex(cache::xxh64(canonical.view()));
   d["layout"] = ojson::parse(canonical.view());
   ojson windows = ojson::object();
   for (const cache::group_plan& g : r.plan)
     if (g.spec.has_sliding_window()) windows[cache::to_string(g.spec.id)] = g.window_tokens;
   d["info"] = {{"model", std::string(r.model.name.view())},
-               {"engine", std::string(cache::to_string(r.plan.options.policy.engine))},
+               {"engine", r.engine != nullptr ? cache::engine_label(*r.engine)
+                                              : std::string(cache::to_string(r.plan.options.policy.engine))},
                {"windows", windows},
                {"requests", r.plan.options.requests},
                {"context_tokens", r.plan.options.context_tokens},
@@ -116,10 +126,14 @@ inline ojson read_descriptor(const std::string& path) {
   } catch (const nlohmann::json::exception& e) {
     throw bad_descriptor(path + ": not JSON: " + e.what());
   }
-  if (!d.is_object() || !d.contains("schema") || d["schema"] != std::string(cache::kLayoutSchema))
-    throw bad_descriptor(path + ": not a dsv4-cache-layout/1 descriptor (\"schema\" must be \"" +
-                         std::string(cache::kLayoutSchema) + "\")");
+  if (!d.is_object() || !d.contains("schema") ||
+      (d["schema"] != std::string(cache::kLayoutSchema) && d["schema"] != std::string(cache::kLayoutSchemaEngine)))
+    throw bad_descriptor(path + ": not a dsv4-cache-layout descriptor (\"schema\" must be \"" +
+                         std::string(cache::kLayoutSchema) + "\" or \"" + std::string(cache::kLayoutSchemaEngine) +
+                         "\")");
   if (!d.contains("layout") || !d["layout"].is_object()) throw bad_descriptor(path + ": missing object \"layout\"");
+  if (d["layout"].value("schema", "") != d["schema"])
+    throw bad_descriptor(path + ": \"layout.schema\" must equal \"schema\"");
   return d;
 }
 
@@ -138,6 +152,12 @@ inline const ojson& array_at(const ojson& o, const char* key, const std::string&
   if (!o.is_object() || !o.contains(key) || !o[key].is_array())
     throw bad_descriptor(path + "." + key + ": missing or not an array");
   return o[key];
+}
+
+inline const ojson* find_group(const ojson& groups, const std::string& id) {
+  for (const ojson& g : groups)
+    if (g.contains("id") && g["id"] == id) return &g;
+  return nullptr;
 }
 
 /// The format of a pool object, bound to its row bytes for fp32_state; throws naming the path.
@@ -247,6 +267,48 @@ inline std::string first_wrong(const ojson& d) {
       }
     }
   }
+  const bool v2 = str_at(l, "schema", lp) == cache::kLayoutSchemaEngine;
+  if (v2 != l.contains("engine"))
+    return fmt::format("{}.engine: {}, but schema {} {} an engine placement", lp, l.contains("engine") ? "present" : "missing",
+                       str_at(l, "schema", lp), v2 ? "records" : "has no");
+  if (v2) {  // the engine's block: tensor pages, their offsets, the block's bytes
+    const ojson& e = l["engine"];
+    const std::string ep = lp + ".engine";
+    std::int64_t widest = 0;
+    const ojson& egroups = array_at(e, "groups", ep);
+    for (std::size_t gi = 0; gi < egroups.size(); ++gi) {
+      const std::string gp = fmt::format("{}.groups[{}]", ep, gi);
+      const ojson& tensors = array_at(egroups[gi], "tensors", gp);
+      std::int64_t offset = 0;
+      for (std::size_t ti = 0; ti < tensors.size(); ++ti) {
+        const ojson& t = tensors[ti];
+        const std::string tp = fmt::format("{}.tensors[{}]", gp, ti);
+        const ojson* lib = find_group(groups, str_at(t, "group", tp));
+        if (lib == nullptr)
+          return fmt::format("{}.group: '{}' is no group of the layout", tp, str_at(t, "group", tp));
+        const std::int64_t pool = int_at(t, "pool", tp);
+        const ojson& lib_pools = (*lib)["pools"];
+        if (pool < 0 || pool >= static_cast<std::int64_t>(lib_pools.size()))
+          return fmt::format("{}.pool: {}, but {} has {} pool(s)", tp, pool, str_at(t, "group", tp), lib_pools.size());
+        const cache::format_layout f = pool_format(lib_pools[static_cast<std::size_t>(pool)], tp);
+        const std::int64_t rows = int_at(t, "rows_per_page", tp);
+        const std::int64_t align = int_at(t, "alignment", tp);
+        if (rows < 1 || align < 1) return fmt::format("{}: rows_per_page and alignment must be >= 1", tp);
+        const std::int64_t page = cache::round_up(f.page_bytes(rows), align);
+        if (int_at(t, "page_bytes", tp) != page)
+          return fmt::format("{}.page_bytes: {}, but {} pages of {} rows rounded up to {} are {} B", tp,
+                             grouped(int_at(t, "page_bytes", tp)), std::string(f.name), rows, align, grouped(page));
+        if (int_at(t, "offset", tp) != offset)
+          return fmt::format("{}.offset: {}, but the tensors before it end at {}", tp,
+                             grouped(int_at(t, "offset", tp)), grouped(offset));
+        offset += page * static_cast<std::int64_t>(array_at(t, "layers", tp).size());
+      }
+      widest = std::max(widest, offset);
+    }
+    if (int_at(e, "block_bytes", ep) != widest)
+      return fmt::format("{}.block_bytes: {}, but the widest group's tensors take {} B", ep,
+                         grouped(int_at(e, "block_bytes", ep)), grouped(widest));
+  }
   const std::string canonical = l.dump();
   const std::string want = hex(cache::xxh64(canonical));
   const std::string got = d.contains("fingerprint") && d["fingerprint"].is_string()
@@ -261,12 +323,6 @@ struct difference {
   int rank;
   std::string text;
 };
-
-inline const ojson* find_group(const ojson& groups, const std::string& id) {
-  for (const ojson& g : groups)
-    if (g.contains("id") && g["id"] == id) return &g;
-  return nullptr;
-}
 
 inline std::string value_text(const ojson& v) { return v.is_null() ? std::string("none") : v.dump(); }
 
@@ -344,6 +400,50 @@ inline std::vector<difference> differences(const ojson& a, const ojson& b) {
   const ojson ra = a.contains("rank") ? a["rank"] : ojson();
   const ojson rb = b.contains("rank") ? b["rank"] : ojson();
   if (ra != rb) add(7, fmt::format("rank {} vs {}", value_text(ra), value_text(rb)));
+  // The engine's placement (schema /2): the block, then each group's tensors.
+  const ojson ea = a.contains("engine") ? a["engine"] : ojson();
+  const ojson eb = b.contains("engine") ? b["engine"] : ojson();
+  if (ea.is_null() != eb.is_null()) {
+    add(1, fmt::format("engine placement: only in {} ({})", ea.is_null() ? "B" : "A",
+                       (ea.is_null() ? eb : ea)["name"].get<std::string>()));
+  } else if (!ea.is_null() && ea != eb) {
+    if (ea["block_bytes"] != eb["block_bytes"])
+      add(1, fmt::format("engine block {} B vs {} B", grouped(ea["block_bytes"].get<std::int64_t>()),
+                         grouped(eb["block_bytes"].get<std::int64_t>())));
+    const ojson& xa = ea["groups"];
+    const ojson& xb = eb["groups"];
+    if (xa.size() != xb.size()) add(1, fmt::format("engine groups {} vs {}", xa.size(), xb.size()));
+    for (std::size_t i = 0; i < std::min(xa.size(), xb.size()); ++i) {
+      const ojson& p = xa[i];
+      const ojson& q = xb[i];
+      if (p["table"] != q["table"] || p["block_tokens"] != q["block_tokens"])
+        add(2, fmt::format("engine group {}: {} table of {}-token blocks vs {} of {}", i, p["table"].get<std::string>(),
+                           p["block_tokens"].dump(), q["table"].get<std::string>(), q["block_tokens"].dump()));
+      const ojson& tp = p["tensors"];
+      const ojson& tq = q["tensors"];
+      if (tp.size() != tq.size()) add(2, fmt::format("engine group {}: {} tensor sets vs {}", i, tp.size(), tq.size()));
+      for (std::size_t k = 0; k < std::min(tp.size(), tq.size()); ++k) {
+        const ojson& u = tp[k];
+        const ojson& v = tq[k];
+        const std::string where = fmt::format("engine group {} tensors {}[{}]", i, u["group"].get<std::string>(),
+                                              u["pool"].dump());
+        if (u["group"] != v["group"] || u["pool"] != v["pool"])
+          add(2, fmt::format("{}: vs {}[{}]", where, v["group"].get<std::string>(), v["pool"].dump()));
+        if (u["page_bytes"] != v["page_bytes"])
+          add(3, fmt::format("{}: page {} B vs {} B", where, grouped(u["page_bytes"].get<std::int64_t>()),
+                             grouped(v["page_bytes"].get<std::int64_t>())));
+        if (u["offset"] != v["offset"])
+          add(3, fmt::format("{}: at {} vs {} in the block", where, grouped(u["offset"].get<std::int64_t>()),
+                             grouped(v["offset"].get<std::int64_t>())));
+        for (const char* key : {"rows_per_page", "alignment"})
+          if (u[key] != v[key]) add(5, fmt::format("{}: {} {} vs {}", where, key, u[key].dump(), v[key].dump()));
+        if (u["layers"] != v["layers"])
+          add(6, fmt::format("{}: layers {} vs {}", where, u["layers"].dump(), v["layers"].dump()));
+      }
+    }
+    for (const char* k : {"name", "preset", "structure"})
+      if (ea[k] != eb[k]) add(7, fmt::format("engine {} {} vs {}", k, value_text(ea[k]), value_text(eb[k])));
+  }
   std::stable_sort(out.begin(), out.end(), [](const difference& p, const difference& q) { return p.rank < q.rank; });
   return out;
 }

@@ -244,9 +244,11 @@ inline int run_layout(const std::vector<std::string>& args, std::ostream& out, s
   const auto add_layout_flags = [](CLI::App* cmd, contract_args& c) {
     cache::cli::add_model_options(*cmd, c.plan, "Not used by the layout (a plan's budget)");
     cache::cli::add_parallel_options(*cmd, c.plan);
-    cmd->add_option("--engine", c.plan.engine, "Engine policy (in info only: it does not move bytes)")
-        ->check(CLI::IsMember({"vllm", "tokenspeed", "tokenspeed-default"}))
-        ->capture_default_str();
+    cmd->add_option("--engine", c.plan.engine,
+                    "Record the engine's placement where it moves bytes (vllm: its shared block pool, schema "
+                    "dsv4-cache-layout/2); without it the library's pages alone (schema /1)")
+        ->check(cache::cli::kNonEmpty)
+        ->each([&c](const std::string&) { c.engine_given = true; });
     cmd->add_flag("--no-mtp", c.plan.no_mtp, "Do not cache the MTP layers");
     cmd->add_option("--rank", c.rank, "With parallel flags: the rank whose layout to describe (default 0)")
         ->transform(cache::cli::kDecimalInt);

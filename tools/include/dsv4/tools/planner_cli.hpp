@@ -28,6 +28,7 @@
 #include "dsv4/cache/config_json.hpp"
 #include "dsv4/cache/format.hpp"
 #include "dsv4/cache/parallel.hpp"
+#include "dsv4/tools/engine_report.hpp"
 
 namespace dsv4::cache::cli {
 
@@ -48,6 +49,8 @@ struct planner_args {
   bool no_mtp = false;
   bool json = false;
   std::string engine = "vllm";
+  std::string pools = "engine";                 // --pools engine|own
+  std::optional<std::int64_t> max_running;      // --max-running-requests (default: the engine's)
   bool overlap = false;
   bool simulate = false;
   // Parallelism and roles (per-rank plans)
@@ -63,10 +66,8 @@ struct planner_args {
   std::optional<double> reserved_gib;
 };
 
-/// --simulate refuses N x L above this (requests x context tokens): 64 requests of 131,072
-/// tokens, a few seconds of simulation. The simulator's work grows with N x L.
-inline constexpr std::int64_t kSimulateMaxRequestTokens = std::int64_t{64} * 131'072;
-/// --simulate refuses more requests than this (each simulated step visits the running ones).
+/// --simulate refuses more requests than this (each simulated step visits the running ones);
+/// beyond that it refuses an estimated work above kSimulateMaxWork (engine_report.hpp).
 inline constexpr std::int64_t kSimulateMaxRequests = 4096;
 
 /// A GiB count as bytes; fails unless 1 byte <= gib x 2^30 < 2^64 (a budget is never
@@ -173,6 +174,8 @@ struct planner_result {
   model_config model;
   model_cache_schema schema;
   memory_plan plan;
+  const engine_spec* engine = nullptr;  ///< The engine planned for (--engine).
+  std::optional<engine_report> report;  ///< Its pool, startup figures and (with a budget) what really fits.
   std::optional<std::uint64_t> budget_bytes;
   std::optional<request_capacity> requests_fit;
   std::optional<context_capacity> context_fit;
@@ -218,15 +221,17 @@ inline std::optional<std::uint64_t> budget_from(const planner_args& a) {
   return gib_to_bytes(*a.gpu_memory_gib - reserved, "--gpu-memory-gib minus --reserved-gib");
 }
 
-/// The allocation policy named by --engine; SGLang is refused with the reason.
-inline allocation_policy engine_policy(const std::string& name, bool overlap) {
-  if (name == "sglang")
+/// The engine named by --engine ("vllm", "vllm@2026.11", "tokenspeed", ...); SGLang is refused
+/// with the reason.
+inline const engine_spec& engine_from(const std::string& name) {
+  if (name == "sglang" || name.starts_with("sglang@"))
     throw std::invalid_argument(
         "--engine sglang is not modelled: SGLang sizes its pools as ratios of one token capacity "
-        "(swa_full_tokens_ratio), not by windows per request; use vllm, tokenspeed or tokenspeed-default");
-  for (const engine_kind e : {engine_kind::vllm, engine_kind::tokenspeed, engine_kind::tokenspeed_default})
-    if (name == to_string(e)) return policy_for(e, overlap);
-  throw std::invalid_argument("--engine must be vllm, tokenspeed or tokenspeed-default, got '" + name + "'");
+        "(swa_full_tokens_ratio), not by windows per request; use " +
+        engine_names());
+  const engine_spec* e = find_engine(name);
+  if (e == nullptr) throw std::invalid_argument("--engine must be one of " + engine_names() + ", got '" + name + "'");
+  return *e;
 }
 
 /// A built-in model: its preset name, an older alias ("" if none) and the config.
@@ -357,7 +362,16 @@ inline planner_result compute(const planner_args& a) {
   o.tokens_per_step = a.tokens_per_step;
   o.prefill_chunk_tokens = a.prefill_chunk;
   o.cache_mtp = !a.no_mtp;
-  o.policy = engine_policy(a.engine, a.overlap);
+  r.engine = &engine_from(a.engine);
+  o.policy = r.engine->policy;
+  o.policy.overlap = a.overlap;
+  o.vllm_pools = r.engine->vllm;
+  if (a.pools == "own")
+    o.pools = pools_choice::own;
+  else if (a.pools != "engine")
+    throw std::invalid_argument("--pools must be engine or own, got '" + a.pools + "'");
+  if (a.max_running && *a.max_running < 1)
+    throw std::invalid_argument(fmt::format("--max-running-requests must be >= 1, got {}", *a.max_running));
   r.budget_bytes = budget_from(a);
   if (a.role == "prefill") {
     o.role = deployment_role::prefill;
@@ -385,6 +399,14 @@ inline planner_result compute(const planner_args& a) {
   }
   try {  // errors from here on depend on the model: say which one
     r.schema = build_model_schema(r.model, r.model.family == model_family::v3_2 ? indexer_format::fp8 : o.indexer);
+    if (plan_structure(o) == pool_structure::shared_block_pool)
+      for (const paged_cache_group_spec& g : plan_cache_specs(r.model, o))
+        for (int k = 0; k < g.num_pools; ++k)
+          if (const char* why = vllm_format_mismatch(g, k))
+            throw std::invalid_argument(fmt::format(
+                "--engine {}: row format '{}' of {}{}: {}; plan it with --pools own (or another engine)",
+                engine_label(*r.engine), g.pools[static_cast<std::size_t>(k)].format.name, to_string(g.id),
+                g.num_pools > 1 ? fmt::format("[{}]", k) : "", why));
     r.plan = build_memory_plan(r.model, o);
     if (r.budget_bytes) {
       r.requests_fit = max_requests_for_budget(r.model, o, *r.budget_bytes);
@@ -402,23 +424,67 @@ inline planner_result compute(const planner_args& a) {
       }
       if (r.budget_bytes) r.cluster_fit = cluster_capacity_for_budget(r.model, o, *r.parallel, *r.budget_bytes);
     }
+    const std::int64_t max_running = a.max_running.value_or(r.engine->default_max_running_requests);
     if (a.simulate) {
       const memory_plan& p = r.plan;
       const std::int64_t n = p.options.requests;
       const std::int64_t ctx = p.options.context_tokens;
       if (ctx < 2) throw std::invalid_argument("--simulate needs --context >= 2 (a prompt and a generated token)");
-      if (n > kSimulateMaxRequestTokens / ctx || n > kSimulateMaxRequests)
+      if (n > kSimulateMaxRequests)
+        throw std::invalid_argument(
+            fmt::format("--simulate replays at most {} requests (each step visits the running ones), got {}",
+                        kSimulateMaxRequests, n));
+      sim_search search;
+      search.max_running = a.max_running.value_or(0);  // the plan's N run at once unless capped on purpose
+      const double work =
+          sim_work_estimate(p.pools, o.policy, n, ctx, p.options.tokens_per_step, p.options.prefill_chunk_tokens, search);
+      if (work > kSimulateMaxWork)
         throw std::invalid_argument(fmt::format(
-            "--simulate is limited to requests x context <= {} (64 x 131072) and requests <= {} to bound its "
-            "work, got {} x {}",
-            kSimulateMaxRequestTokens, kSimulateMaxRequests, n, ctx));
-      r.simulated = simulate_worst_case(plan_cache_specs(r.model, o), o.policy, n, ctx, p.options.tokens_per_step,
-                                        p.options.prefill_chunk_tokens);
+            "--simulate: the estimated work of {} requests x {} tokens is {:.2g} request steps, above the limit {:.2g} "
+            "(about 10 s on 2 cores); simulate fewer requests",
+            n, ctx, work, kSimulateMaxWork));
+      r.simulated =
+          simulate_worst_case(p.pools, o.policy, n, ctx, p.options.tokens_per_step, p.options.prefill_chunk_tokens, search);
     }
+    r.report = compute_engine_report(r.model, r.plan, r.ranks, r.parallel ? r.parallel->dp : 1, *r.engine,
+                                     r.budget_bytes, max_running);
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument((a.config_path.empty() ? "--preset " + a.preset : a.config_path) + ": " + e.what());
   }
   return r;
+}
+
+/// The simulator's peak pages of library group `gi` in the units of its `pages_per_layer`: own
+/// pools, its peak + its null page; a shared pool, the peak blocks of its engine group's table
+/// (the pool's one null block apart).
+inline std::int64_t simulated_group_pages(const memory_plan& p, const sim_result& sim, int gi) {
+  if (p.pools.structure != pool_structure::shared_block_pool) return sim.peak_pages[static_cast<std::size_t>(gi)] + 1;
+  const group_id id = p.groups[static_cast<std::size_t>(gi)].spec.id;
+  for (int e = 0; e < p.pools.num_groups; ++e)
+    for (int m = 0; m < p.pools[e].num_members; ++m)
+      if (p.pools[e].members[static_cast<std::size_t>(m)].group == id)
+        return sim.peak_pages[static_cast<std::size_t>(sim.table_of_group[static_cast<std::size_t>(e)])];
+  return 0;
+}
+
+/// Bytes of one page of library group `gi` in one layer, all pools, as the engine lays it out
+/// (a shared pool pads them; own pools: the group's page bytes).
+inline std::int64_t engine_page_bytes(const memory_plan& p, int gi) {
+  const paged_cache_group_spec& spec = p.groups[static_cast<std::size_t>(gi)].spec;
+  if (p.pools.structure != pool_structure::shared_block_pool) return spec.page_bytes();
+  std::int64_t b = 0;
+  for (int k = 0; k < spec.num_pools; ++k) {
+    bool found = false;
+    for (int e = 0; e < p.pools.num_groups && !found; ++e)
+      for (int m = 0; m < p.pools[e].num_members && !found; ++m) {
+        const engine_member& mb = p.pools[e].members[static_cast<std::size_t>(m)];
+        if (mb.group == spec.id && mb.pool == k) {
+          b += mb.page_bytes;
+          found = true;
+        }
+      }
+  }
+  return b;
 }
 
 /// The "groups" array of a plan (the top-level one, or a rank's), with the simulator's peaks if given.
@@ -453,7 +519,9 @@ inline nlohmann::ordered_json groups_json(const memory_plan& p, const sim_result
                       {"pages", g.total_pages()},
                       {"bytes", g.bytes},
                       {"ideal_bytes", g.ideal_bytes}});
-    if (simulated) groups.back()["simulated_peak_pages"] = simulated->peak_pages[static_cast<std::size_t>(gi)] + 1;
+    if (p.pools.structure == pool_structure::shared_block_pool)
+      groups.back()["engine_page_bytes"] = engine_page_bytes(p, gi);
+    if (simulated) groups.back()["simulated_peak_pages"] = simulated_group_pages(p, *simulated, gi);
   }
   return groups;
 }
@@ -504,6 +572,10 @@ inline nlohmann::ordered_json to_json(const planner_result& r) {
                {"indexer", std::string(plan_indexer(p))},
                {"cache_mtp", p.options.cache_mtp},
                {"engine", std::string(to_string(p.options.policy.engine))},
+               {"engine_preset", r.engine != nullptr && !r.engine->preset.empty() ? json(std::string(r.engine->preset))
+                                                                                 : json(nullptr)},
+               {"pools", std::string(to_string(p.options.pools))},
+               {"pool_structure", std::string(to_string(p.pools.structure))},
                {"overlap", p.options.policy.overlap},
                {"holding_requests", p.holding_requests},
                {"total_bytes", p.total_bytes},
@@ -520,15 +592,26 @@ inline nlohmann::ordered_json to_json(const planner_result& r) {
     plan["max_requests_bytes_left"] = r.requests_fit->bytes_left;
     plan["max_context_tokens"] = r.context_fit->max_context_tokens;
   }
+  if (p.pools.structure == pool_structure::shared_block_pool) {
+    plan["bytes_per_block"] = p.pools.bytes_per_block;
+    plan["num_blocks"] = p.num_blocks;
+    plan["planned_blocks"] = p.planned_blocks;
+    plan["startup_blocks"] = p.startup_blocks;
+  }
   if (r.simulated) {
     plan["simulated_peak_bytes"] = r.simulated->peak_bytes;
     plan["simulations"] = r.simulated->simulations;
+    if (p.pools.structure == pool_structure::shared_block_pool) {
+      plan["simulated_peak_blocks"] = r.simulated->peak_blocks + 1;  // the null block included, as num_blocks
+      plan["simulated_peak_admission_blocks"] = r.simulated->peak_admission_blocks + 1;
+    }
   }
   if (p.options.role != deployment_role::colocated) {
     plan["role"] = std::string(to_string(p.options.role));
     plan["handover_requests"] = p.options.handover_requests;
   }
   j["plan"] = plan;
+  if (r.report) j["engine_report"] = engine_report_json(*r.report, p);
   if (r.parallel) {
     const parallel_config& pc = *r.parallel;
     j["parallel"] = {{"tp", pc.tp},
@@ -639,20 +722,30 @@ inline std::string to_text(const planner_result& r) {
     fmt::format_to(out, "{:<32} {:<7} {:<14} {:>4} {:>6} {:>8} {:>6} {:>10} {:>9} {:>12} {:>16}", to_string(gs.id),
                    gs.family, gs.retention, gs.rows_per_page, gs.page_size_tokens(),
                    gs.has_sliding_window() ? std::to_string(g.window_tokens) : std::string("-"), gs.num_layers,
-                   gs.page_bytes(), g.pages_per_layer, g.total_pages(), g.bytes);
+                   engine_page_bytes(p, gi), g.pages_per_layer, g.total_pages(), g.bytes);
     if (r.simulated) {
-      const std::int64_t sim = r.simulated->peak_pages[static_cast<std::size_t>(gi)] + 1;
+      const std::int64_t sim = simulated_group_pages(p, *r.simulated, gi);
       fmt::format_to(out, " {:>9} {:>+6}{}", sim, g.pages_per_layer - sim, g.pages_per_layer < sim ? "  BELOW" : "");
     }
     fmt::format_to(out, "\n");
   }
-  fmt::format_to(out,
-                 "(rows, tokens: per page; window: tokens a sliding group keeps per request; page B: one page of "
-                 "one layer, all pools; pages/L: pages per layer, H x per request + prompt pages + 1 null page; "
-                 "pages: all layers{})\n",
-                 r.simulated ? "; sim/L: the simulator's peak pages per layer, null page included; slack: pages/L - "
-                               "sim/L"
-                             : "");
+  const bool shared = p.pools.structure == pool_structure::shared_block_pool;
+  if (shared)
+    fmt::format_to(out,
+                   "(rows, tokens: per page of the library's layout; window: tokens a sliding group keeps per request; "
+                   "page B: one page of one layer, all pools, as {} pads it; pages/L: blocks of its engine group "
+                   "(table), H x per request + prompt blocks, the pool's null block apart; bytes: what its pages take "
+                   "of those blocks{})\n",
+                   to_string(p.options.policy.engine),
+                   r.simulated ? "; sim/L: the simulator's peak blocks of that table; slack: pages/L - sim/L" : "");
+  else
+    fmt::format_to(out,
+                   "(rows, tokens: per page; window: tokens a sliding group keeps per request; page B: one page of "
+                   "one layer, all pools; pages/L: pages per layer, H x per request + prompt pages + 1 null page; "
+                   "pages: all layers{})\n",
+                   r.simulated ? "; sim/L: the simulator's peak pages per layer, null page included; slack: pages/L - "
+                                 "sim/L"
+                               : "");
   fmt::format_to(out,
                  "\nplan: {} request(s) x {} tokens (indexer {}, {} token(s)/step, prefill chunk {}, MTP {}), "
                  "engine {}{}{}; {} request(s) hold pages at once\n",
@@ -666,10 +759,22 @@ inline std::string to_text(const planner_result& r) {
                  p.holding_requests);
   fmt::format_to(out, "  total {} B ({}), ideal {} B ({}), overhead {:.3f}x\n", p.total_bytes,
                  human_bytes(p.total_bytes), p.ideal_bytes, human_bytes(p.ideal_bytes), p.overhead());
-  if (r.simulated)
+  if (shared)
+    fmt::format_to(out,
+                   "  = {} blocks x {} B: the tables' {} blocks + 1 null block{} (one shared block pool, --pools own "
+                   "for one pool per group)\n",
+                   p.num_blocks, p.pools.bytes_per_block, p.planned_blocks - 1,
+                   p.startup_blocks > p.planned_blocks
+                       ? fmt::format(", raised to vLLM's startup need of {} blocks", p.startup_blocks)
+                       : std::string());
+  if (r.simulated) {
     fmt::format_to(out, "  simulated peak {} B ({}) over {} workloads; plan / peak {:.3f}\n", r.simulated->peak_bytes,
                    human_bytes(r.simulated->peak_bytes), r.simulated->simulations,
                    static_cast<double>(p.total_bytes) / static_cast<double>(r.simulated->peak_bytes));
+    if (shared)
+      fmt::format_to(out, "  simulated peak {} blocks in use, {} at an admission (vLLM's gate), the null block included\n",
+                     r.simulated->peak_blocks + 1, r.simulated->peak_admission_blocks + 1);
+  }
   fmt::format_to(out, "  (ideal: the requests' exact rows, without page rounding, prefill chunk or null pages)\n");
   if (r.budget_bytes) {
     const request_capacity& rq = *r.requests_fit;
@@ -679,11 +784,20 @@ inline std::string to_text(const planner_result& r) {
                      "  max requests at {} tokens: any number (at most {} hold pages at once: the step budget, not "
                      "memory, bounds them; {} B used, {} B left)\n",
                      p.options.context_tokens, p.options.prefill_chunk_tokens, rq.total_bytes, rq.bytes_left);
+    else if (rq.max_requests > 0 && shared)
+      fmt::format_to(out,
+                     "  max requests at {} tokens: {} ({} B used, {} B left; vLLM needs {} B to start, each request "
+                     "adds at most {} B)\n",
+                     p.options.context_tokens, rq.max_requests, rq.total_bytes, rq.bytes_left, rq.fixed_bytes,
+                     rq.bytes_per_request);
     else if (rq.max_requests > 0)
       fmt::format_to(
           out, "  max requests at {} tokens: {} ({} B used, {} B left; {} B fixed, the first request adds {} B)\n",
           p.options.context_tokens, rq.max_requests, rq.total_bytes, rq.bytes_left, rq.fixed_bytes,
           rq.bytes_per_request);
+    else if (shared)
+      fmt::format_to(out, "  max requests at {} tokens: 0 (vLLM needs {} B to start: {} blocks of {} B)\n",
+                     p.options.context_tokens, rq.fixed_bytes, p.startup_blocks, p.pools.bytes_per_block);
     else
       fmt::format_to(out, "  max requests at {} tokens: 0 (one request needs {} B fixed + {} B)\n",
                      p.options.context_tokens, rq.fixed_bytes, rq.bytes_per_request);
@@ -714,6 +828,7 @@ inline std::string to_text(const planner_result& r) {
                          : std::to_string(r.cluster_fit->max_requests),
                      p.options.requests, r.cluster_fit->max_context_tokens);
   }
+  if (r.report) s += engine_report_text(*r.report, p);
   return s;
 }
 
@@ -790,11 +905,21 @@ inline int run_planner(const std::vector<std::string>& args, std::ostream& out, 
       ->transform(kDecimalInt)
       ->capture_default_str();
   app.add_option("--engine", a.engine,
-                 "Allocation rules to plan for: vllm, tokenspeed (mixed batches) or tokenspeed-default; "
-                 "sglang is refused (not modelled)")
-      ->check(CLI::IsMember({"vllm", "tokenspeed", "tokenspeed-default", "sglang"}))
+                 "Engine to plan for: vllm (vLLM v1's shared block pool, the newest preset; vllm@2026.11), "
+                 "tokenspeed (mixed batches) or tokenspeed-default; sglang is refused (not modelled)")
+      ->check(kNonEmpty)
       ->capture_default_str();
-  app.add_flag("--overlap", a.overlap, "Async scheduling: one more step in flight (2s in place of s)");
+  app.add_option("--pools", a.pools,
+                 "engine: price pages as the engine allocates them (vLLM: one shared block pool); own: one pool per "
+                 "group, to show what the engine's structure costs")
+      ->check(CLI::IsMember({"engine", "own"}))
+      ->capture_default_str();
+  app.add_option("--max-running-requests", a.max_running,
+                 "The engine's cap on requests running at once (vLLM max_num_seqs; default the engine's: vLLM 1024), "
+                 "applied to what really fits")
+      ->transform(kDecimalInt);
+  app.add_flag("--overlap", a.overlap,
+               "Async scheduling: one more step in flight (2s in place of s; vLLM: max_in_flight_tokens = 2 x B)");
   add_parallel_options(app, a);
   app.add_option("--role", a.role,
                  "colocated; prefill (N prompts held whole until transferred) or decode (N decoding + --handover)")
@@ -809,8 +934,9 @@ inline int run_planner(const std::vector<std::string>& args, std::ostream& out, 
                  "GiB of each GPU for weights and activations (with --gpu-memory-gib)")
       ->check(kDecimalNumber);
   app.add_flag("--simulate", a.simulate,
-               "Also replay the engine's allocator (every concrete rule, prompt lengths, arrivals) and print its "
-               "peak pages beside the plan's; refused above requests x context = 64 x 131072 or 4096 requests");
+               "Also replay the engine's allocator (every concrete rule, prompt lengths, arrivals) on its pool and "
+               "print its peak pages beside the plan's; refused above 4096 requests or an estimated 4e10 request "
+               "steps (about 10 s)");
   app.add_flag("--no-mtp", a.no_mtp, "Do not cache the MTP layers");
   app.add_flag("--json", a.json, "Print one JSON object instead of tables");
   try {

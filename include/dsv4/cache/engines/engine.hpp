@@ -1,0 +1,204 @@
+// dsv4-cache: an inference engine as a value, and the pool structure it turns pages into.
+//
+// An engine (engines/registry.hpp lists them; one header per engine) is three things:
+//   - its allocation policy (policy.hpp): how many pages a request holds at once;
+//   - its pool structure: how it forms block tables from the library's group specs, pads pages
+//     and turns pages into bytes (`engine_pools` below, built by the engine's header);
+//   - its startup report: what it logs and refuses at startup (in the engine's header).
+// The memory plan (memory_plan.hpp) and the allocation simulator (alloc_sim.hpp) both take the
+// pool structure from here, so a plan is priced in the units the engine really allocates.
+//
+// Pool structures:
+//   own_pools          every group's pages in a pool of their own, one page per layer: the
+//                      library's own model (and tokenspeed's until its parent arena is modelled);
+//   shared_block_pool  vLLM v1: one pool of `num_blocks` blocks; a block id belongs to one engine
+//                      group (a block table) at a time and every block is a slab of
+//                      `bytes_per_block` bytes, the widest group's packing; groups overlay the
+//                      slab from byte 0 (`vllm/v1/core/kv_cache_planning.py`,
+//                      `get_kv_cache_config_from_groups`).
+#pragma once
+
+#include <array>
+#include <bit>
+#include <cstdint>
+#include <string_view>
+
+#include "dsv4/cache/checked.hpp"
+#include "dsv4/cache/group_spec.hpp"
+#include "dsv4/cache/policy.hpp"
+
+namespace dsv4::cache {
+
+/// How an engine turns pages into bytes (see the top of this file).
+enum class pool_structure : std::uint8_t { own_pools, shared_block_pool };
+
+/// "own_pools" or "shared_block_pool" (JSON `plan.pools`, `engine_report.structure`).
+constexpr std::string_view to_string(pool_structure s) {
+  return s == pool_structure::own_pools ? "own_pools" : "shared_block_pool";
+}
+
+/// Which pool structure a plan prices: the engine's (default) or one pool per group (the planner's
+/// `--pools own`, to show what the engine's structure costs).
+enum class pools_choice : std::uint8_t { engine, own };
+
+constexpr std::string_view to_string(pools_choice c) { return c == pools_choice::engine ? "engine" : "own"; }
+
+/// What a block table keeps of a request.
+enum class table_kind : std::uint8_t {
+  full_history,    ///< Every page of the context (cdiv(tokens, R) pages).
+  sliding_window,  ///< The pages of the last W tokens; earlier pages go back to the pool.
+  request_ring,    ///< One page for the request's whole life (vLLM `CircularBufferSpec`).
+};
+
+constexpr std::string_view to_string(table_kind k) {
+  switch (k) {
+    case table_kind::full_history: return "full_history";
+    case table_kind::sliding_window: return "sliding_window";
+    case table_kind::request_ring: return "request_ring";
+  }
+  return "?";
+}
+
+/// What decides the pages one request holds in one block table: the input of both the plan's
+/// formula (memory_plan.hpp) and the simulator (alloc_sim.hpp).
+struct table_rule {
+  table_kind kind = table_kind::full_history;
+  std::int64_t page_tokens = 0;              ///< R: tokens per page (block).
+  std::int64_t window_tokens = 0;            ///< W: the group's own window (sliding tables).
+  std::int64_t step_window_base_tokens = 0;  ///< As `paged_cache_group_spec` (tokenspeed's step-grown windows).
+  bool engine_state_ring = false;            ///< As `paged_cache_group_spec` (V4.1 ratio-2 state, own pools).
+
+  [[nodiscard]] constexpr bool sliding() const { return kind == table_kind::sliding_window; }
+  friend constexpr bool operator==(const table_rule&, const table_rule&) = default;
+};
+
+/// The table rule of a library group in its own pool.
+constexpr table_rule table_rule_of(const paged_cache_group_spec& g) {
+  return {g.has_sliding_window() ? table_kind::sliding_window : table_kind::full_history, g.page_size_tokens(),
+          g.sliding_window_tokens, g.step_window_base_tokens, g.engine_state_ring};
+}
+
+/// A set of model layers (indices below kMaxLayers), as a bit mask.
+struct layer_mask {
+  std::array<std::uint64_t, 4> bits{};
+
+  constexpr void set(int layer) {
+    require(layer >= 0 && layer < kMaxLayers, "layer index outside [0, 256)", {"layer", layer});
+    bits[static_cast<std::size_t>(layer) / 64] |= std::uint64_t{1} << (static_cast<unsigned>(layer) % 64);
+  }
+  [[nodiscard]] constexpr bool test(int layer) const {
+    return layer >= 0 && layer < kMaxLayers &&
+           (bits[static_cast<std::size_t>(layer) / 64] >> (static_cast<unsigned>(layer) % 64) & 1U) != 0;
+  }
+  [[nodiscard]] constexpr int count() const {
+    int n = 0;
+    for (const std::uint64_t w : bits) n += std::popcount(w);
+    return n;
+  }
+  /// The layers of this set in [first, end).
+  [[nodiscard]] constexpr layer_mask within(int first, int end) const {
+    layer_mask m;
+    for (int i = first < 0 ? 0 : first; i < end && i < kMaxLayers; ++i)
+      if (test(i)) m.set(i);
+    return m;
+  }
+  friend constexpr bool operator==(const layer_mask&, const layer_mask&) = default;
+};
+
+/// At most this many engine groups (block tables) and members per group.
+inline constexpr int kMaxEngineGroups = 32;
+inline constexpr int kMaxGroupMembers = 8;
+
+/// One cache tensor set inside an engine group: pool `pool` of the library group `group` in the
+/// layers of `layers`, each page `page_bytes` bytes (the engine's rows per page and alignment
+/// padding included).
+struct engine_member {
+  group_id group{};
+  int pool = 0;
+  layer_mask layers{};
+  std::int64_t rows_per_page = 0;
+  std::int64_t page_bytes = 0;  ///< The format's page of rows_per_page rows, rounded up to `alignment`.
+  std::int64_t alignment = 1;   ///< The engine's page alignment (1: none).
+
+  [[nodiscard]] constexpr std::int64_t bytes() const { return page_bytes * layers.count(); }
+};
+
+/// One block table of the engine: its rule and the tensors it holds a page of per block.
+struct engine_group {
+  table_rule rule{};
+  int num_members = 0;
+  std::array<engine_member, kMaxGroupMembers> members{};
+
+  /// Bytes of one block of this group: the sum of its tensors' pages (vLLM: its packing).
+  [[nodiscard]] constexpr std::int64_t bytes() const {
+    std::int64_t b = 0;
+    for (int i = 0; i < num_members; ++i) b = checked_add(b, members[static_cast<std::size_t>(i)].bytes());
+    return b;
+  }
+  /// Cache tensors (layer x pool) of this group.
+  [[nodiscard]] constexpr int num_tensors() const {
+    int n = 0;
+    for (int i = 0; i < num_members; ++i) n += members[static_cast<std::size_t>(i)].layers.count();
+    return n;
+  }
+};
+
+/// An engine's pool structure for one model (or one pipeline stage of it).
+struct engine_pools {
+  pool_structure structure = pool_structure::own_pools;
+  int num_groups = 0;
+  std::array<engine_group, kMaxEngineGroups> groups{};
+  /// shared_block_pool: bytes of one block (the widest group's packing); own_pools: 0.
+  std::int64_t bytes_per_block = 0;
+
+  [[nodiscard]] constexpr const engine_group* begin() const { return groups.data(); }
+  [[nodiscard]] constexpr const engine_group* end() const { return groups.data() + num_groups; }
+  [[nodiscard]] constexpr const engine_group& operator[](int i) const { return groups[static_cast<std::size_t>(i)]; }
+};
+
+/// The own-pools structure of `specs`: one engine group per library group, its pages as the
+/// library lays them out.
+constexpr engine_pools own_pools_of(const group_spec_list& specs) {
+  engine_pools e;
+  e.structure = pool_structure::own_pools;
+  for (int gi = 0; gi < specs.num_groups; ++gi) {
+    const paged_cache_group_spec& g = specs[gi];
+    engine_group& eg = e.groups[static_cast<std::size_t>(e.num_groups++)];
+    eg.rule = table_rule_of(g);
+    for (int p = 0; p < g.num_pools; ++p) {
+      engine_member& m = eg.members[static_cast<std::size_t>(eg.num_members++)];
+      m.group = g.id;
+      m.pool = p;
+      for (int i = 0; i < g.num_layers; ++i) m.layers.set(g.layers[static_cast<std::size_t>(i)]);
+      m.rows_per_page = g.pools[static_cast<std::size_t>(p)].rows_per_page;
+      m.page_bytes = g.pools[static_cast<std::size_t>(p)].page_bytes;
+    }
+  }
+  return e;
+}
+
+/// `e` restricted to the layers of `keep` (a pipeline stage: vLLM forms groups for the whole
+/// model and projects them onto each worker, `_project_kv_cache_groups_to_worker`): members
+/// without a layer left are dropped, groups are kept (a group without a layer on this stage still
+/// draws block ids from the one pool the scheduler shares over all stages), and
+/// `bytes_per_block` is recomputed over what is left: the stage's widest group.
+constexpr engine_pools project_pools(const engine_pools& e, const layer_mask& keep) {
+  engine_pools out;
+  out.structure = e.structure;
+  for (const engine_group& g : e) {
+    engine_group ng;
+    ng.rule = g.rule;
+    for (int i = 0; i < g.num_members; ++i) {
+      engine_member m = g.members[static_cast<std::size_t>(i)];
+      for (std::size_t w = 0; w < m.layers.bits.size(); ++w) m.layers.bits[w] &= keep.bits[w];
+      if (m.layers.count() > 0) ng.members[static_cast<std::size_t>(ng.num_members++)] = m;
+    }
+    out.groups[static_cast<std::size_t>(out.num_groups++)] = ng;
+  }
+  if (out.structure == pool_structure::shared_block_pool)
+    for (const engine_group& g : out)
+      if (g.bytes() > out.bytes_per_block) out.bytes_per_block = g.bytes();
+  return out;
+}
+
+}  // namespace dsv4::cache

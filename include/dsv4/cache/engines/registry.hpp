@@ -1,0 +1,93 @@
+// dsv4-cache: the registry of engines, as formats/registry.hpp is of formats. An engine is a
+// value (engines/engine.hpp): its allocation policy, its pool structure and its version
+// preset, each rule citing its source in the engine's header. Adding an engine (or a version
+// preset of one) is one header and one line here.
+//
+//   vllm@2026.11        vLLM v1 main as read 2026-11: one shared block pool (engines/vllm.hpp);
+//                       `vllm` names it (the newest preset)
+//   tokenspeed          tokenspeed with --enable-mixed-batch, own pools (engines/tokenspeed.hpp)
+//   tokenspeed-default  tokenspeed's default scheduler, own pools
+// SGLang is not registered: its pools are sized as ratios of one token capacity, not modelled yet.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "dsv4/cache/engines/engine.hpp"
+#include "dsv4/cache/engines/tokenspeed.hpp"
+#include "dsv4/cache/engines/vllm.hpp"
+#include "dsv4/cache/policy.hpp"
+
+namespace dsv4::cache {
+
+/// An engine and one version preset of it.
+struct engine_spec {
+  std::string_view name;    ///< `--engine` name: "vllm", "tokenspeed", "tokenspeed-default".
+  std::string_view preset;  ///< Version preset ("2026.11"); `--engine name@preset`. Empty: one version.
+  std::string_view source;         ///< Where its rules were read (repository, files, date).
+  std::string_view source_commit;  ///< The commit of the engine's core sizing file the preset pins.
+  allocation_policy policy{};
+  pool_structure structure = pool_structure::own_pools;
+  vllm_pool_rules vllm{};  ///< shared_block_pool: vLLM's pool rules of this preset.
+  /// The engine's default cap on running requests (vLLM max_num_seqs: 1024 for `vllm serve` on a
+  /// GPU of 70 GiB or more other than an A100, `EngineArgs.get_batch_defaults`); 0 = none modelled.
+  std::int64_t default_max_running_requests = 0;
+};
+
+/// Every engine preset, the newest preset of an engine first among its presets.
+inline constexpr std::array<engine_spec, 3> kEngines = {{
+    {"vllm", "2026.11", "vllm-project/vllm main as read 2026-11, files and commits in engines/vllm.hpp",
+     "4253bd44243c89bb62c1898399f69236b2b5c721", vllm_policy, pool_structure::shared_block_pool, vllm_pool_rules{},
+     1024},
+    {"tokenspeed", "", "lightseekorg/tokenspeed (policy.hpp); its parent arena is not modelled: own pools", "f4d8ec6e",
+     tokenspeed_policy, pool_structure::own_pools, vllm_pool_rules{}, 0},
+    {"tokenspeed-default", "", "lightseekorg/tokenspeed (policy.hpp); its parent arena is not modelled: own pools",
+     "f4d8ec6e", tokenspeed_default_policy, pool_structure::own_pools, vllm_pool_rules{}, 0},
+}};
+
+/// The engine named `name` ("vllm", the newest preset) or `name@preset` ("vllm@2026.11");
+/// nullptr if there is none.
+constexpr const engine_spec* find_engine(std::string_view name) {
+  const std::size_t at = name.find('@');
+  const std::string_view base = name.substr(0, at);
+  const std::string_view preset = at == std::string_view::npos ? std::string_view() : name.substr(at + 1);
+  if (at != std::string_view::npos && preset.empty()) return nullptr;
+  for (const engine_spec& e : kEngines)
+    if (e.name == base && (preset.empty() || e.preset == preset)) return &e;
+  return nullptr;
+}
+
+/// The engine of kind `k` (its newest preset).
+constexpr const engine_spec& engine_of(engine_kind k) {
+  for (const engine_spec& e : kEngines)
+    if (e.policy.engine == k) return e;
+  fail("no engine of this kind is registered", {"engine_kind", static_cast<int>(k)});
+}
+
+/// "name@preset" (or the name alone for an engine of one version).
+inline std::string engine_label(const engine_spec& e) {
+  return e.preset.empty() ? std::string(e.name) : std::string(e.name) + "@" + std::string(e.preset);
+}
+
+/// Every accepted `--engine` value: "vllm, vllm@2026.11, tokenspeed, tokenspeed-default".
+inline std::string engine_names() {
+  std::string s;
+  std::string_view last;
+  for (const engine_spec& e : kEngines) {
+    if (e.name != last) s += (s.empty() ? "" : ", ") + std::string(e.name);
+    if (!e.preset.empty()) s += ", " + engine_label(e);
+    last = e.name;
+  }
+  return s;
+}
+
+/// The allocation policy of engine kind `e`'s newest preset, with `overlap` set as given.
+constexpr allocation_policy policy_for(engine_kind e, bool overlap = false) {
+  allocation_policy p = engine_of(e).policy;
+  p.overlap = overlap;
+  return p;
+}
+
+}  // namespace dsv4::cache

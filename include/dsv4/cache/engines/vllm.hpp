@@ -1,0 +1,573 @@
+// dsv4-cache: vLLM v1 as an engine value: its allocation policy, its shared block pool, and the
+// figures it logs at startup.
+//
+// Pinned version (preset "2026.11", the default `vllm`): vLLM main as read in 2026-11, file by
+// file (the commit of each file read is cited; a rule read from a stored copy without a commit
+// cites its pull request):
+//   K  vllm/v1/core/kv_cache_planning.py          @ 4253bd44243c89bb62c1898399f69236b2b5c721
+//   I  vllm/v1/kv_cache_interface.py              @ 0484480bc73081c4a5133b3cb53018323fce632d
+//   A  vllm/models/deepseek_v4/attention.py       @ 0484480bc73081c4a5133b3cb53018323fce632d
+//   C  vllm/models/deepseek_v4/compressor.py      @ 01cc1d3e7640a8ada37f99ca60cc3ee66490cf38
+//   S  vllm/v1/attention/backends/mla/sparse_swa.py @ 03dc564956172b5b2835be7a84ddde5de1d5dba6
+//   V  vllm/config/vllm.py                        @ 000fc94b754f66aeb60ef5acf1ea2e94cdc65164
+//   M  vllm/v1/core/kv_cache_manager.py           @ 003df2961dd8830c317a61f9745ccd557da9fa06
+//   U  vllm/v1/core/kv_cache_utils.py (`update_kv_cache_capacity`, @ 22df3a3 as quoted in
+//      vLLM issue #54662; the per-group block sum is PR #48317)
+//
+// Cache tensors of a DeepSeek V4 layer, in registration order (A `DeepseekV4Attention.__init__`):
+// the indexer's key cache and its compressor state (CSA layers), the SWA cache, the compressed KV
+// (CSA, HCA), the compressor state (CSA, HCA). Specs:
+//   SWA             SlidingWindowMLASpec, 64-token blocks, window 128 (S `DeepseekV4SWACache`)
+//   compressed KV   MLAAttentionSpec, block = cache_config.block_size = 256 tokens (256 / ratio
+//                   rows of 584 B) (A `get_kv_cache_spec`)
+//   index keys      MLAAttentionSpec, 256-token blocks, 64 rows of 132 B (FP8) or 68 B (MXFP4)
+//   states          SlidingWindowMLASpec, 4-token blocks and window 8 (ratio 4, and the indexer's
+//                   state), 8-token blocks and window 128 (ratio 128) (C `CompressorStateCache`:
+//                   window (1 + overlap) x ratio)
+//   every page      rounded up to a multiple of 576 B with the fp8_ds_mla layout, which vLLM
+//                   forces for DeepSeek V4 (I `_apply_alignment_padding`; A
+//                   `_resolve_dsv4_kv_cache_dtype`): 37,376 -> 37,440; 1,168 -> 1,728;
+//                   8,448 -> 8,640; 4,352 -> 4,608; 32,768 -> 32,832; 8,192 -> 8,640.
+// The MTP layer is a separate draft model, allocated only with speculative decoding: its SWA
+// cache joins the SWA bucket (`--no-mtp` leaves it out).
+//
+// Groups (K `_get_packed_kv_cache_groups`): tensors go, in registration order, into the first
+// bucket of one spec type (the same block size; full attention, or sliding with the same window);
+// a bucket is balanced when each of its page sizes has as many tensors; balanced buckets are
+// split into cdiv(max tensors per page size, d) groups of pattern repeats i, i + n, ..., with
+// d = `_approximate_gcd` over the balanced buckets' counts, bounded below by the largest
+// multi-size balanced bucket; unbalanced buckets stay whole. V4-Flash: SWA 22 + 21 (22 + 22 with
+// MTP), the full-history group (21 CSA KV + 20 HCA KV + 21 index keys), the 4-token states
+// (21 + 21), the 8-token states (20).
+// Pool (K `get_kv_cache_config_from_groups`): bytes_per_block = the widest group's sum of page
+// bytes (V4-Flash: 1,002,240 with FP8 keys, 917,568 with MXFP4); num_blocks = available //
+// bytes_per_block; block 0 is the null block, never handed out.
+// Startup (K `get_kv_cache_configs`, `_check_enough_kv_cache_memory`): one request of
+// max_model_len L needs bytes_per_block x the sum over groups of its per-request blocks:
+// full history cdiv(L, block); sliding cdiv(min(W - 1 + max_in_flight, L), block) + 1 (I
+// `SlidingWindowSpec.max_admission_blocks_per_request`), max_in_flight = max_concurrent_batches
+// x max_num_batched_tokens, 2 x B with async scheduling, B without (V); startup fails when that
+// exceeds available - bytes_per_block. Async scheduling is ON by default in this version (V
+// `VllmConfig.__post_init__`); the planner's `--overlap` selects it.
+// Log (U): "GPU KV cache size: {int(c x L):,} tokens, Maximum concurrency for {L:,} tokens per
+// request: {c:.2f}x", c = num_blocks / per-request blocks (the null block not removed).
+// Admission (M `allocate_slots`, full_sequence_must_fit, the default
+// `scheduler_reserve_full_isl`): a waiting request is admitted only if the free blocks cover the
+// blocks of its whole prompt, min(cdiv(P, block), the per-request cap) in sliding groups; then
+// the step's own blocks. A running request that finds no block is preempted (recomputed).
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <cstdio>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "dsv4/cache/engines/engine.hpp"
+#include "dsv4/cache/group_spec.hpp"
+#include "dsv4/cache/policy.hpp"
+
+namespace dsv4::cache {
+
+/// vLLM v1's allocation rules (policy.hpp): running requests first, then waiting prompts FCFS
+/// until the step's budget is spent; expiry before every allocation; extents capped at
+/// max_model_len; lookahead s - 1 (both first-chunk rules bounded).
+inline constexpr allocation_policy vllm_policy{
+    .engine = engine_kind::vllm,
+    .scheduler = scheduler_kind::running_first,
+    .expiry = expiry_timing::every_allocation,
+    .window_rules = static_cast<std::uint8_t>(window_rule::fixed),
+    .first_chunk_lookaheads =
+        static_cast<std::uint8_t>(first_chunk_lookahead::none) | static_cast<std::uint8_t>(first_chunk_lookahead::spec),
+    .running_lookahead = true,
+    .extent_capped = true,
+    .last_chunk_reserves_step = false,
+    .decode_needs_whole_step = false,
+    .state_ring = state_ring_rule::vllm_pow2,
+};
+
+/// The rules of vLLM's shared block pool that differ between versions (one value per preset).
+struct vllm_pool_rules {
+  std::int64_t v4_page_alignment = 576;  ///< Every DeepSeek V4 page (fp8_ds_mla layout).
+  /// DeepSeek V4.1 (`vllm/models/deepseek_v41/attention.py` @ f5d3794f): SWA tokens per block on
+  /// every GPU (`DeepseekV4SWACache(block_size=32)`).
+  std::int64_t v41_swa_block_tokens = 32;
+  /// DeepSeek V4.1 `cache_config.block_size`, the tokens of a global-KV and index-key block (rows =
+  /// block / ratio): the attention backend's kernel block, 128 on SM100 (the V4.1 records, the
+  /// `v41` format set) and 64 on SM90 (`v4` rows) (`sparse_mla.py` @ cf4bfd81
+  /// `get_supported_kernel_block_sizes`; PR #56214 `DeepseekV41IndexerBackend`).
+  std::int64_t v41_block_tokens_records = 128;
+  std::int64_t v41_block_tokens_v4_rows = 64;
+  /// DeepSeek V4.1 page alignment with the V4.1 records (528-B SWA, 288-B global rows): one
+  /// alignment for every page of the block (`kv_page_alignment = 512 if kv_mxfp8`); 576 with V4 rows.
+  std::int64_t v41_record_alignment = 512;
+  /// Ring, Mamba and unsplit sliding buckets are split so that no group is wider than the widest
+  /// other group (PR #56214, `_get_packed_kv_cache_groups` state buckets): on since V4.1 landed.
+  bool cap_state_buckets = true;
+  bool async_scheduling_default = true;  ///< `VllmConfig.__post_init__`: None -> True.
+};
+
+namespace detail {
+
+/// vLLM's registration order of a library pool inside one layer (A `DeepseekV4Attention.__init__`:
+/// indexer key cache, indexer compressor state, SWA cache, compressed KV, compressor state).
+constexpr int vllm_registration_rank(const paged_cache_group_spec& g, int pool) {
+  switch (g.id.kind) {
+    case group_kind::compressed_kv:
+    case group_kind::v41_global: return pool == 1 ? 0 : 3;
+    case group_kind::indexer_k: return 0;
+    case group_kind::indexer_compressor_state: return 1;
+    case group_kind::swa_kv:
+    case group_kind::v41_swa: return 2;
+    case group_kind::mla_kv: return 3;
+    case group_kind::compressor_state:
+    case group_kind::v41_compressor_state: return 4;
+  }
+  return 5;
+}
+
+/// One vLLM cache tensor: pool `pool` of library group `group` in layer `layer`, with its spec.
+struct vllm_tensor {
+  group_id group{};
+  int pool = 0;
+  int layer = 0;
+  table_rule rule{};
+  std::int64_t rows_per_page = 0;
+  std::int64_t page_bytes = 0;
+  std::int64_t alignment = 1;
+};
+
+/// Largest number of cache tensors of a model: 5 per layer (V4 CSA: index keys, indexer state,
+/// SWA, compressed KV, compressor state).
+inline constexpr int kMaxVllmTensors = kMaxLayers * 5;
+
+/// Whether two tensors' specs may share a bucket (K `UniformTypeKVCacheSpecs.is_uniform_type`:
+/// one block size; full attention of any page size, or sliding windows of one window, or rings).
+constexpr bool vllm_uniform_type(const table_rule& a, const table_rule& b) {
+  if (a.kind != b.kind || a.page_tokens != b.page_tokens) return false;
+  return a.kind != table_kind::sliding_window || a.window_tokens == b.window_tokens;
+}
+
+}  // namespace detail
+
+/// vLLM's `_approximate_gcd` (K): the d in [max(1, lower_bound), max(values)] that minimises the
+/// total upward padding sum((d - x mod d) mod d), ties to the larger d; lower_bound itself when it
+/// exceeds every value. `values` must be positive (fails otherwise), at most 64 of them.
+constexpr std::int64_t vllm_approximate_gcd(const std::int64_t* values, int n, std::int64_t lower_bound) {
+  require(n >= 1, "_approximate_gcd needs at least one value", {"n", n});
+  std::int64_t hi = 0;
+  for (int i = 0; i < n; ++i) {
+    require(values[i] > 0, "_approximate_gcd needs positive values", {"value", values[i]});
+    hi = std::max(hi, values[i]);
+  }
+  const std::int64_t lo = std::max<std::int64_t>(1, lower_bound);
+  if (lo > hi) return lo;
+  std::int64_t best_d = lo;
+  std::int64_t best_pad = -1;
+  for (std::int64_t d = lo; d <= hi; ++d) {
+    std::int64_t pad = 0;
+    for (int i = 0; i < n; ++i) pad += (d - values[i] % d) % d;
+    if (best_pad < 0 || pad <= best_pad) {  // <=: ties prefer the larger d
+      best_pad = pad;
+      best_d = d;
+    }
+  }
+  return best_d;
+}
+
+/// Why vLLM does not store pool `pool` of group `g` in its format (nullptr if it does): DeepSeek
+/// V4 KV only as fp8_ds_mla (A `_resolve_dsv4_kv_cache_dtype`), index keys as FP8 or MXFP4 (A
+/// `DeepseekV4Indexer`: 132 or 68 B); V4.1 its records or the fp8_ds_mla fallback.
+constexpr const char* vllm_format_mismatch(const paged_cache_group_spec& g, int pool) {
+  const format_layout& f = g.pools[static_cast<std::size_t>(pool)].format;
+  if (f.role == format_role::state) return nullptr;
+  const std::string_view n = f.name;
+  if (f.role == format_role::indexer_k)
+    return n == "v4.indexer_fp8" || n == "v4.indexer_mxfp4" || n == "v3.2.indexer_fp8"
+               ? nullptr
+               : "vLLM stores DeepSeek index keys as 132-B FP8 or 68-B MXFP4 rows only (v4.indexer_fp8, "
+                 "v4.indexer_mxfp4; V3.2 v3.2.indexer_fp8)";
+  if (g.id.kind == group_kind::mla_kv) return nullptr;  // V3.2: fp8_ds_mla (656 B) or bf16 rows
+  if (n == "v4.fp8_ds_mla") return nullptr;
+  if (g.id.kind == group_kind::v41_swa && n == "v4.1.fp8") return nullptr;
+  if (g.id.kind == group_kind::v41_global && n == "v4.1.fp4") return nullptr;
+  return g.id.kind == group_kind::v41_swa || g.id.kind == group_kind::v41_global
+             ? "vLLM stores DeepSeek V4.1 KV as its V4.1 records (v4.1.fp8 SWA, v4.1.fp4 global rows) or as "
+               "fp8_ds_mla (v4.fp8_ds_mla)"
+             : "vLLM stores DeepSeek V4 KV only in its fp8_ds_mla layout (v4.fp8_ds_mla)";
+}
+
+namespace detail {
+
+/// The vLLM spec of pool `pool` of group `g` (see the top of this file) at s tokens per step;
+/// `v41_records`: a DeepSeek V4.1 model stored in the V4.1 records (SM100), else in V4 rows.
+constexpr vllm_tensor vllm_tensor_of(const paged_cache_group_spec& g, int pool, int layer, model_family family,
+                                     const vllm_pool_rules& r, std::int64_t s, bool v41_records) {
+  vllm_tensor t;
+  t.group = g.id;
+  t.pool = pool;
+  t.layer = layer;
+  t.rule = table_rule_of(g);
+  t.rule.step_window_base_tokens = 0;  // vLLM's windows do not grow with the step
+  t.rule.engine_state_ring = false;
+  const pool_spec& ps = g.pools[static_cast<std::size_t>(pool)];
+  t.rows_per_page = ps.rows_per_page;
+  std::int64_t alignment = 1;  // V3.2: no padding (the alignment fields are DeepSeek V4 only)
+  if (family == model_family::v4) alignment = r.v4_page_alignment;
+  if (family == model_family::v4_1) {
+    alignment = v41_records ? r.v41_record_alignment : r.v4_page_alignment;
+    if (g.id.kind == group_kind::v41_swa) {
+      t.rule.page_tokens = r.v41_swa_block_tokens;  // one token per row
+      t.rows_per_page = r.v41_swa_block_tokens;
+    } else if (g.id.kind == group_kind::v41_global) {
+      t.rule.page_tokens = v41_records ? r.v41_block_tokens_records : r.v41_block_tokens_v4_rows;
+      t.rows_per_page = t.rule.page_tokens / g.entry_stride_tokens;
+    } else if (g.engine_state_ring) {
+      // `CircularBufferSpec(block_size = max(8, next power of two >= s + 1))`: one block of the
+      // ring's rows per request for its whole life, not padded (compressor.py @ 59dbe471).
+      t.rule.kind = table_kind::request_ring;
+      t.rows_per_page = vllm_state_ring_rows(s);
+      t.rule.page_tokens = t.rows_per_page;
+      t.rule.window_tokens = 0;
+      alignment = 1;
+    }
+  }
+  t.alignment = alignment;
+  t.page_bytes = round_up(ps.format.page_bytes(t.rows_per_page), alignment);
+  return t;
+}
+
+}  // namespace detail
+
+/// vLLM's shared block pool for the groups `specs` of a model of `family` at s tokens per step:
+/// its block tables (packed groups) and bytes_per_block (see the top of this file). Fails if vLLM
+/// does not store a pool's format (`vllm_format_mismatch`) or if the grouping needs more than
+/// kMaxEngineGroups groups or kMaxGroupMembers tensor sets per group.
+constexpr engine_pools vllm_engine_pools(const group_spec_list& specs, model_family family,
+                                         const vllm_pool_rules& r = {}, std::int64_t s = 1) {
+  using detail::vllm_tensor;
+  // 1. Every cache tensor, in vLLM's registration order: by layer, then by module.
+  bool v41_records = false;  // V4.1 in its own records (SM100), else in V4 rows (SM90)
+  for (const paged_cache_group_spec& g : specs)
+    if (g.id.kind == group_kind::v41_swa) v41_records = g.pools[0].format.name.starts_with("v4.1.");
+  std::array<vllm_tensor, detail::kMaxVllmTensors> tensors{};
+  int n = 0;
+  for (int layer = 0; layer < kMaxLayers; ++layer) {
+    for (int rank = 0; rank <= 4; ++rank) {
+      for (int gi = 0; gi < specs.num_groups; ++gi) {
+        const paged_cache_group_spec& g = specs[gi];
+        bool in = false;
+        for (int i = 0; i < g.num_layers && !in; ++i) in = g.layers[static_cast<std::size_t>(i)] == layer;
+        if (!in) continue;
+        for (int p = 0; p < g.num_pools; ++p) {
+          if (detail::vllm_registration_rank(g, p) != rank) continue;
+          if (const char* why = vllm_format_mismatch(g, p)) fail(why, {"pool", p});
+          tensors[static_cast<std::size_t>(n++)] = detail::vllm_tensor_of(g, p, layer, family, r, s, v41_records);
+        }
+      }
+    }
+  }
+  // 2. Buckets of one spec type, in order of first registration.
+  std::array<int, detail::kMaxVllmTensors> bucket_of{};
+  std::array<table_rule, kMaxEngineGroups> bucket_rule{};
+  int num_buckets = 0;
+  for (int i = 0; i < n; ++i) {
+    int b = 0;
+    while (b < num_buckets && !detail::vllm_uniform_type(bucket_rule[static_cast<std::size_t>(b)],
+                                                         tensors[static_cast<std::size_t>(i)].rule))
+      ++b;
+    if (b == num_buckets) {
+      require(num_buckets < kMaxEngineGroups, "vLLM grouping needs more buckets than kMaxEngineGroups");
+      bucket_rule[static_cast<std::size_t>(num_buckets++)] = tensors[static_cast<std::size_t>(i)].rule;
+    }
+    bucket_of[static_cast<std::size_t>(i)] = b;
+  }
+  // 3. Per bucket: its page-size classes (in order of first appearance), whether balanced, and
+  // the largest class (`get_max_layers_per_page_size`).
+  struct bucket_info {
+    int num_classes = 0;
+    std::array<std::int64_t, 8> class_page{};
+    std::array<int, 8> class_count{};
+    bool balanced = true;
+    std::int64_t max_per_page = 0;
+  };
+  std::array<bucket_info, kMaxEngineGroups> info{};
+  for (int i = 0; i < n; ++i) {
+    bucket_info& bi = info[static_cast<std::size_t>(bucket_of[static_cast<std::size_t>(i)])];
+    const std::int64_t page = tensors[static_cast<std::size_t>(i)].page_bytes;
+    int c = 0;
+    while (c < bi.num_classes && bi.class_page[static_cast<std::size_t>(c)] != page) ++c;
+    if (c == bi.num_classes) {
+      require(bi.num_classes < 8, "a vLLM bucket with more than 8 page sizes is not modelled");
+      bi.class_page[static_cast<std::size_t>(bi.num_classes++)] = page;
+    }
+    ++bi.class_count[static_cast<std::size_t>(c)];
+  }
+  std::int64_t min_repeats = 0;
+  std::array<std::int64_t, kMaxEngineGroups> balanced_counts{};
+  int num_balanced = 0;
+  for (int b = 0; b < num_buckets; ++b) {
+    bucket_info& bi = info[static_cast<std::size_t>(b)];
+    for (int c = 0; c < bi.num_classes; ++c) {
+      bi.balanced = bi.balanced && bi.class_count[static_cast<std::size_t>(c)] == bi.class_count[0];
+      bi.max_per_page = std::max<std::int64_t>(bi.max_per_page, bi.class_count[static_cast<std::size_t>(c)]);
+    }
+    if (!bi.balanced) continue;
+    balanced_counts[static_cast<std::size_t>(num_balanced++)] = bi.max_per_page;
+    if (bi.num_classes > 1) min_repeats = std::max(min_repeats, bi.max_per_page);
+  }
+  const std::int64_t repeats =
+      min_repeats > 0 ? vllm_approximate_gcd(balanced_counts.data(), num_balanced, min_repeats) : 0;
+  // 4. Groups: a balanced bucket splits into cdiv(max_per_page, repeats) groups. A state bucket
+  // (a ring; or, when nothing is split, a sliding bucket) is split further so that no group is
+  // wider than the anchor, the widest block any other bucket needs however the state buckets
+  // end up split (K's newer form, PR #56214). Group j takes the pattern repeats j, j + k, ...
+  // (repeat i = the i-th tensor of every page-size class).
+  const auto state_bucket = [&](int b) {
+    return r.cap_state_buckets && (bucket_rule[static_cast<std::size_t>(b)].kind == table_kind::request_ring ||
+                                   (repeats == 0 && bucket_rule[static_cast<std::size_t>(b)].sliding()));
+  };
+  const auto split_of = [&](int b) -> std::int64_t {
+    const bucket_info& bi = info[static_cast<std::size_t>(b)];
+    return bi.balanced && repeats > 0 ? ceil_div(bi.max_per_page, repeats) : 1;
+  };
+  std::int64_t anchor = 0;  // `anchor_bytes`: a state bucket counts one tensor of each page size
+  for (int b = 0; b < num_buckets; ++b) {
+    const bucket_info& bi = info[static_cast<std::size_t>(b)];
+    std::int64_t widest = 0;
+    for (int c = 0; c < bi.num_classes; ++c) {
+      const std::int64_t count = bi.class_count[static_cast<std::size_t>(c)];
+      const std::int64_t per = state_bucket(b) ? 1 : ceil_div(count, split_of(b));
+      widest = checked_add(widest, checked_mul(per, bi.class_page[static_cast<std::size_t>(c)]));
+    }
+    anchor = std::max(anchor, widest);
+  }
+  engine_pools e;
+  e.structure = pool_structure::shared_block_pool;
+  for (int b = 0; b < num_buckets; ++b) {
+    const bucket_info& bi = info[static_cast<std::size_t>(b)];
+    std::int64_t k = split_of(b);
+    if (state_bucket(b) && anchor > 0) {
+      int first = 0;
+      while (bucket_of[static_cast<std::size_t>(first)] != b) ++first;
+      const std::int64_t per_block = std::max<std::int64_t>(anchor / tensors[static_cast<std::size_t>(first)].page_bytes, 1);
+      std::int64_t count = 0;
+      for (int c = 0; c < bi.num_classes; ++c) count += bi.class_count[static_cast<std::size_t>(c)];
+      k = std::max(k, ceil_div(count, per_block));
+    }
+    // vLLM zips the page-size classes: an unbalanced bucket split in several groups would lose tensors.
+    require(k == 1 || bi.balanced, "a split vLLM bucket with unequal page-size classes is not modelled",
+            {"groups", k});
+    for (std::int64_t j = 0; j < k; ++j) {
+      require(e.num_groups < kMaxEngineGroups, "vLLM grouping needs more groups than kMaxEngineGroups");
+      engine_group& g = e.groups[static_cast<std::size_t>(e.num_groups++)];
+      g.rule = bucket_rule[static_cast<std::size_t>(b)];
+      std::array<int, 8> seen{};  // tensors of each class seen so far: its repeat index
+      for (int i = 0; i < n; ++i) {
+        if (bucket_of[static_cast<std::size_t>(i)] != b) continue;
+        const vllm_tensor& t = tensors[static_cast<std::size_t>(i)];
+        int c = 0;
+        while (bi.class_page[static_cast<std::size_t>(c)] != t.page_bytes) ++c;
+        const int repeat = seen[static_cast<std::size_t>(c)]++;
+        if (repeat % k != j) continue;
+        int m = 0;
+        while (m < g.num_members && !(g.members[static_cast<std::size_t>(m)].group == t.group &&
+                                      g.members[static_cast<std::size_t>(m)].pool == t.pool))
+          ++m;
+        if (m == g.num_members) {
+          require(g.num_members < kMaxGroupMembers, "a vLLM group with more than 8 tensor sets is not modelled");
+          g.members[static_cast<std::size_t>(g.num_members++)] = {t.group, t.pool, {}, t.rows_per_page, t.page_bytes,
+                                                                  t.alignment};
+        }
+        g.members[static_cast<std::size_t>(m)].layers.set(t.layer);
+      }
+    }
+  }
+  for (const engine_group& g : e) e.bytes_per_block = std::max(e.bytes_per_block, g.bytes());
+  return e;
+}
+
+/// vLLM's per-request blocks of a group of rule `g` at startup (the "charge"), for
+/// max_model_len L, max_in_flight tokens M (B, or 2B with async scheduling) and DCP size dcp:
+/// full history cdiv(cdiv(L, dcp), block) (I `FullAttentionSpec.max_memory_usage_bytes`); sliding
+/// cdiv(min(W - 1 + M, L), block) + 1 (I `max_admission_blocks_per_request`); ring 1 (I
+/// `CircularBufferSpec`). The same cap bounds a sliding group's blocks at admission (M). Never
+/// overflows: M may be INT64_MAX (a saturated 2B). Needs L >= 1, dcp >= 1, block >= 1.
+constexpr std::int64_t vllm_charge_blocks(const table_rule& g, std::int64_t L, std::int64_t in_flight,
+                                          std::int64_t dcp = 1) {
+  switch (g.kind) {
+    case table_kind::full_history: return ceil_div(ceil_div(L, dcp), g.page_tokens);
+    case table_kind::sliding_window: {
+      const std::int64_t tokens = in_flight >= L ? L : std::min(g.window_tokens - 1 + in_flight, L);
+      return ceil_div(tokens, g.page_tokens) + 1;
+    }
+    case table_kind::request_ring: return 1;
+  }
+  return 0;
+}
+
+/// vLLM's max_in_flight_tokens (V `VllmConfig.max_in_flight_tokens`): max_concurrent_batches x
+/// max_num_batched_tokens, 2 batches with async scheduling (pp = 1), else 1.
+constexpr std::int64_t vllm_in_flight_tokens(std::int64_t max_num_batched_tokens, bool async_scheduling) {
+  return async_scheduling ? checked_mul(max_num_batched_tokens, std::int64_t{2}) : max_num_batched_tokens;
+}
+
+/// One request's startup charge over every group of `e` (the sum of `vllm_charge_blocks`).
+constexpr std::int64_t vllm_request_blocks(const engine_pools& e, std::int64_t L, std::int64_t in_flight,
+                                           std::int64_t dcp = 1) {
+  std::int64_t total = 0;
+  for (const engine_group& g : e) total = checked_add(total, vllm_charge_blocks(g.rule, L, in_flight, dcp));
+  return total;
+}
+
+/// vLLM's `format_gib` (vllm/utils/mem_utils.py): str(round(bytes / 2^30, 2)), e.g. "6.95",
+/// "12.5", "7.0" (the binary quotient rounded half-even to 2 decimals, printed shortest).
+inline std::string vllm_format_gib(std::uint64_t bytes) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.2f", static_cast<double>(bytes) / 1073741824.0);
+  std::string s = buf;
+  while (s.size() > 1 && s.back() == '0' && s[s.size() - 2] != '.') s.pop_back();
+  return s;
+}
+
+/// `v` with thousands separators, as Python's f"{v:,}".
+inline std::string vllm_thousands(std::int64_t v) {
+  const std::uint64_t mag = v < 0 ? static_cast<std::uint64_t>(-(v + 1)) + 1 : static_cast<std::uint64_t>(v);
+  const std::string digits = std::to_string(mag);
+  std::string out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return v < 0 ? "-" + out : out;
+}
+
+/// What vLLM computes and logs at startup for one deployment (K `get_kv_cache_configs`,
+/// `_check_enough_kv_cache_memory`; U `update_kv_cache_capacity`).
+struct vllm_startup_report {
+  std::int64_t max_model_len = 0;   ///< L.
+  std::int64_t in_flight_tokens = 0;  ///< max_in_flight_tokens: B, or 2B with async scheduling.
+  bool async_scheduling = false;
+  std::int64_t bytes_per_block = 0;  ///< The widest worker's (the largest over pipeline stages).
+  int num_groups = 0;
+  std::array<std::int64_t, kMaxEngineGroups> charge_blocks{};  ///< Per group: one request's blocks.
+  std::int64_t request_blocks = 0;      ///< Their sum: one request of L.
+  std::uint64_t request_bytes = 0;      ///< bytes_per_block x request_blocks (the widest worker).
+  std::uint64_t min_bytes_to_start = 0;  ///< bytes_per_block x (request_blocks + 1): the null block too.
+  // With a KV budget (the available KV cache memory of every worker):
+  std::optional<std::uint64_t> available_bytes;
+  std::int64_t num_blocks = 0;        ///< The smallest available // bytes_per_block over workers.
+  bool starts = false;                ///< Every worker passes the startup check.
+  double max_concurrency = 0;         ///< num_blocks / request_blocks.
+  std::int64_t reported_tokens = 0;   ///< int(max_concurrency x L): "GPU KV cache size".
+  std::int64_t estimated_max_model_len = 0;  ///< When it does not start: vLLM's estimate (0: not even 1 token).
+  std::string log_line;  ///< The capacity line, in vLLM's text (when it starts).
+  std::string refusal;   ///< The ValueError text (when it does not).
+};
+
+/// vLLM's startup figures for the engine groups `pools` of the whole model, with the workers'
+/// bytes per block `worker_bytes_per_block` (one per pipeline stage; a single GPU: just
+/// `pools.bytes_per_block`; TP and DP ranks repeat their stage's), max_model_len L,
+/// max_num_batched_tokens B, async scheduling on or off, DCP size dcp, and, if given, the
+/// available KV bytes of every worker. Each worker must hold one request's blocks (every group of
+/// the model: the scheduler's one pool) plus the null block; num_blocks is the smallest over
+/// workers. Throws std::invalid_argument for L < 1, B < 1, dcp < 1 or no worker.
+inline vllm_startup_report vllm_startup(const engine_pools& pools, std::span<const std::int64_t> worker_bytes_per_block,
+                                        std::int64_t L, std::int64_t B, bool async_scheduling, std::int64_t dcp,
+                                        std::optional<std::uint64_t> available_bytes) {
+  require(L >= 1 && B >= 1 && dcp >= 1, "vLLM startup needs max_model_len, max_num_batched_tokens and dcp >= 1",
+          {"max_model_len", L}, {"max_num_batched_tokens", B}, {"dcp", dcp});
+  require(!worker_bytes_per_block.empty(), "vLLM startup needs at least one worker");
+  vllm_startup_report r;
+  r.max_model_len = L;
+  r.async_scheduling = async_scheduling;
+  r.in_flight_tokens = B > std::numeric_limits<std::int64_t>::max() / 2 && async_scheduling
+                           ? std::numeric_limits<std::int64_t>::max()
+                           : vllm_in_flight_tokens(B, async_scheduling);
+  r.num_groups = pools.num_groups;
+  const auto charge_at = [&](std::int64_t len) {
+    std::int64_t total = 0;
+    for (const engine_group& g : pools) total = checked_add(total, vllm_charge_blocks(g.rule, len, r.in_flight_tokens, dcp));
+    return total;
+  };
+  for (int e = 0; e < pools.num_groups; ++e)
+    r.charge_blocks[static_cast<std::size_t>(e)] = vllm_charge_blocks(pools[e].rule, L, r.in_flight_tokens, dcp);
+  r.request_blocks = charge_at(L);
+  for (const std::int64_t b : worker_bytes_per_block) r.bytes_per_block = std::max(r.bytes_per_block, b);
+  require(r.bytes_per_block > 0, "vLLM startup needs a block of at least one byte");
+  const auto bpb = static_cast<std::uint64_t>(r.bytes_per_block);
+  r.request_bytes = checked_mul(bpb, static_cast<std::uint64_t>(r.request_blocks));
+  r.min_bytes_to_start = checked_add(r.request_bytes, bpb);
+  if (!available_bytes) return r;
+  r.available_bytes = available_bytes;
+  const std::uint64_t avail = *available_bytes;
+  r.starts = true;
+  r.num_blocks = std::numeric_limits<std::int64_t>::max();
+  for (const std::int64_t wb : worker_bytes_per_block) {
+    const auto w = static_cast<std::uint64_t>(wb);
+    r.num_blocks = std::min<std::int64_t>(r.num_blocks, static_cast<std::int64_t>(std::min<std::uint64_t>(
+                                                            avail / w, std::numeric_limits<std::int64_t>::max())));
+    if (!r.starts) continue;  // vLLM raises for the first worker that does not fit
+    // The null block is held back before the check (K get_kv_cache_configs).
+    const std::int64_t check = avail > w ? static_cast<std::int64_t>(std::min<std::uint64_t>(
+                                               avail - w, std::numeric_limits<std::int64_t>::max()))
+                                         : 0;
+    constexpr const char* kSee = "See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.";
+    if (check <= 0) {
+      r.starts = false;
+      r.refusal = std::string("No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when "
+                              "initializing the engine (this flag also controls CPU memory reservation on the CPU "
+                              "backend, despite its name). ") +
+                  kSee;
+      continue;
+    }
+    const auto needed_at = [&](std::int64_t len) {
+      std::uint64_t n = 0;
+      return __builtin_mul_overflow(w, static_cast<std::uint64_t>(charge_at(len)), &n) ? ~std::uint64_t{0} : n;
+    };
+    const std::uint64_t needed = needed_at(L);
+    if (needed <= static_cast<std::uint64_t>(check)) continue;
+    r.starts = false;
+    // `_estimate_max_model_len_from_groups`: a binary search over [1, L] for needed <= check.
+    std::int64_t est = 0;
+    if (needed_at(1) <= static_cast<std::uint64_t>(check)) {
+      std::int64_t lo = 1;
+      std::int64_t hi = L;
+      est = 1;
+      while (lo <= hi) {
+        const std::int64_t mid = lo + (hi - lo) / 2;
+        if (needed_at(mid) <= static_cast<std::uint64_t>(check)) {
+          est = mid;
+          lo = mid + 1;
+        } else {
+          hi = mid - 1;
+        }
+      }
+    }
+    r.estimated_max_model_len = est;
+    r.refusal = "To serve at least one request with the model's max seq len (" + std::to_string(L) + "), (" +
+                vllm_format_gib(needed) +
+                " GiB KV cache is needed, which is larger than the available KV cache memory (" +
+                vllm_format_gib(static_cast<std::uint64_t>(check)) + " GiB). " +
+                (est > 0 ? "Based on the available memory, the estimated maximum model length is " +
+                               std::to_string(est) + ". "
+                         : std::string()) +
+                "Try increasing `gpu_memory_utilization` (which also controls CPU memory on the CPU backend) or "
+                "decreasing `max_model_len` when initializing the engine. " +
+                kSee;
+  }
+  if (!r.starts) return r;
+  // U: max_concurrency = num_blocks / per-request blocks (the null block not removed).
+  r.max_concurrency = static_cast<double>(r.num_blocks) / static_cast<double>(r.request_blocks);
+  r.reported_tokens = static_cast<std::int64_t>(r.max_concurrency * static_cast<double>(L));
+  char conc[64];
+  std::snprintf(conc, sizeof conc, "%.2f", r.max_concurrency);
+  r.log_line = "GPU KV cache size: " + vllm_thousands(r.reported_tokens) + " tokens, Maximum concurrency for " +
+               vllm_thousands(L) + " tokens per request: " + conc + "x";
+  return r;
+}
+
+}  // namespace dsv4::cache

@@ -1,0 +1,296 @@
+// dsv4-cache tools: the engine report of a plan: the engine's pool structure, the figures the
+// engine itself computes and logs at startup (vLLM: engines/vllm.hpp `vllm_startup`), and, with a
+// budget, what really fits on that pool (the allocation simulator, alloc_sim.hpp). Computed
+// once (`compute_engine_report`), rendered as JSON (`engine_report_json`) or text
+// (`engine_report_text`) by the planner.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "dsv4/cache.hpp"
+
+namespace dsv4::cache::cli {
+
+/// Above this estimated work (`sim_work_estimate`, request visits) the planner does not simulate:
+/// about 10 s on a 2-core machine.
+inline constexpr double kSimulateMaxWork = 4.0e10;
+
+/// One pipeline stage as vLLM sizes it (its worker's block).
+struct engine_worker {
+  std::int64_t stage = 0;
+  std::int64_t bytes_per_block = 0;
+  std::int64_t num_blocks = 0;  ///< With a budget: budget // bytes_per_block.
+};
+
+/// What really fits, simulated on the engine's pool (with a budget).
+struct engine_fit {
+  bool simulated = false;
+  std::string why_not;               ///< Why it was not simulated (the work estimate).
+  std::int64_t max_requests = 0;     ///< Per engine (one DP rank): requests of L with no preemption.
+  std::int64_t max_context_tokens = 0;  ///< For the plan's requests (per engine).
+  double work_estimate = 0;
+};
+
+/// The engine report of a plan.
+struct engine_report {
+  const engine_spec* engine = nullptr;
+  pool_structure structure = pool_structure::own_pools;
+  bool async_scheduling = false;     ///< As planned (--overlap).
+  std::int64_t max_running = 0;      ///< The cap on running requests the simulation applies (0: none).
+  std::int64_t dp = 1;               ///< Engines (data-parallel ranks) the requests are split over.
+  std::int64_t engine_requests = 0;  ///< The plan's requests on the busiest engine.
+  std::vector<engine_worker> workers;
+  std::optional<vllm_startup_report> vllm;
+  std::optional<engine_fit> fit;
+};
+
+/// The report of `plan` (the whole model on one GPU, or, with `ranks`, one per pipeline stage)
+/// under engine `e`, with the KV budget per GPU if given. `max_running` caps the requests the
+/// simulation runs at once (vLLM's max_num_seqs). Throws std::invalid_argument as the library.
+inline engine_report compute_engine_report(const model_config& m, const memory_plan& plan,
+                                           const std::vector<rank_plan_result>& ranks, std::int64_t dp,
+                                           const engine_spec& e, std::optional<std::uint64_t> budget,
+                                           std::int64_t max_running) {
+  engine_report r;
+  r.engine = &e;
+  r.structure = plan.pools.structure;
+  const plan_options& o = plan.options;
+  r.async_scheduling = o.policy.overlap;
+  r.max_running = max_running;
+  r.dp = dp;
+  r.engine_requests = ranks.empty() ? o.requests : 0;
+  for (const rank_plan_result& rp : ranks) r.engine_requests = std::max(r.engine_requests, rp.requests);
+  // The whole model's engine groups (the scheduler's one pool), and every stage's block.
+  const group_spec_list specs = plan_cache_specs(m, o);
+  const engine_pools pools = plan_pools(m, specs, o);
+  if (ranks.empty()) {
+    r.workers.push_back({0, plan.pools.bytes_per_block, 0});
+  } else {
+    for (const rank_plan_result& rp : ranks) {
+      const bool seen = std::any_of(r.workers.begin(), r.workers.end(),
+                                    [&](const engine_worker& w) { return w.stage == rp.coords.stage; });
+      if (!seen) r.workers.push_back({rp.coords.stage, rp.plan.pools.bytes_per_block, 0});
+    }
+  }
+  if (budget)
+    for (engine_worker& w : r.workers)
+      if (w.bytes_per_block > 0) w.num_blocks = static_cast<std::int64_t>(*budget / static_cast<std::uint64_t>(w.bytes_per_block));
+  if (r.structure == pool_structure::shared_block_pool) {
+    std::vector<std::int64_t> bpb;
+    for (const engine_worker& w : r.workers) bpb.push_back(w.bytes_per_block);
+    r.vllm = vllm_startup(pools, bpb, o.context_tokens, o.prefill_chunk_tokens, o.policy.overlap, o.dcp, budget);
+  }
+  if (!budget) return r;
+  // What really fits: the engine's own scheduling replayed on one engine's pool.
+  engine_fit fit;
+  sim_search search;
+  search.max_running = max_running;
+  const std::int64_t L = o.context_tokens;
+  const std::int64_t n = std::max<std::int64_t>(r.engine_requests, 1);
+  if (L < 2) {
+    fit.why_not = "the simulator needs a context of at least 2 tokens";
+  } else if (o.role != deployment_role::colocated) {
+    fit.why_not = "the simulator replays colocated engines only";
+  } else {
+    sim_capacity cap;
+    cap.budget_bytes = *budget;
+    if (r.vllm) cap.usable_blocks = r.vllm->starts ? r.vllm->num_blocks - 1 : -1;
+    // Start the search at the plan's own answer (the plan bounds the simulated peak).
+    const request_capacity planned = max_requests_for_budget(m, o, *budget);
+    const std::int64_t hint =
+        std::min<std::int64_t>(planned.max_requests, search.max_running > 0 ? search.max_running : std::int64_t{1} << 20);
+    fit.work_estimate = sim_work_estimate(pools, o.policy, std::max(hint, n) + 1, L, o.tokens_per_step,
+                                          o.prefill_chunk_tokens, search);
+    if (!ranks.empty() && r.vllm == std::nullopt) {
+      fit.why_not = "what fits each rank's own pools is not simulated (one shared pool per engine only)";
+    } else if (fit.work_estimate > kSimulateMaxWork) {
+      fit.why_not = fmt::format("the simulation's estimated work ({:.2g} request steps) exceeds {:.2g}",
+                                fit.work_estimate, kSimulateMaxWork);
+    } else if (r.vllm && !r.vllm->starts) {
+      fit.simulated = true;  // vLLM refuses to start: nothing runs
+    } else {
+      fit.simulated = true;
+      fit.max_requests = max_requests_simulated(pools, o.policy, L, o.tokens_per_step, o.prefill_chunk_tokens, cap,
+                                                search, std::max<std::int64_t>(hint, 1));
+      // The largest max_model_len with which vLLM starts and n requests of it fit.
+      const auto starts = [&](std::int64_t len) {
+        if (!r.vllm) return true;
+        std::vector<std::int64_t> bpb;
+        for (const engine_worker& w : r.workers) bpb.push_back(w.bytes_per_block);
+        return vllm_startup(pools, bpb, len, o.prefill_chunk_tokens, o.policy.overlap, o.dcp, budget).starts;
+      };
+      fit.max_context_tokens = max_context_simulated(pools, o.policy, n, m.max_position_embeddings, o.tokens_per_step,
+                                                     o.prefill_chunk_tokens, cap, search, starts);
+    }
+  }
+  r.fit = fit;
+  return r;
+}
+
+/// The "engine_report" JSON object (see the README's JSON schema).
+inline nlohmann::ordered_json engine_report_json(const engine_report& r, const memory_plan& plan) {
+  using json = nlohmann::ordered_json;
+  const engine_spec& e = *r.engine;
+  json j = {{"engine", std::string(e.name)},
+            {"preset", e.preset.empty() ? json(nullptr) : json(std::string(e.preset))},
+            {"source", std::string(e.source)},
+            {"source_commit", std::string(e.source_commit)},
+            {"structure", std::string(to_string(r.structure))},
+            {"async_scheduling", r.async_scheduling},
+            {"max_running_requests", r.max_running > 0 ? json(r.max_running) : json(nullptr)}};
+  if (r.vllm) {
+    const vllm_startup_report& v = *r.vllm;
+    j["async_scheduling_default"] = e.vllm.async_scheduling_default;
+    j["max_in_flight_tokens"] = v.in_flight_tokens;
+    j["bytes_per_block"] = v.bytes_per_block;
+    json groups = json::array();
+    for (int g = 0; g < plan.pools.num_groups; ++g) {
+      const engine_group& eg = plan.pools[g];
+      json tensors = json::array();
+      for (int k = 0; k < eg.num_members; ++k) {
+        const engine_member& mb = eg.members[static_cast<std::size_t>(k)];
+        json layers = json::array();
+        for (int l = 0; l < kMaxLayers; ++l)
+          if (mb.layers.test(l)) layers.push_back(l);
+        tensors.push_back({{"group", to_string(mb.group)},
+                           {"pool", mb.pool},
+                           {"rows_per_page", mb.rows_per_page},
+                           {"page_bytes", mb.page_bytes},
+                           {"layers", layers}});
+      }
+      const engine_group_plan& ep = plan.engine_groups[static_cast<std::size_t>(g)];
+      groups.push_back({{"index", g},
+                        {"table", std::string(to_string(eg.rule.kind))},
+                        {"block_tokens", eg.rule.page_tokens},
+                        {"window_tokens", eg.rule.sliding() ? json(eg.rule.window_tokens) : json(nullptr)},
+                        {"tensors", tensors},
+                        {"bytes", eg.bytes()},
+                        {"charge_blocks", v.charge_blocks[static_cast<std::size_t>(g)]},
+                        {"planned_blocks", ep.blocks}});
+    }
+    j["groups"] = groups;
+    j["request_blocks"] = v.request_blocks;
+    j["min_bytes_to_start"] = v.min_bytes_to_start;
+    json workers = json::array();
+    for (const engine_worker& w : r.workers) {
+      json wj = {{"stage", w.stage}, {"bytes_per_block", w.bytes_per_block}};
+      if (v.available_bytes) wj["num_blocks"] = w.num_blocks;
+      workers.push_back(wj);
+    }
+    j["workers"] = workers;
+    if (v.available_bytes) {
+      j["available_bytes"] = *v.available_bytes;
+      j["num_blocks"] = v.num_blocks;
+      j["starts"] = v.starts;
+      if (v.starts) {
+        j["reported_tokens"] = v.reported_tokens;
+        j["reported_concurrency"] = v.max_concurrency;
+        j["log_lines"] = json::array({v.log_line});
+      } else {
+        j["refusal"] = v.refusal;
+        j["estimated_max_model_len"] = v.estimated_max_model_len;
+        j["log_lines"] = json::array({"ValueError: " + v.refusal});
+      }
+    }
+  }
+  if (r.fit) {
+    if (r.fit->simulated) {
+      j["simulated_max_requests"] = r.fit->max_requests * r.dp;
+      if (r.dp > 1) j["simulated_max_requests_per_engine"] = r.fit->max_requests;
+      j["simulated_max_context_tokens"] = r.fit->max_context_tokens;
+    } else {
+      j["simulated_max_requests"] = nullptr;
+      j["not_simulated"] = r.fit->why_not;
+    }
+  }
+  return j;
+}
+
+/// The engine report as text (the planner's last section).
+inline std::string engine_report_text(const engine_report& r, const memory_plan& plan) {
+  std::string s;
+  auto out = std::back_inserter(s);
+  const engine_spec& e = *r.engine;
+  const plan_options& o = plan.options;
+  fmt::format_to(out, "\nengine {} ({})\n", engine_label(e), e.source);
+  if (!r.vllm) {
+    fmt::format_to(out, "  own pools: every group's pages in a pool of its own (its arena is not modelled yet)\n");
+  } else {
+    const vllm_startup_report& v = *r.vllm;
+    fmt::format_to(out, "  one shared block pool: {} block tables (groups) over {} B per block (the widest group)\n",
+                   plan.pools.num_groups, vllm_thousands(v.bytes_per_block));
+    fmt::format_to(out, "  {:>5} {:<14} {:>6} {:>6} {:>11} {:>10} {:>10}  {}\n", "group", "table", "block", "window",
+                   "bytes", "per req", "planned", "tensors");
+    for (int g = 0; g < plan.pools.num_groups; ++g) {
+      const engine_group& eg = plan.pools[g];
+      std::string tensors;
+      for (int k = 0; k < eg.num_members; ++k) {
+        const engine_member& mb = eg.members[static_cast<std::size_t>(k)];
+        const paged_cache_group_spec* lib = nullptr;
+        for (const group_plan& gp : plan)
+          if (gp.spec.id == mb.group) lib = &gp.spec;
+        tensors += fmt::format("{}{} x {}{} ({} B)", k > 0 ? ", " : "", mb.layers.count(), to_string(mb.group),
+                               lib != nullptr && lib->num_pools > 1 ? fmt::format("[{}]", mb.pool) : "",
+                               vllm_thousands(mb.page_bytes));
+      }
+      fmt::format_to(out, "  {:>5} {:<14} {:>6} {:>6} {:>11} {:>10} {:>10}  {}\n", g, to_string(eg.rule.kind),
+                     eg.rule.page_tokens, eg.rule.sliding() ? std::to_string(eg.rule.window_tokens) : std::string("-"),
+                     vllm_thousands(eg.bytes()), vllm_thousands(v.charge_blocks[static_cast<std::size_t>(g)]),
+                     vllm_thousands(plan.engine_groups[static_cast<std::size_t>(g)].blocks), tensors);
+    }
+    fmt::format_to(out,
+                   "  (block, window: tokens; bytes: one block of the group, its tensors' padded pages; per req: the "
+                   "blocks vLLM charges one request of {} tokens at startup; planned: the plan's blocks for {} "
+                   "request(s))\n",
+                   vllm_thousands(o.context_tokens), vllm_thousands(o.requests));
+    if (r.workers.size() > 1) {
+      fmt::format_to(out, "  workers (pipeline stages):");
+      for (const engine_worker& w : r.workers)
+        fmt::format_to(out, " stage {} {} B/block;", w.stage, vllm_thousands(w.bytes_per_block));
+      fmt::format_to(out, " every worker holds the scheduler's num_blocks blocks of its own width\n");
+    }
+    fmt::format_to(out,
+                   "  one request of {} tokens: {} blocks ({} B); vLLM starts with at least {} B of KV cache "
+                   "({} blocks with the null block)\n",
+                   vllm_thousands(o.context_tokens), vllm_thousands(v.request_blocks),
+                   vllm_thousands(static_cast<std::int64_t>(v.request_bytes)),
+                   vllm_thousands(static_cast<std::int64_t>(v.min_bytes_to_start)), vllm_thousands(v.request_blocks + 1));
+    fmt::format_to(out, "  async scheduling {} (max_in_flight_tokens {}){}\n", v.async_scheduling ? "on" : "off",
+                   vllm_thousands(v.in_flight_tokens),
+                   e.vllm.async_scheduling_default && !v.async_scheduling
+                       ? fmt::format("; vLLM {} turns it on by default: plan that with --overlap", e.preset)
+                       : std::string());
+    if (v.available_bytes) {
+      fmt::format_to(out, "  with {} B of KV cache per GPU: {} blocks\n",
+                     vllm_thousands(static_cast<std::int64_t>(*v.available_bytes)), vllm_thousands(v.num_blocks));
+      if (v.starts)
+        fmt::format_to(out, "  vLLM logs: {}\n", v.log_line);
+      else
+        fmt::format_to(out, "  vLLM refuses to start: ValueError: {}\n", v.refusal);
+    }
+  }
+  if (r.fit) {
+    if (!r.fit->simulated) {
+      fmt::format_to(out, "  what really fits: not simulated ({})\n", r.fit->why_not);
+    } else {
+      const std::string per_engine = r.dp > 1 ? fmt::format(" ({} per engine x dp {})", r.fit->max_requests, r.dp) : "";
+      fmt::format_to(out,
+                     "  what really fits (simulated on this pool{}: no preemption, no admission held back): {} "
+                     "request(s) of {} tokens{}; {} request(s) up to {} tokens\n",
+                     r.max_running > 0 ? fmt::format(", at most {} running", r.max_running) : std::string(),
+                     r.fit->max_requests * r.dp, vllm_thousands(o.context_tokens), per_engine,
+                     vllm_thousands(std::max<std::int64_t>(r.engine_requests, 1)),
+                     vllm_thousands(r.fit->max_context_tokens));
+    }
+  }
+  return s;
+}
+
+}  // namespace dsv4::cache::cli
