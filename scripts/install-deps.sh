@@ -14,6 +14,7 @@ packages=(
   libclang-rt-14-dev                                    # ASan/UBSan/libFuzzer runtimes of clang 14
   libfmt-dev nlohmann-json3-dev libcli11-dev libssl-dev  # library dependencies (formatters, JSON, CLI, SHA-256)
   libgtest-dev libgmock-dev libbenchmark-dev libxxhash-dev  # tests and benchmarks
+  python3                                               # the independent oracles of tests/oracle/
 )
 
 missing=()

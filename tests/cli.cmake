@@ -29,4 +29,18 @@ if(TARGET dsv4-cache-plan)
   add_dependencies(golden_test dsv4-cache-layout)
   target_compile_definitions(golden_test PRIVATE DSV4_PYTHON3="${dsv4_golden_python}"
                                                  DSV4_GOLDEN_WRITER_PY="${CMAKE_CURRENT_SOURCE_DIR}/golden/fp8_ds_mla_writer.py")
+  # vLLM's startup figures against the independent Python oracle of vLLM's sizing
+  # (tests/oracle/vllm_pool_oracle.py, written from vLLM's source): 24 cases, and the oracle's own
+  # hand-checked values. Python 3 comes with scripts/install-deps.sh.
+  if(Python3_Interpreter_FOUND)
+    add_test(NAME oracle.vllm_pool_self_test
+             COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/oracle/vllm_pool_oracle.py --self-test)
+    add_test(NAME oracle.vllm_plan_agrees
+             COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/oracle/compare_vllm_plan.py
+                     $<TARGET_FILE:dsv4-cache-plan>)
+    set_tests_properties(oracle.vllm_pool_self_test oracle.vllm_plan_agrees PROPERTIES LABELS host)
+  else()
+    message(WARNING "dsv4-cache: no Python 3 interpreter: the vLLM oracle comparison is not run "
+                    "(bash scripts/install-deps.sh installs python3)")
+  endif()
 endif()

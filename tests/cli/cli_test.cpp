@@ -540,3 +540,82 @@ TEST(CliV41, RefusedInputsExit2) {
 
 }  // namespace
 }  // namespace dsv4::cache::cli
+
+namespace dsv4::cache::cli {
+namespace {
+
+// The vLLM engine issue's "done when": vLLM's startup line as the pinned version computes it
+// (tests/oracle/vllm_pool_oracle.py gives the same), the simulated number of requests that really
+// fit, and a 1 x 1,048,576-token plan at least what vLLM needs to start.
+TEST(CliVllm, StartupLinesAndWhatReallyFits) {
+  const run_result r = run({"--preset", "v4-flash", "--engine", "vllm", "--memory-gib", "64", "--context", "1048576"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("engine vllm@2026.11"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("vLLM logs: GPU KV cache size: 9,650,417 tokens, Maximum concurrency for 1,048,576 tokens per "
+                       "request: 9.20x"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("vLLM starts with at least 7,467,690,240 B of KV cache"), std::string::npos);
+  EXPECT_NE(r.out.find("what really fits (simulated on this pool"), std::string::npos);
+  EXPECT_NE(r.out.find("turns it on by default: plan that with --overlap"), std::string::npos);
+  const json j = run_json({"--preset", "v4-flash", "--memory-gib", "64"});
+  const json& e = j["engine_report"];
+  EXPECT_EQ(e["engine"], "vllm");
+  EXPECT_EQ(e["preset"], "2026.11");
+  EXPECT_EQ(e["source_commit"], "4253bd44243c89bb62c1898399f69236b2b5c721");
+  EXPECT_EQ(e["structure"], "shared_block_pool");
+  EXPECT_EQ(e["bytes_per_block"], 1'002'240);
+  EXPECT_EQ(e["num_blocks"], 68'565);
+  EXPECT_EQ(e["request_blocks"], 7'450);
+  EXPECT_EQ(e["reported_tokens"], 9'650'417);
+  EXPECT_EQ(e["log_lines"].size(), 1U);
+  ASSERT_EQ(e["groups"].size(), 5U);
+  EXPECT_EQ(e["groups"][2]["table"], "full_history");
+  EXPECT_EQ(e["groups"][2]["charge_blocks"], 4'096);
+  EXPECT_EQ(e["groups"][2]["tensors"][0]["page_bytes"], 8'640);  // index keys, 576-B padded
+  const std::int64_t fit = e["simulated_max_requests"].get<std::int64_t>();
+  EXPECT_GE(fit, j["plan"]["max_requests"].get<std::int64_t>());  // the plan never promises more than fits
+  EXPECT_GT(fit, 9);  // more than vLLM's own concurrency figure: its startup charge counts a prompt chunk per request
+  // The 1 x 1M plan: vLLM starts with it.
+  EXPECT_GE(j["plan"]["total_bytes"].get<std::uint64_t>(), e["min_bytes_to_start"].get<std::uint64_t>());
+  // With async scheduling (vLLM's default): 10,778 blocks a request, 6.36x.
+  const json a = run_json({"--preset", "v4-flash", "--memory-gib", "64", "--overlap"});
+  EXPECT_EQ(a["engine_report"]["request_blocks"], 10'778);
+  EXPECT_EQ(a["engine_report"]["max_in_flight_tokens"], 16'384);
+  EXPECT_EQ(a["engine_report"]["log_lines"][0],
+            "GPU KV cache size: 6,670,589 tokens, Maximum concurrency for 1,048,576 tokens per request: 6.36x");
+}
+
+TEST(CliVllm, OwnPoolsAndOtherEngines) {
+  const json own = run_json({"--memory-gib", "64", "--pools", "own"});
+  EXPECT_EQ(own["engine_report"]["structure"], "own_pools");
+  EXPECT_FALSE(own["engine_report"].contains("bytes_per_block"));
+  EXPECT_TRUE(own["engine_report"].contains("simulated_max_requests"));
+  const json t = run_json({"--engine", "tokenspeed", "--context", "8192"});
+  EXPECT_EQ(t["engine_report"]["engine"], "tokenspeed");
+  EXPECT_TRUE(t["engine_report"]["preset"].is_null());
+  EXPECT_EQ(t["plan"]["pool_structure"], "own_pools");
+  EXPECT_EQ(run_json({"--engine", "vllm@2026.11"})["plan"], run_json({})["plan"]);
+}
+
+TEST(CliVllm, RefusalAndMaxRunningRequests) {
+  const json j = run_json({"--memory-gib", "1"});
+  EXPECT_EQ(j["engine_report"]["starts"], false);
+  EXPECT_EQ(j["engine_report"]["estimated_max_model_len"], 2'592);
+  EXPECT_EQ(j["engine_report"]["simulated_max_requests"], 0);
+  // max_num_seqs caps what runs at once: 8,192-token requests on 64 GiB, at most 16 running.
+  const json m = run_json({"--memory-gib", "64", "--context", "8192", "--max-running-requests", "16"});
+  EXPECT_EQ(m["engine_report"]["simulated_max_requests"], 16);
+  EXPECT_EQ(m["engine_report"]["max_running_requests"], 16);
+}
+
+TEST(CliVllm, SimulateRunsMillionTokenContexts) {
+  // The work estimate, not N x L, bounds --simulate: 16 requests of 1M tokens replay in well under a second.
+  const json j = run_json({"--requests", "16", "--simulate"});
+  EXPECT_GE(j["plan"]["num_blocks"].get<std::int64_t>(), j["plan"]["simulated_peak_blocks"].get<std::int64_t>());
+  EXPECT_GE(j["plan"]["num_blocks"].get<std::int64_t>(),
+            j["plan"]["simulated_peak_admission_blocks"].get<std::int64_t>());
+}
+
+}  // namespace
+}  // namespace dsv4::cache::cli

@@ -58,6 +58,9 @@ fs::path describe(const std::string& name, std::vector<std::string> args) {
 
 std::uint64_t libxxhash(std::string_view s) { return XXH64(s.data(), s.size(), 0); }
 
+/// "0x..." of libxxhash's XXH64 of `s` (an independent hash of the compact layout).
+std::string fingerprint_hex_string(const std::string& s) { return dsv4::tools::contract_detail::hex(libxxhash(s)); }
+
 TEST(Contract, LibxxhashAgrees) {
   for (const model_config* m : {&deepseek_v4_flash, &deepseek_v4_pro, &deepseek_v4_1_flash, &deepseek_v3_2}) {
     const cache_layout l = describe_layout(*m);
@@ -280,4 +283,79 @@ TEST(Contract, ReadmeExampleIsTheTinyConfigsCanonicalLayout) {
   EXPECT_NE(readme.find("fingerprint is `" + dsv4::tools::contract_detail::hex(fingerprint(l)) + "`"),
             std::string::npos);
 }
+}  // namespace
+
+namespace {
+
+// `describe --engine vllm`: vLLM's placement (its shared block pool) under schema /2, so two peers
+// say whether their blocks can move as they are; without --engine the fingerprint stays /1's.
+TEST(ContractEngine, VllmPlacementUnderSchemaTwo) {
+  const run_out d = layout_cli({"describe", "--engine", "vllm", "--context", "65536"});
+  ASSERT_EQ(d.rc, 0) << d.err;
+  const ojson j = ojson::parse(d.out);
+  EXPECT_EQ(j["schema"], "dsv4-cache-layout/2");
+  EXPECT_EQ(j["layout"]["schema"], "dsv4-cache-layout/2");
+  const ojson& e = j["layout"]["engine"];
+  EXPECT_EQ(e["name"], "vllm");
+  EXPECT_EQ(e["block_bytes"], 1'002'240);
+  ASSERT_EQ(e["groups"].size(), 5U);
+  // The full-history block: index keys (21 x 8,640), then the CSA KV (21 x 37,440) at 181,440, then
+  // the HCA KV (20 x 1,728) at 181,440 + 786,240 = 967,680, in vLLM's registration order.
+  const ojson& full = e["groups"][2]["tensors"];
+  EXPECT_EQ(full[0]["group"], "v4.c4a.compressed_kv");
+  EXPECT_EQ(full[0]["pool"], 1);
+  EXPECT_EQ(full[1]["offset"], 21 * 8'640);
+  EXPECT_EQ(full[2]["offset"], 21 * 8'640 + 21 * 37'440);
+  EXPECT_EQ(full[2]["page_bytes"], 1'728);
+  EXPECT_EQ(full[2]["alignment"], 576);
+  // The fingerprint hashes the compact layout; check recomputes every offset and page.
+  EXPECT_EQ(j["fingerprint"], fingerprint_hex_string(j["layout"].dump()));
+  const fs::path f = temp_file("engine.json", d.out);
+  EXPECT_EQ(layout_cli({"check", f.string()}).rc, 0);
+  // Without --engine: the library's pages alone, schema /1, today's fingerprint.
+  EXPECT_EQ(layout_cli({"fingerprint"}).out, "0xf8c17eefea49254e\n");
+  EXPECT_NE(layout_cli({"fingerprint", "--engine", "vllm"}).out, "0xf8c17eefea49254e\n");
+  // tokenspeed keeps own pools: nothing moves, schema /1.
+  EXPECT_EQ(layout_cli({"fingerprint", "--engine", "tokenspeed"}).out, "0xf8c17eefea49254e\n");
+}
+
+TEST(ContractEngine, CheckNamesAWrongOffsetAndDiffNamesTheBlock) {
+  const run_out d = layout_cli({"describe", "--engine", "vllm"});
+  ASSERT_EQ(d.rc, 0) << d.err;
+  ojson j = ojson::parse(d.out);
+  j["layout"]["engine"]["groups"][2]["tensors"][1]["offset"] = 181'441;
+  j["fingerprint"] = fingerprint_hex_string(j["layout"].dump());  // a consistent fingerprint: the number is wrong
+  const fs::path bad = temp_file("engine-bad.json", j.dump(2));
+  const run_out c = layout_cli({"check", bad.string()});
+  EXPECT_EQ(c.rc, 1);
+  EXPECT_NE(c.out.find("layout.engine.groups[2].tensors[1].offset: 181,441, but the tensors before it end at 181,440"),
+            std::string::npos)
+      << c.out;
+  const fs::path a = describe("engine-fp8.json", {"--engine", "vllm"});
+  const fs::path b = describe("engine-mxfp4.json", {"--engine", "vllm", "--indexer", "mxfp4"});
+  const run_out diff = layout_cli({"diff", a.string(), b.string()});
+  EXPECT_EQ(diff.rc, 1);
+  EXPECT_NE(diff.out.find("engine block 1,002,240 B vs 917,568 B"), std::string::npos) << diff.out;
+  EXPECT_NE(diff.out.find("engine group 2 tensors v4.c4a.compressed_kv[1]: page 8,640 B vs 4,608 B"),
+            std::string::npos);
+  const fs::path plain = describe("engine-none.json", {});
+  const run_out mixed = layout_cli({"diff", a.string(), plain.string()});
+  EXPECT_EQ(mixed.rc, 1);
+  EXPECT_NE(mixed.out.find("engine placement: only in A (vllm)"), std::string::npos) << mixed.out;
+}
+
+TEST(ContractEngine, PerRankBlocksAreTheStagesOwn) {
+  // V4-Pro on 2 pipeline stages: each stage's block is its widest projected group (718,848 B on
+  // stage 0, 717,120 B on stage 1; vllm_engine_test works them by hand).
+  const run_out s0 = layout_cli({"describe", "--preset", "v4-pro", "--engine", "vllm", "--pp", "2", "--rank", "0"});
+  const run_out s1 = layout_cli({"describe", "--preset", "v4-pro", "--engine", "vllm", "--pp", "2", "--rank", "1"});
+  ASSERT_EQ(s0.rc, 0) << s0.err;
+  EXPECT_EQ(ojson::parse(s0.out)["layout"]["engine"]["block_bytes"], 718'848);
+  EXPECT_EQ(ojson::parse(s1.out)["layout"]["engine"]["block_bytes"], 717'120);
+  // vLLM refuses DCP for DeepSeek V4: --engine vllm with --dcp is bad input.
+  const run_out dcp = layout_cli({"describe", "--engine", "vllm", "--tp", "2", "--dcp", "2"});
+  EXPECT_EQ(dcp.rc, 2);
+  EXPECT_NE(dcp.err.find("vLLM rejects decode context parallelism"), std::string::npos) << dcp.err;
+}
+
 }  // namespace
