@@ -109,9 +109,9 @@ inline void check_shared_plan(const cache::memory_plan& p) {
     }
     widest = bytes > widest ? bytes : widest;
     DSV4_FUZZ_CHECK(ep.pages_per_request >= 1 && ep.shared_pages >= 0);
-    DSV4_FUZZ_CHECK(static_cast<u128>(ep.blocks) == static_cast<u128>(p.holding_requests) *
-                                                        static_cast<u128>(ep.pages_per_request) +
-                                                    static_cast<u128>(ep.shared_pages));
+    DSV4_FUZZ_CHECK(static_cast<u128>(ep.blocks) ==
+                    static_cast<u128>(p.holding_requests) * static_cast<u128>(ep.pages_per_request) +
+                        static_cast<u128>(ep.shared_pages));
     blocks += static_cast<u128>(ep.blocks);
     const u128 r = static_cast<u128>(g.rule.page_tokens);
     u128 c = 0;

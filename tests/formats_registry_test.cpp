@@ -217,15 +217,15 @@ TEST(FormatFlags, OneGroupAndTheIndexer) {
   EXPECT_EQ(c4["pools"][1]["page_bytes"], 8'448);                           // the 132-B slot, 68 B used
   EXPECT_EQ(group(j, "v4.swa_kv")["pools"][0]["format"], "v4.fp8_ds_mla");  // other groups keep the default
   // --format wins over --kv-format for its group.
-  const json k =
-      plan_json({"--kv-format", "v4.bf16", "--format", "v4.swa_kv=v4.fp8_uniform", "--context", "4096", "--pools", "own"});
+  const json k = plan_json(
+      {"--kv-format", "v4.bf16", "--format", "v4.swa_kv=v4.fp8_uniform", "--context", "4096", "--pools", "own"});
   EXPECT_EQ(group(k, "v4.swa_kv")["page_bytes"], 64 * 512);
   EXPECT_EQ(group(k, "v4.c128a.compressed_kv")["page_bytes"], 2 * 1'024);
 }
 
 TEST(FormatFlags, NothingBelowTheSimulatedPeakWithOtherFormats) {
-  const json j = plan_json(
-      {"--kv-format", "v4.mxfp4_kv", "--context", "2048", "--requests", "3", "--simulate", "--pools", "own"});
+  const json j =
+      plan_json({"--kv-format", "v4.mxfp4_kv", "--context", "2048", "--requests", "3", "--simulate", "--pools", "own"});
   for (const json& g : j["groups"])
     EXPECT_GE(g["pools"][0]["pages_per_layer"].get<std::int64_t>(), g["simulated_peak_pages"].get<std::int64_t>())
         << g["id"];

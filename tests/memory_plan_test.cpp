@@ -176,11 +176,9 @@ TEST(MemoryPlan, MaxContextIsExact) {
   const context_capacity c = max_context_for_budget(deepseek_v4_flash, own({.requests = 64}), budget);
   ASSERT_GT(c.max_context_tokens, 0);
   EXPECT_FALSE(c.limited_by_model);
-  EXPECT_LE(build_own(deepseek_v4_flash, {.context_tokens = c.max_context_tokens, .requests = 64}).total_bytes,
+  EXPECT_LE(build_own(deepseek_v4_flash, {.context_tokens = c.max_context_tokens, .requests = 64}).total_bytes, budget);
+  EXPECT_GT(build_own(deepseek_v4_flash, {.context_tokens = c.max_context_tokens + 1, .requests = 64}).total_bytes,
             budget);
-  EXPECT_GT(
-      build_own(deepseek_v4_flash, {.context_tokens = c.max_context_tokens + 1, .requests = 64}).total_bytes,
-      budget);
   const context_capacity all = max_context_for_budget(deepseek_v4_flash, own({}), 1ULL << 40);
   EXPECT_TRUE(all.limited_by_model);
   EXPECT_EQ(all.max_context_tokens, 1'048'576);
@@ -204,9 +202,8 @@ TEST(MemoryPlan, HugeBudgetSaturatesCorrectly) {
 }
 
 TEST(MemoryPlan, OverflowIsAnErrorNeverAWrappedNumber) {
-  expect_invalid(
-      [] { (void)build_own(deepseek_v4_flash, {.context_tokens = 1LL << 40, .requests = 1LL << 30}); },
-      {"context_tokens must be <= max_position_embeddings", "context_tokens=1099511627776"});
+  expect_invalid([] { (void)build_own(deepseek_v4_flash, {.context_tokens = 1LL << 40, .requests = 1LL << 30}); },
+                 {"context_tokens must be <= max_position_embeddings", "context_tokens=1099511627776"});
   model_config c = deepseek_v4_flash;
   c.max_position_embeddings = 1LL << 62;
   expect_invalid([&] { (void)build_own(c, {.context_tokens = 1LL << 40, .requests = 1LL << 30}); },
@@ -215,7 +212,7 @@ TEST(MemoryPlan, OverflowIsAnErrorNeverAWrappedNumber) {
   expect_invalid(
       [] {
         (void)build_own(deepseek_v4_flash, {.requests = std::numeric_limits<std::int64_t>::max(),
-                                                    .prefill_chunk_tokens = std::int64_t{1} << 40});
+                                            .prefill_chunk_tokens = std::int64_t{1} << 40});
       },
       {"overflows"});
   // With vLLM's 8,192-token budget only 8,192 of them hold pages at once: a finite plan.
@@ -224,8 +221,7 @@ TEST(MemoryPlan, OverflowIsAnErrorNeverAWrappedNumber) {
 }
 
 TEST(MemoryPlan, OptionErrors) {
-  expect_invalid([] { (void)build_own(deepseek_v4_flash, {.requests = 0}); },
-                 {"requests must be >= 1", "requests=0"});
+  expect_invalid([] { (void)build_own(deepseek_v4_flash, {.requests = 0}); }, {"requests must be >= 1", "requests=0"});
   expect_invalid([] { (void)build_own(deepseek_v4_flash, {.context_tokens = -5}); },
                  {"context_tokens must be >= 1", "context_tokens=-5"});
   expect_invalid([] { (void)build_own(deepseek_v4_flash, {.tokens_per_step = 0}); },

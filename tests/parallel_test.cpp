@@ -63,7 +63,8 @@ TEST(Parallel, DataParallelSplitsRequests) {
   // Fewer requests than ranks: the idle rank keeps only its null pages.
   const rank_plan_result idle = rank_plan(deepseek_v4_flash, own({.context_tokens = 8192, .requests = 3}), p, 3);
   EXPECT_EQ(idle.requests, 0);
-  EXPECT_EQ(idle.plan.total_bytes, max_requests_for_budget(deepseek_v4_flash, own({.context_tokens = 8192}), 1).fixed_bytes);
+  EXPECT_EQ(idle.plan.total_bytes,
+            max_requests_for_budget(deepseek_v4_flash, own({.context_tokens = 8192}), 1).fixed_bytes);
 }
 
 TEST(Parallel, PipelineStagesFollowVllmGetPpIndices) {
@@ -182,8 +183,7 @@ TEST(Parallel, RolesForDisaggregation) {
   EXPECT_EQ(pf.groups[0].pages_per_layer, 4 * 128 + 1);
   plan_options bad = base;
   bad.handover_requests = 1;
-  expect_invalid([&] { (void)build_own(deepseek_v4_flash, bad); },
-                 {"handover_requests are for the decode role only"});
+  expect_invalid([&] { (void)build_own(deepseek_v4_flash, bad); }, {"handover_requests are for the decode role only"});
 }
 
 TEST(Parallel, ClusterCapacity) {

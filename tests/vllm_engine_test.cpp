@@ -21,9 +21,7 @@ using testing::expect_invalid;
 
 constexpr std::uint64_t kGiB = std::uint64_t{1} << 30;
 
-engine_pools vllm_pools(const model_config& m, plan_options o) {
-  return plan_pools(m, plan_cache_specs(m, o), o);
-}
+engine_pools vllm_pools(const model_config& m, plan_options o) { return plan_pools(m, plan_cache_specs(m, o), o); }
 
 std::int64_t tensors_of(const engine_group& g, const char* group, int pool) {
   for (int i = 0; i < g.num_members; ++i)
@@ -94,7 +92,7 @@ TEST(VllmEngine, ProBlockMatchesVllmPr48993) {
   EXPECT_EQ(vllm_pools(deepseek_v4_pro, {.indexer = indexer_format::mxfp4}).bytes_per_block, 1'315'008);
   const engine_pools fp8 = vllm_pools(deepseek_v4_pro, {.cache_mtp = false});
   EXPECT_EQ(fp8.bytes_per_block, 30 * 37'440 + 31 * 1'728 + 30 * 8'640);  // 1,435,968
-  EXPECT_EQ(fp8[0].num_tensors(), 31);  // SWA 61 = 31 + 30 (d = 31)
+  EXPECT_EQ(fp8[0].num_tensors(), 31);                                    // SWA 61 = 31 + 30 (d = 31)
   EXPECT_EQ(fp8[1].num_tensors(), 30);
 }
 
@@ -177,8 +175,7 @@ TEST(VllmEngine, VllmOwnTestCasesOfTheAdmissionCapAndConcurrency) {
   EXPECT_EQ(b.request_blocks, 1'024 + 129);
   EXPECT_DOUBLE_EQ(b.max_concurrency, 3.0);
   EXPECT_EQ(b.reported_tokens, 49'152);
-  EXPECT_EQ(b.log_line,
-            "GPU KV cache size: 49,152 tokens, Maximum concurrency for 16,384 tokens per request: 3.00x");
+  EXPECT_EQ(b.log_line, "GPU KV cache size: 49,152 tokens, Maximum concurrency for 16,384 tokens per request: 3.00x");
 }
 
 // The Python oracle's figures (python3 tests/oracle/vllm_pool_oracle.py --config ... --kv-gib G
@@ -221,8 +218,7 @@ TEST(VllmEngine, StartupReportAgreesWithThePythonOracle) {
                  std::to_string(row.gib) + " GiB");
     const engine_pools e = vllm_pools(*row.model, {.indexer = row.indexer, .cache_mtp = false});
     const std::int64_t w[] = {e.bytes_per_block};
-    const vllm_startup_report r =
-        vllm_startup(e, w, 1'048'576, 8'192, row.async_scheduling, 1, row.gib * kGiB);
+    const vllm_startup_report r = vllm_startup(e, w, 1'048'576, 8'192, row.async_scheduling, 1, row.gib * kGiB);
     EXPECT_EQ(r.bytes_per_block, row.bytes_per_block);
     EXPECT_EQ(r.num_blocks, row.num_blocks);
     EXPECT_EQ(r.request_blocks, row.request_blocks);

@@ -271,8 +271,7 @@ TEST(CliEngine, SimulateShowsNoGroupBelowItsPeak) {
   // whole pool at 54 blocks in use; the plan holds 55 with the null block.
   const json v = run_json({"--requests", "2", "--context", "63", "--prefill-chunk", "512", "--simulate"});
   EXPECT_EQ(v["groups"][1]["simulated_peak_pages"], 32);
-  for (const json& g : v["groups"])
-    EXPECT_GE(g["pools"][0]["pages_per_layer"], g["simulated_peak_pages"]) << g["id"];
+  for (const json& g : v["groups"]) EXPECT_GE(g["pools"][0]["pages_per_layer"], g["simulated_peak_pages"]) << g["id"];
   EXPECT_EQ(v["plan"]["num_blocks"], 55);
   EXPECT_EQ(v["plan"]["simulated_peak_blocks"], 55);
   EXPECT_LE(v["plan"]["simulated_peak_admission_blocks"], v["plan"]["num_blocks"]);

@@ -2,8 +2,8 @@
 // in {5, 63, 64, 65, 127, 128, 129, 1000, 8192, 8193, 131072}, s in 1..4 and B in {1, 64, 512, 8192}, the plan's pages
 // per layer are at least the allocation simulator's worst peak + the null page in every group, and the plan / peak
 // bytes ratio is printed (its median must stay <= 1.15); under vLLM's shared block pool the same in blocks (every
-// table, and the pool against the peak in use and at an admission). ctest label "grid": Release builds only (about a minute on two
-// cores, too slow under sanitizers).
+// table, and the pool against the peak in use and at an admission). ctest label "grid": Release builds only (about a
+// minute on two cores, too slow under sanitizers).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -68,7 +68,8 @@ void check_grid(const model_config& model, const allocation_policy& policy, pool
         }
         if (!bad.empty()) {
           const std::lock_guard lock(mu);
-          failures.push_back(::testing::PrintToString(std::vector<std::int64_t>{c.n, c.l, c.s, c.b, bad[0], bad[1], bad[2]}));
+          failures.push_back(
+              ::testing::PrintToString(std::vector<std::int64_t>{c.n, c.l, c.s, c.b, bad[0], bad[1], bad[2]}));
         }
         continue;
       }

@@ -23,13 +23,11 @@ int main(int argc, char** argv) {
   if (a.payload_bytes != p.total_bytes) return 1;
   const dc::sim_result r =
       dc::simulate_worst_case(dc::build_cache_specs(dc::deepseek_v4_flash), dc::vllm_policy, 2, 100, 1, 64);
-  if (r.peak_bytes == 0 ||
-      r.peak_bytes > dc::build_memory_plan(dc::deepseek_v4_flash,
-                                           {.context_tokens = 100,
-                                            .requests = 2,
-                                            .prefill_chunk_tokens = 64,
-                                            .pools = dc::pools_choice::own})
-                         .total_bytes)
+  if (r.peak_bytes == 0 || r.peak_bytes > dc::build_memory_plan(dc::deepseek_v4_flash, {.context_tokens = 100,
+                                                                                        .requests = 2,
+                                                                                        .prefill_chunk_tokens = 64,
+                                                                                        .pools = dc::pools_choice::own})
+                                              .total_bytes)
     return 1;
   std::printf("ok: %llu B\n", static_cast<unsigned long long>(p.total_bytes));
   return 0;

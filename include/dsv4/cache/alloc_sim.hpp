@@ -192,7 +192,8 @@ class simulator {
       int t = 0;
       while (shared_ && t < result_.num_groups && !(rules_[static_cast<std::size_t>(t)] == rule)) ++t;
       if (!shared_ || t == result_.num_groups) {
-        require(result_.num_groups < kMaxGroups, "more simulated tables than kMaxGroups", {"tables", result_.num_groups});
+        require(result_.num_groups < kMaxGroups, "more simulated tables than kMaxGroups",
+                {"tables", result_.num_groups});
         t = result_.num_groups++;
         rules_[static_cast<std::size_t>(t)] = rule;
         sim_group& sg = groups_[static_cast<std::size_t>(t)];
@@ -470,13 +471,14 @@ class simulator {
     for (int g = 0; g < result_.num_groups; ++g) {
       const auto gi = static_cast<std::size_t>(g);
       result_.peak_pages[gi] = std::max(result_.peak_pages[gi], live_pages_[gi]);
-      bytes = checked_add(bytes, checked_mul(static_cast<std::uint64_t>(live_pages_[gi]), groups_[gi].layer_page_bytes));
+      bytes =
+          checked_add(bytes, checked_mul(static_cast<std::uint64_t>(live_pages_[gi]), groups_[gi].layer_page_bytes));
     }
     result_.peak_bytes = std::max(result_.peak_bytes, bytes);
     if (shared_)  // a request-by-request peak above the step's end
-      result_.peak_bytes = std::max(result_.peak_bytes, checked_add(null_bytes_, checked_mul(
-                                                                                     static_cast<std::uint64_t>(result_.peak_blocks),
-                                                                                     null_bytes_)));
+      result_.peak_bytes =
+          std::max(result_.peak_bytes,
+                   checked_add(null_bytes_, checked_mul(static_cast<std::uint64_t>(result_.peak_blocks), null_bytes_)));
   }
 
   /// Ends the step: computed tokens advance, prompts end, requests finish. Returns true on a
@@ -563,7 +565,7 @@ class simulator {
   sim_workload w_;
   sim_options o_;
   bool shared_ = false;
-  bool jumping_ = false;  ///< Inside a fast-forward's catch-up (no peak is noted there).
+  bool jumping_ = false;          ///< Inside a fast-forward's catch-up (no peak is noted there).
   std::uint64_t null_bytes_ = 0;  ///< The null block, or every pool's null page.
   std::int64_t live_blocks_ = 0;  ///< Shared pool: blocks in use (sum over tables of live pages x multiplicity).
   std::array<table_rule, kMaxGroups> rules_{};
@@ -611,7 +613,7 @@ struct sim_search {
   std::int64_t every_prompt_up_to = 256;
   bool staggered = true;  ///< Also staggered arrivals, one every `arrival_gap_steps` steps.
   std::int64_t arrival_gap_steps = 1;
-  bool closed_loop = true;  ///< Also a closed loop (2N completions).
+  bool closed_loop = true;       ///< Also a closed loop (2N completions).
   std::int64_t max_running = 0;  ///< The engine's cap on running requests (0: none).
   sim_options sim{};
 };
@@ -742,8 +744,8 @@ inline sim_result simulate_worst_case(const group_spec_list& specs, const alloca
 /// fast-forward skips the steady ones (P: the sliding tables' page period, at most 256), and each
 /// step visits at most N running requests. An upper estimate: on this project's 2-core machine
 /// 1024 requests of 1,048,576 tokens at B = 512 (estimated 3.3e10) replay in about 8 s.
-inline double sim_work_estimate(const engine_pools& pools, const allocation_policy& p, std::int64_t N,
-                                std::int64_t L, std::int64_t s, std::int64_t B, const sim_search& search = {}) {
+inline double sim_work_estimate(const engine_pools& pools, const allocation_policy& p, std::int64_t N, std::int64_t L,
+                                std::int64_t s, std::int64_t B, const sim_search& search = {}) {
   std::int64_t period = 1;
   for (const engine_group& g : pools)
     if (g.rule.sliding()) period = std::lcm(period, g.rule.page_tokens);
@@ -816,10 +818,10 @@ inline std::int64_t max_requests_simulated(const engine_pools& pools, const allo
 /// (`simulated_fit`); 0 if even the smallest does not. A binary search: assumes both are monotone
 /// in L. Throws as `simulate`.
 template <class Starts = bool (*)(std::int64_t)>
-std::int64_t max_context_simulated(const engine_pools& pools, const allocation_policy& p, std::int64_t N,
-                                   std::int64_t max_context, std::int64_t s, std::int64_t B, const sim_capacity& cap,
-                                   const sim_search& search = {},
-                                   Starts starts = [](std::int64_t /*L*/) { return true; }) {
+std::int64_t max_context_simulated(
+    const engine_pools& pools, const allocation_policy& p, std::int64_t N, std::int64_t max_context, std::int64_t s,
+    std::int64_t B, const sim_capacity& cap, const sim_search& search = {},
+    Starts starts = [](std::int64_t /*L*/) { return true; }) {
   const auto fits = [&](std::int64_t L) { return starts(L) && simulated_fit(pools, p, N, L, s, B, cap, search); };
   std::int64_t lo = std::max<std::int64_t>(2, s);
   if (lo > max_context || !fits(lo)) return 0;

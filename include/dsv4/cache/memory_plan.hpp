@@ -149,7 +149,7 @@ struct memory_plan {
   /// Shared, N >= 2: the plan of N - 1 requests + a newcomer's admission gate + 1 null block
   /// (vLLM admits a request only if the free blocks cover its prompt); 0 for N < 2.
   std::int64_t admission_blocks = 0;
-  std::int64_t num_blocks = 0;      ///< Shared: the largest of the three, the plan's blocks.
+  std::int64_t num_blocks = 0;  ///< Shared: the largest of the three, the plan's blocks.
 
   [[nodiscard]] constexpr const group_plan* begin() const { return groups.data(); }
   [[nodiscard]] constexpr const group_plan* end() const { return groups.data() + num_groups; }
@@ -235,8 +235,8 @@ constexpr group_pages pages_of(const table_rule& spec, const plan_options& o, gu
         p.overlap && o.role == deployment_role::colocated ? guard::min_mul(u(o.requests), cap, prompt_pages) : 0;
     return out;
   }
-  const std::uint64_t w = u(effective_window(spec.window_tokens, spec.step_window_base_tokens, p,
-                                             o.tokens_per_step, spec.engine_state_ring));
+  const std::uint64_t w = u(
+      effective_window(spec.window_tokens, spec.step_window_base_tokens, p, o.tokens_per_step, spec.engine_state_ring));
   out.window = w;
   // A decoding request spans W - 1 history + sf verified + (sf - 1) lookahead or lag tokens.
   const std::uint64_t ring = guard::cdiv(g.add(w, g.mul(2, sf)) - 3, r) + 1;
@@ -277,16 +277,134 @@ constexpr std::uint64_t dcp_share_pages(std::uint64_t pages, std::uint64_t rows,
   return max_u(blocks, guard::cdiv(rows0, rows));
 }
 
+/// One engine group's blocks per request and shared blocks for options `o` (DCP shards a
+/// full-history table: every tensor of it).
+constexpr group_pages engine_group_pages(const engine_group& eg, const plan_options& o, guard& g) {
+  group_pages pg = pages_of(eg.rule, o, g);
+  if (o.dcp > 1 && eg.rule.kind == table_kind::full_history) {
+    pg.per_request =
+        dcp_share_pages(pg.per_request, u(eg.members[0].rows_per_page), u(o.dcp), u(o.dcp_interleave_rows), g);
+    pg.shared = guard::cdiv(pg.shared, u(o.dcp));
+  }
+  return pg;
+}
+
+/// A shared block pool's blocks (vLLM, see `size_plan`): every engine group's, vLLM's startup
+/// need, and the admission gate's bound. Fills plan.engine_groups and the block counts.
+constexpr void size_shared_blocks(const engine_pools& pools, const plan_options& o, guard& g, memory_plan& plan) {
+  const std::uint64_t h = holding_requests(o);
+  // vLLM's max_in_flight_tokens (2B with async scheduling), saturated: the charge never overflows.
+  const std::uint64_t in_flight = g.mul(u(o.prefill_chunk_tokens), o.policy.overlap ? 2 : 1);
+  const auto in_flight_i = static_cast<std::int64_t>(min_u(in_flight, u(std::numeric_limits<std::int64_t>::max())));
+  std::uint64_t blocks = 0;
+  std::uint64_t charge = 0;
+  for (int e = 0; e < pools.num_groups; ++e) {
+    const engine_group& eg = pools[e];
+    engine_group_plan& ep = plan.engine_groups[static_cast<std::size_t>(e)];
+    const group_pages pg = engine_group_pages(eg, o, g);
+    // A ring keeps its rows for the request's life: its "window" is its rows.
+    ep.window_tokens =
+        eg.rule.kind == table_kind::request_ring ? eg.rule.page_tokens : static_cast<std::int64_t>(pg.window);
+    ep.pages_per_request = static_cast<std::int64_t>(pg.per_request);
+    ep.shared_pages = static_cast<std::int64_t>(pg.shared);
+    const std::uint64_t b = g.add(g.mul(h, pg.per_request), pg.shared);
+    ep.blocks = static_cast<std::int64_t>(b);
+    ep.charge_blocks = vllm_charge_blocks(eg.rule, o.context_tokens, in_flight_i, o.dcp);
+    blocks = g.add(blocks, b);
+    charge = g.add(charge, u(ep.charge_blocks));
+  }
+  const std::uint64_t planned = g.add(blocks, 1);
+  const std::uint64_t startup = g.add(charge, 1);
+  // vLLM's admission gate (M allocate_slots, full_sequence_must_fit): a new request is admitted
+  // only if the free blocks cover its whole prompt, sliding tables capped at their charge. The
+  // others hold at most the plan of N - 1 requests, so the pool must hold that + the newcomer's
+  // gate: every table's whole context (cap), sliding ones capped at the charge, one ring block.
+  std::uint64_t gate = 0;
+  if (o.requests >= 2) {
+    plan_options others = o;
+    others.requests = o.requests - 1;
+    const std::uint64_t h1 = holding_requests(others);
+    gate = 1;  // the null block
+    for (int e = 0; e < pools.num_groups; ++e) {
+      const engine_group& eg = pools[e];
+      const group_pages pg = engine_group_pages(eg, others, g);
+      std::uint64_t cap =
+          eg.rule.kind == table_kind::request_ring ? 1 : guard::cdiv(u(o.context_tokens), u(eg.rule.page_tokens));
+      if (o.dcp > 1 && eg.rule.kind == table_kind::full_history) cap = guard::cdiv(cap, u(o.dcp));
+      const std::uint64_t need =
+          eg.rule.sliding() ? min_u(cap, u(plan.engine_groups[static_cast<std::size_t>(e)].charge_blocks)) : cap;
+      gate = g.add(g.add(gate, g.add(g.mul(h1, pg.per_request), pg.shared)), need);
+    }
+  }
+  constexpr std::uint64_t kMax = std::numeric_limits<std::int64_t>::max();
+  const std::uint64_t num = max_u(max_u(planned, startup), gate);
+  if (num > kMax) g.overflow = true;
+  plan.planned_blocks = static_cast<std::int64_t>(min_u(planned, kMax));
+  plan.startup_blocks = static_cast<std::int64_t>(min_u(startup, kMax));
+  plan.admission_blocks = static_cast<std::int64_t>(min_u(gate, kMax));
+  plan.num_blocks = static_cast<std::int64_t>(min_u(num, kMax));
+  plan.total_bytes = g.mul(num, u(pools.bytes_per_block));
+}
+
+/// A library group's share of a shared-pool plan: its tensors' pages in the engine groups that
+/// hold them (one rule: the first one's pages per request).
+constexpr void size_group_in_shared_pool(const engine_pools& pools, const memory_plan& plan, guard& g, group_plan& gp) {
+  bool first = true;
+  for (int e = 0; e < pools.num_groups; ++e) {
+    const engine_group& eg = pools[e];
+    const engine_group_plan& ep = plan.engine_groups[static_cast<std::size_t>(e)];
+    for (int m = 0; m < eg.num_members; ++m) {
+      const engine_member& mb = eg.members[static_cast<std::size_t>(m)];
+      if (!(mb.group == gp.spec.id)) continue;
+      if (first) {
+        gp.window_tokens = ep.window_tokens;
+        gp.pages_per_request = ep.pages_per_request;
+        gp.shared_pages = ep.shared_pages;
+        gp.pages_per_layer = ep.blocks;
+        first = false;
+      }
+      gp.pool_pages[static_cast<std::size_t>(mb.pool)] = ep.blocks;
+      gp.bytes = g.add(gp.bytes, g.mul(u(mb.bytes()), u(ep.blocks)));
+    }
+  }
+  g.mul(u(gp.pages_per_layer), u(gp.spec.num_layers));
+}
+
+/// A library group in its own pools: H x per request + shared pages + 1 null page per layer,
+/// priced at its own page bytes (a DCP-sharded main-KV pool: its share).
+constexpr void size_group_in_own_pools(const plan_options& o, std::uint64_t h, guard& g, group_plan& gp) {
+  const paged_cache_group_spec& spec = gp.spec;
+  const std::uint64_t layers = u(spec.num_layers);
+  const group_pages pg = pages_of(table_rule_of(spec), o, g);
+  const std::uint64_t pages = g.add(g.add(g.mul(h, pg.per_request), pg.shared), 1);
+  gp.window_tokens = static_cast<std::int64_t>(pg.window);
+  gp.pages_per_request = static_cast<std::int64_t>(pg.per_request);
+  gp.shared_pages = static_cast<std::int64_t>(pg.shared);
+  gp.pages_per_layer = static_cast<std::int64_t>(pages);
+  g.mul(pages, layers);  // total_pages() must fit too
+  for (int k = 0; k < spec.num_pools; ++k) {
+    std::uint64_t pool_pages = pages;
+    if (dcp_sharded(spec, k) && o.dcp > 1) {
+      const std::uint64_t per =
+          dcp_share_pages(pg.per_request, u(spec.rows_per_page), u(o.dcp), u(o.dcp_interleave_rows), g);
+      pool_pages = g.add(g.add(g.mul(h, per), guard::cdiv(pg.shared, u(o.dcp))), 1);
+    }
+    gp.pool_pages[static_cast<std::size_t>(k)] = static_cast<std::int64_t>(pool_pages);
+    gp.bytes = g.add(gp.bytes, g.mul(g.mul(u(spec.pools[static_cast<std::size_t>(k)].page_bytes), layers), pool_pages));
+  }
+}
+
 /// Sizes every group of `specs` for the (already validated) options, priced in the pool
 /// structure `pools` (built from the same groups, or projected onto the same stage); N may be 0.
 /// Returns false if any quantity overflows 64 bits.
 ///
 /// Own pools: every group holds H x per request + shared pages + 1 null page per layer, priced at
 /// its own page bytes. Shared block pool (vLLM): every engine group (block table) holds
-/// H x per request + shared blocks by the same rules; the pool holds their sum + 1 null block, and
-/// at least what vLLM's startup check asks (one request's charge + the null block), each block
-/// `pools.bytes_per_block` bytes. A library group's bytes are then what its tensors occupy of those
-/// blocks.
+/// H x per request + shared blocks by the same rules; the pool holds their sum + 1 null block, at
+/// least what vLLM's startup check asks (one request's charge + the null block) and, for N >= 2,
+/// what its admission gate asks (N - 1 requests' plan + a newcomer's prompt blocks), each block
+/// `pools.bytes_per_block` bytes. A library group's bytes are then what its tensors occupy of
+/// those blocks.
 constexpr bool size_plan(const group_spec_list& specs, const plan_options& o, const engine_pools& pools,
                          memory_plan& plan) {
   guard g;
@@ -298,129 +416,27 @@ constexpr bool size_plan(const group_spec_list& specs, const plan_options& o, co
   plan.total_bytes = 0;
   plan.ideal_bytes = 0;
   plan.pools = pools;
+  plan.engine_groups = {};
   plan.planned_blocks = 0;
   plan.startup_blocks = 0;
   plan.admission_blocks = 0;
   plan.num_blocks = 0;
   const bool shared = pools.structure == pool_structure::shared_block_pool;
-  if (shared) {
-    // vLLM's max_in_flight_tokens (2B with async scheduling), saturated: the charge never overflows.
-    const std::uint64_t in_flight = g.mul(u(o.prefill_chunk_tokens), o.policy.overlap ? 2 : 1);
-    const auto in_flight_i = static_cast<std::int64_t>(min_u(in_flight, u(std::numeric_limits<std::int64_t>::max())));
-    std::uint64_t blocks = 0;
-    std::uint64_t charge = 0;
-    for (int e = 0; e < pools.num_groups; ++e) {
-      const engine_group& eg = pools[e];
-      engine_group_plan& ep = plan.engine_groups[static_cast<std::size_t>(e)];
-      ep = {};
-      const group_pages pg = pages_of(eg.rule, o, g);
-      std::uint64_t per = pg.per_request;
-      std::uint64_t sh = pg.shared;
-      if (o.dcp > 1 && eg.rule.kind == table_kind::full_history) {  // every tensor of the table is sharded
-        per = dcp_share_pages(per, u(eg.members[0].rows_per_page), u(o.dcp), u(o.dcp_interleave_rows), g);
-        sh = guard::cdiv(sh, u(o.dcp));
-      }
-      // A ring keeps its rows for the request's life: its "window" is its rows.
-      ep.window_tokens = eg.rule.kind == table_kind::request_ring ? eg.rule.page_tokens
-                                                                  : static_cast<std::int64_t>(pg.window);
-      ep.pages_per_request = static_cast<std::int64_t>(per);
-      ep.shared_pages = static_cast<std::int64_t>(sh);
-      const std::uint64_t b = g.add(g.mul(h, per), sh);
-      ep.blocks = static_cast<std::int64_t>(b);
-      ep.charge_blocks = vllm_charge_blocks(eg.rule, o.context_tokens, in_flight_i, o.dcp);
-      blocks = g.add(blocks, b);
-      charge = g.add(charge, u(ep.charge_blocks));
-    }
-    const std::uint64_t planned = g.add(blocks, 1);
-    const std::uint64_t startup = g.add(charge, 1);
-    // vLLM's admission gate (M allocate_slots, full_sequence_must_fit): a new request is admitted
-    // only if the free blocks cover its whole prompt, sliding tables capped at their charge. The
-    // others hold at most the plan of N - 1 requests, so the pool must hold that + the newcomer's
-    // gate: every table's whole context (cap), sliding ones capped at the charge, one ring block.
-    std::uint64_t gate = 0;
-    if (o.requests >= 2) {
-      plan_options others = o;
-      others.requests = o.requests - 1;
-      const std::uint64_t h1 = holding_requests(others);
-      std::uint64_t held = 1;  // the null block
-      for (int e = 0; e < pools.num_groups; ++e) {
-        const engine_group& eg = pools[e];
-        const group_pages pg = pages_of(eg.rule, others, g);
-        std::uint64_t per = pg.per_request;
-        std::uint64_t sh = pg.shared;
-        std::uint64_t cap = eg.rule.kind == table_kind::request_ring ? 1 : guard::cdiv(u(o.context_tokens), u(eg.rule.page_tokens));
-        if (o.dcp > 1 && eg.rule.kind == table_kind::full_history) {
-          per = dcp_share_pages(per, u(eg.members[0].rows_per_page), u(o.dcp), u(o.dcp_interleave_rows), g);
-          sh = guard::cdiv(sh, u(o.dcp));
-          cap = guard::cdiv(cap, u(o.dcp));
-        }
-        held = g.add(held, g.add(g.mul(h1, per), sh));
-        const std::uint64_t need =
-            eg.rule.sliding() ? min_u(cap, u(plan.engine_groups[static_cast<std::size_t>(e)].charge_blocks)) : cap;
-        held = g.add(held, need);
-      }
-      gate = held;
-    }
-    plan.admission_blocks = static_cast<std::int64_t>(min_u(gate, u(std::numeric_limits<std::int64_t>::max())));
-    const std::uint64_t num = max_u(max_u(planned, startup), gate);
-    plan.planned_blocks = static_cast<std::int64_t>(min_u(planned, u(std::numeric_limits<std::int64_t>::max())));
-    plan.startup_blocks = static_cast<std::int64_t>(min_u(startup, u(std::numeric_limits<std::int64_t>::max())));
-    plan.num_blocks = static_cast<std::int64_t>(min_u(num, u(std::numeric_limits<std::int64_t>::max())));
-    if (num > u(std::numeric_limits<std::int64_t>::max())) g.overflow = true;
-    plan.total_bytes = g.mul(num, u(pools.bytes_per_block));
-  }
+  if (shared) size_shared_blocks(pools, o, g, plan);
   for (int i = 0; i < specs.num_groups; ++i) {
-    const paged_cache_group_spec& spec = specs[i];
     group_plan& gp = plan.groups[static_cast<std::size_t>(i)];
     gp = {};
-    gp.spec = spec;
-    const std::uint64_t layers = u(spec.num_layers);
+    gp.spec = specs[i];
     if (shared) {
-      // The group's tensors, in the engine groups that hold them (one rule: the first's pages).
-      bool first = true;
-      for (int e = 0; e < pools.num_groups; ++e) {
-        const engine_group& eg = pools[e];
-        const engine_group_plan& ep = plan.engine_groups[static_cast<std::size_t>(e)];
-        for (int m = 0; m < eg.num_members; ++m) {
-          const engine_member& mb = eg.members[static_cast<std::size_t>(m)];
-          if (!(mb.group == spec.id)) continue;
-          if (first) {
-            gp.window_tokens = ep.window_tokens;
-            gp.pages_per_request = ep.pages_per_request;
-            gp.shared_pages = ep.shared_pages;
-            gp.pages_per_layer = ep.blocks;
-            first = false;
-          }
-          gp.pool_pages[static_cast<std::size_t>(mb.pool)] = ep.blocks;
-          gp.bytes = g.add(gp.bytes, g.mul(u(mb.bytes()), u(ep.blocks)));
-        }
-      }
-      g.mul(u(gp.pages_per_layer), layers);
+      size_group_in_shared_pool(pools, plan, g, gp);
     } else {
-      const group_pages pg = pages_of(table_rule_of(spec), o, g);
-      const std::uint64_t pages = g.add(g.add(g.mul(h, pg.per_request), pg.shared), 1);
-      gp.window_tokens = static_cast<std::int64_t>(pg.window);
-      gp.pages_per_request = static_cast<std::int64_t>(pg.per_request);
-      gp.shared_pages = static_cast<std::int64_t>(pg.shared);
-      gp.pages_per_layer = static_cast<std::int64_t>(pages);
-      g.mul(pages, layers);  // total_pages() must fit too
-      for (int k = 0; k < spec.num_pools; ++k) {
-        std::uint64_t pool_pages = pages;
-        if (dcp_sharded(spec, k) && o.dcp > 1) {
-          const std::uint64_t per =
-              dcp_share_pages(pg.per_request, u(spec.rows_per_page), u(o.dcp), u(o.dcp_interleave_rows), g);
-          pool_pages = g.add(g.add(g.mul(h, per), guard::cdiv(pg.shared, u(o.dcp))), 1);
-        }
-        gp.pool_pages[static_cast<std::size_t>(k)] = static_cast<std::int64_t>(pool_pages);
-        gp.bytes =
-            g.add(gp.bytes, g.mul(g.mul(u(spec.pools[static_cast<std::size_t>(k)].page_bytes), layers), pool_pages));
-      }
+      size_group_in_own_pools(o, h, g, gp);
       plan.total_bytes = g.add(plan.total_bytes, gp.bytes);
     }
     // The exact rows of the H requests that hold pages at once (<= the plan's bytes).
-    const std::uint64_t ideal_rows = spec.has_sliding_window() ? min_u(ctx, u(gp.window_tokens))
-                                                               : ctx / u(spec.entry_stride_tokens);
-    gp.ideal_bytes = g.mul(g.mul(g.mul(h, layers), ideal_rows), u(spec.row_bytes()));
+    const std::uint64_t ideal_rows =
+        gp.spec.has_sliding_window() ? min_u(ctx, u(gp.window_tokens)) : ctx / u(gp.spec.entry_stride_tokens);
+    gp.ideal_bytes = g.mul(g.mul(g.mul(h, u(gp.spec.num_layers)), ideal_rows), u(gp.spec.row_bytes()));
     plan.ideal_bytes = g.add(plan.ideal_bytes, gp.ideal_bytes);
   }
   return !g.overflow;

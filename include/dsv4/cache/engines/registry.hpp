@@ -24,8 +24,8 @@ namespace dsv4::cache {
 
 /// An engine and one version preset of it.
 struct engine_spec {
-  std::string_view name;    ///< `--engine` name: "vllm", "tokenspeed", "tokenspeed-default".
-  std::string_view preset;  ///< Version preset ("2026.11"); `--engine name@preset`. Empty: one version.
+  std::string_view name;           ///< `--engine` name: "vllm", "tokenspeed", "tokenspeed-default".
+  std::string_view preset;         ///< Version preset ("2026.11"); `--engine name@preset`. Empty: one version.
   std::string_view source;         ///< Where its rules were read (repository, files, date).
   std::string_view source_commit;  ///< The commit of the engine's core sizing file the preset pins.
   allocation_policy policy{};

@@ -242,150 +242,174 @@ constexpr vllm_tensor vllm_tensor_of(const paged_cache_group_spec& g, int pool, 
 
 }  // namespace detail
 
-/// vLLM's shared block pool for the groups `specs` of a model of `family` at s tokens per step:
-/// its block tables (packed groups) and bytes_per_block (see the top of this file). Fails if vLLM
-/// does not store a pool's format (`vllm_format_mismatch`) or if the grouping needs more than
-/// kMaxEngineGroups groups or kMaxGroupMembers tensor sets per group.
-constexpr engine_pools vllm_engine_pools(const group_spec_list& specs, model_family family,
-                                         const vllm_pool_rules& r = {}, std::int64_t s = 1) {
-  using detail::vllm_tensor;
-  // 1. Every cache tensor, in vLLM's registration order: by layer, then by module.
+namespace detail {
+
+/// One bucket of the grouping: tensors of one spec type, their page-size classes (in order of
+/// first appearance), whether balanced, its largest class (`get_max_layers_per_page_size`) and
+/// the number of groups it splits into.
+struct vllm_bucket {
+  table_rule rule{};
+  int num_classes = 0;
+  std::array<std::int64_t, 8> class_page{};
+  std::array<std::int64_t, 8> class_count{};
+  std::int64_t tensors = 0;
+  std::int64_t first_page = 0;  ///< The page bytes of its first tensor (`first_spec`).
+  bool balanced = true;
+  std::int64_t max_per_page = 0;
+  std::int64_t groups = 1;
+
+  [[nodiscard]] constexpr int class_of(std::int64_t page) const {
+    int c = 0;
+    while (c < num_classes && class_page[static_cast<std::size_t>(c)] != page) ++c;
+    return c;
+  }
+  constexpr void add(std::int64_t page) {
+    if (tensors++ == 0) first_page = page;
+    const int c = class_of(page);
+    if (c == num_classes) {
+      require(num_classes < 8, "a vLLM bucket with more than 8 page sizes is not modelled");
+      class_page[static_cast<std::size_t>(num_classes++)] = page;
+    }
+    ++class_count[static_cast<std::size_t>(c)];
+  }
+  constexpr void finish() {
+    for (int c = 0; c < num_classes; ++c) {
+      balanced = balanced && class_count[static_cast<std::size_t>(c)] == class_count[0];
+      max_per_page = std::max(max_per_page, class_count[static_cast<std::size_t>(c)]);
+    }
+  }
+};
+
+/// The working state of `vllm_engine_pools`: the tensors and their buckets.
+struct vllm_grouping {
+  std::array<vllm_tensor, kMaxVllmTensors> tensors{};
+  std::array<int, kMaxVllmTensors> bucket_of{};
+  int num_tensors = 0;
+  std::array<vllm_bucket, kMaxEngineGroups> buckets{};
+  int num_buckets = 0;
+};
+
+/// Step 1: every cache tensor of `specs`, in vLLM's registration order (by layer, then by module).
+constexpr void collect_tensors(vllm_grouping& w, const group_spec_list& specs, model_family family,
+                               const vllm_pool_rules& r, std::int64_t s) {
   bool v41_records = false;  // V4.1 in its own records (SM100), else in V4 rows (SM90)
   for (const paged_cache_group_spec& g : specs)
     if (g.id.kind == group_kind::v41_swa) v41_records = g.pools[0].format.name.starts_with("v4.1.");
-  std::array<vllm_tensor, detail::kMaxVllmTensors> tensors{};
-  int n = 0;
-  for (int layer = 0; layer < kMaxLayers; ++layer) {
-    for (int rank = 0; rank <= 4; ++rank) {
-      for (int gi = 0; gi < specs.num_groups; ++gi) {
-        const paged_cache_group_spec& g = specs[gi];
+  for (int layer = 0; layer < kMaxLayers; ++layer)
+    for (int rank = 0; rank <= 4; ++rank)
+      for (const paged_cache_group_spec& g : specs) {
         bool in = false;
         for (int i = 0; i < g.num_layers && !in; ++i) in = g.layers[static_cast<std::size_t>(i)] == layer;
-        if (!in) continue;
-        for (int p = 0; p < g.num_pools; ++p) {
-          if (detail::vllm_registration_rank(g, p) != rank) continue;
+        for (int p = 0; in && p < g.num_pools; ++p) {
+          if (vllm_registration_rank(g, p) != rank) continue;
           if (const char* why = vllm_format_mismatch(g, p)) fail(why, {"pool", p});
-          tensors[static_cast<std::size_t>(n++)] = detail::vllm_tensor_of(g, p, layer, family, r, s, v41_records);
+          w.tensors[static_cast<std::size_t>(w.num_tensors++)] = vllm_tensor_of(g, p, layer, family, r, s, v41_records);
         }
       }
-    }
-  }
-  // 2. Buckets of one spec type, in order of first registration.
-  std::array<int, detail::kMaxVllmTensors> bucket_of{};
-  std::array<table_rule, kMaxEngineGroups> bucket_rule{};
-  int num_buckets = 0;
-  for (int i = 0; i < n; ++i) {
+}
+
+/// Step 2: buckets of one spec type, in order of first registration (K: greedy, the first bucket
+/// `is_uniform_type` with the tensor).
+constexpr void bucket_tensors(vllm_grouping& w) {
+  for (int i = 0; i < w.num_tensors; ++i) {
+    const vllm_tensor& t = w.tensors[static_cast<std::size_t>(i)];
     int b = 0;
-    while (b < num_buckets && !detail::vllm_uniform_type(bucket_rule[static_cast<std::size_t>(b)],
-                                                         tensors[static_cast<std::size_t>(i)].rule))
-      ++b;
-    if (b == num_buckets) {
-      require(num_buckets < kMaxEngineGroups, "vLLM grouping needs more buckets than kMaxEngineGroups");
-      bucket_rule[static_cast<std::size_t>(num_buckets++)] = tensors[static_cast<std::size_t>(i)].rule;
+    while (b < w.num_buckets && !vllm_uniform_type(w.buckets[static_cast<std::size_t>(b)].rule, t.rule)) ++b;
+    if (b == w.num_buckets) {
+      require(w.num_buckets < kMaxEngineGroups, "vLLM grouping needs more buckets than kMaxEngineGroups");
+      w.buckets[static_cast<std::size_t>(w.num_buckets++)].rule = t.rule;
     }
-    bucket_of[static_cast<std::size_t>(i)] = b;
+    w.bucket_of[static_cast<std::size_t>(i)] = b;
+    w.buckets[static_cast<std::size_t>(b)].add(t.page_bytes);
   }
-  // 3. Per bucket: its page-size classes (in order of first appearance), whether balanced, and
-  // the largest class (`get_max_layers_per_page_size`).
-  struct bucket_info {
-    int num_classes = 0;
-    std::array<std::int64_t, 8> class_page{};
-    std::array<int, 8> class_count{};
-    bool balanced = true;
-    std::int64_t max_per_page = 0;
-  };
-  std::array<bucket_info, kMaxEngineGroups> info{};
-  for (int i = 0; i < n; ++i) {
-    bucket_info& bi = info[static_cast<std::size_t>(bucket_of[static_cast<std::size_t>(i)])];
-    const std::int64_t page = tensors[static_cast<std::size_t>(i)].page_bytes;
-    int c = 0;
-    while (c < bi.num_classes && bi.class_page[static_cast<std::size_t>(c)] != page) ++c;
-    if (c == bi.num_classes) {
-      require(bi.num_classes < 8, "a vLLM bucket with more than 8 page sizes is not modelled");
-      bi.class_page[static_cast<std::size_t>(bi.num_classes++)] = page;
-    }
-    ++bi.class_count[static_cast<std::size_t>(c)];
-  }
+  for (int b = 0; b < w.num_buckets; ++b) w.buckets[static_cast<std::size_t>(b)].finish();
+}
+
+/// Step 3: how many groups each bucket splits into. Balanced buckets: cdiv(max_per_page, d), d =
+/// `_approximate_gcd` over the balanced buckets bounded below by the largest multi-size balanced
+/// bucket (none such: no split). State buckets (a ring; or, when nothing splits, a sliding bucket)
+/// are split further so that no group is wider than the anchor, the widest block any other bucket
+/// needs however the state buckets end up split (K's newer form, PR #56214).
+constexpr void split_buckets(vllm_grouping& w, const vllm_pool_rules& r) {
   std::int64_t min_repeats = 0;
-  std::array<std::int64_t, kMaxEngineGroups> balanced_counts{};
+  std::array<std::int64_t, kMaxEngineGroups> counts{};
   int num_balanced = 0;
-  for (int b = 0; b < num_buckets; ++b) {
-    bucket_info& bi = info[static_cast<std::size_t>(b)];
-    for (int c = 0; c < bi.num_classes; ++c) {
-      bi.balanced = bi.balanced && bi.class_count[static_cast<std::size_t>(c)] == bi.class_count[0];
-      bi.max_per_page = std::max<std::int64_t>(bi.max_per_page, bi.class_count[static_cast<std::size_t>(c)]);
-    }
-    if (!bi.balanced) continue;
-    balanced_counts[static_cast<std::size_t>(num_balanced++)] = bi.max_per_page;
-    if (bi.num_classes > 1) min_repeats = std::max(min_repeats, bi.max_per_page);
+  for (int b = 0; b < w.num_buckets; ++b) {
+    const vllm_bucket& bk = w.buckets[static_cast<std::size_t>(b)];
+    if (!bk.balanced) continue;
+    counts[static_cast<std::size_t>(num_balanced++)] = bk.max_per_page;
+    if (bk.num_classes > 1) min_repeats = std::max(min_repeats, bk.max_per_page);
   }
-  const std::int64_t repeats =
-      min_repeats > 0 ? vllm_approximate_gcd(balanced_counts.data(), num_balanced, min_repeats) : 0;
-  // 4. Groups: a balanced bucket splits into cdiv(max_per_page, repeats) groups. A state bucket
-  // (a ring; or, when nothing is split, a sliding bucket) is split further so that no group is
-  // wider than the anchor, the widest block any other bucket needs however the state buckets
-  // end up split (K's newer form, PR #56214). Group j takes the pattern repeats j, j + k, ...
-  // (repeat i = the i-th tensor of every page-size class).
-  const auto state_bucket = [&](int b) {
-    return r.cap_state_buckets && (bucket_rule[static_cast<std::size_t>(b)].kind == table_kind::request_ring ||
-                                   (repeats == 0 && bucket_rule[static_cast<std::size_t>(b)].sliding()));
-  };
-  const auto split_of = [&](int b) -> std::int64_t {
-    const bucket_info& bi = info[static_cast<std::size_t>(b)];
-    return bi.balanced && repeats > 0 ? ceil_div(bi.max_per_page, repeats) : 1;
+  const std::int64_t repeats = min_repeats > 0 ? vllm_approximate_gcd(counts.data(), num_balanced, min_repeats) : 0;
+  const auto state_bucket = [&](const vllm_bucket& bk) {
+    return r.cap_state_buckets &&
+           (bk.rule.kind == table_kind::request_ring || (repeats == 0 && bk.rule.kind == table_kind::sliding_window));
   };
   std::int64_t anchor = 0;  // `anchor_bytes`: a state bucket counts one tensor of each page size
-  for (int b = 0; b < num_buckets; ++b) {
-    const bucket_info& bi = info[static_cast<std::size_t>(b)];
+  for (int b = 0; b < w.num_buckets; ++b) {
+    vllm_bucket& bk = w.buckets[static_cast<std::size_t>(b)];
+    bk.groups = bk.balanced && repeats > 0 ? ceil_div(bk.max_per_page, repeats) : 1;
     std::int64_t widest = 0;
-    for (int c = 0; c < bi.num_classes; ++c) {
-      const std::int64_t count = bi.class_count[static_cast<std::size_t>(c)];
-      const std::int64_t per = state_bucket(b) ? 1 : ceil_div(count, split_of(b));
-      widest = checked_add(widest, checked_mul(per, bi.class_page[static_cast<std::size_t>(c)]));
+    for (int c = 0; c < bk.num_classes; ++c) {
+      const std::int64_t per = state_bucket(bk) ? 1 : ceil_div(bk.class_count[static_cast<std::size_t>(c)], bk.groups);
+      widest = checked_add(widest, checked_mul(per, bk.class_page[static_cast<std::size_t>(c)]));
     }
     anchor = std::max(anchor, widest);
   }
-  engine_pools e;
-  e.structure = pool_structure::shared_block_pool;
-  for (int b = 0; b < num_buckets; ++b) {
-    const bucket_info& bi = info[static_cast<std::size_t>(b)];
-    std::int64_t k = split_of(b);
-    if (state_bucket(b) && anchor > 0) {
-      int first = 0;
-      while (bucket_of[static_cast<std::size_t>(first)] != b) ++first;
-      const std::int64_t per_block = std::max<std::int64_t>(anchor / tensors[static_cast<std::size_t>(first)].page_bytes, 1);
-      std::int64_t count = 0;
-      for (int c = 0; c < bi.num_classes; ++c) count += bi.class_count[static_cast<std::size_t>(c)];
-      k = std::max(k, ceil_div(count, per_block));
-    }
+  for (int b = 0; b < w.num_buckets; ++b) {
+    vllm_bucket& bk = w.buckets[static_cast<std::size_t>(b)];
+    if (state_bucket(bk) && anchor > 0)
+      bk.groups = std::max(bk.groups, ceil_div(bk.tensors, std::max<std::int64_t>(anchor / bk.first_page, 1)));
     // vLLM zips the page-size classes: an unbalanced bucket split in several groups would lose tensors.
-    require(k == 1 || bi.balanced, "a split vLLM bucket with unequal page-size classes is not modelled",
-            {"groups", k});
-    for (std::int64_t j = 0; j < k; ++j) {
+    require(bk.groups == 1 || bk.balanced, "a split vLLM bucket with unequal page-size classes is not modelled",
+            {"groups", bk.groups});
+  }
+}
+
+/// Step 4: the groups. Group j of a bucket split in k takes the pattern repeats j, j + k, ...
+/// (repeat i = the i-th tensor of every page-size class), its tensors as (group, pool) sets.
+constexpr void emit_groups(const vllm_grouping& w, engine_pools& e) {
+  for (int b = 0; b < w.num_buckets; ++b) {
+    const vllm_bucket& bk = w.buckets[static_cast<std::size_t>(b)];
+    for (std::int64_t j = 0; j < bk.groups; ++j) {
       require(e.num_groups < kMaxEngineGroups, "vLLM grouping needs more groups than kMaxEngineGroups");
       engine_group& g = e.groups[static_cast<std::size_t>(e.num_groups++)];
-      g.rule = bucket_rule[static_cast<std::size_t>(b)];
-      std::array<int, 8> seen{};  // tensors of each class seen so far: its repeat index
-      for (int i = 0; i < n; ++i) {
-        if (bucket_of[static_cast<std::size_t>(i)] != b) continue;
-        const vllm_tensor& t = tensors[static_cast<std::size_t>(i)];
-        int c = 0;
-        while (bi.class_page[static_cast<std::size_t>(c)] != t.page_bytes) ++c;
-        const int repeat = seen[static_cast<std::size_t>(c)]++;
-        if (repeat % k != j) continue;
+      g.rule = bk.rule;
+      std::array<std::int64_t, 8> seen{};  // tensors of each class seen so far: the repeat index
+      for (int i = 0; i < w.num_tensors; ++i) {
+        if (w.bucket_of[static_cast<std::size_t>(i)] != b) continue;
+        const vllm_tensor& t = w.tensors[static_cast<std::size_t>(i)];
+        if (seen[static_cast<std::size_t>(bk.class_of(t.page_bytes))]++ % bk.groups != j) continue;
         int m = 0;
         while (m < g.num_members && !(g.members[static_cast<std::size_t>(m)].group == t.group &&
                                       g.members[static_cast<std::size_t>(m)].pool == t.pool))
           ++m;
         if (m == g.num_members) {
           require(g.num_members < kMaxGroupMembers, "a vLLM group with more than 8 tensor sets is not modelled");
-          g.members[static_cast<std::size_t>(g.num_members++)] = {t.group, t.pool, {}, t.rows_per_page, t.page_bytes,
-                                                                  t.alignment};
+          g.members[static_cast<std::size_t>(g.num_members++)] = {t.group,         t.pool,       {},
+                                                                  t.rows_per_page, t.page_bytes, t.alignment};
         }
         g.members[static_cast<std::size_t>(m)].layers.set(t.layer);
       }
     }
   }
+}
+
+}  // namespace detail
+
+/// vLLM's shared block pool for the groups `specs` of a model of `family` at s tokens per step:
+/// its block tables (packed groups) and bytes_per_block (see the top of this file). Fails if vLLM
+/// does not store a pool's format (`vllm_format_mismatch`) or if the grouping needs more than
+/// kMaxEngineGroups groups or kMaxGroupMembers tensor sets per group.
+constexpr engine_pools vllm_engine_pools(const group_spec_list& specs, model_family family,
+                                         const vllm_pool_rules& r = {}, std::int64_t s = 1) {
+  detail::vllm_grouping w;
+  detail::collect_tensors(w, specs, family, r, s);
+  detail::bucket_tensors(w);
+  detail::split_buckets(w, r);
+  engine_pools e;
+  e.structure = pool_structure::shared_block_pool;
+  detail::emit_groups(w, e);
   for (const engine_group& g : e) e.bytes_per_block = std::max(e.bytes_per_block, g.bytes());
   return e;
 }
@@ -448,24 +472,24 @@ inline std::string vllm_thousands(std::int64_t v) {
 /// What vLLM computes and logs at startup for one deployment (K `get_kv_cache_configs`,
 /// `_check_enough_kv_cache_memory`; U `update_kv_cache_capacity`).
 struct vllm_startup_report {
-  std::int64_t max_model_len = 0;   ///< L.
+  std::int64_t max_model_len = 0;     ///< L.
   std::int64_t in_flight_tokens = 0;  ///< max_in_flight_tokens: B, or 2B with async scheduling.
   bool async_scheduling = false;
   std::int64_t bytes_per_block = 0;  ///< The widest worker's (the largest over pipeline stages).
   int num_groups = 0;
   std::array<std::int64_t, kMaxEngineGroups> charge_blocks{};  ///< Per group: one request's blocks.
-  std::int64_t request_blocks = 0;      ///< Their sum: one request of L.
-  std::uint64_t request_bytes = 0;      ///< bytes_per_block x request_blocks (the widest worker).
+  std::int64_t request_blocks = 0;                             ///< Their sum: one request of L.
+  std::uint64_t request_bytes = 0;       ///< bytes_per_block x request_blocks (the widest worker).
   std::uint64_t min_bytes_to_start = 0;  ///< bytes_per_block x (request_blocks + 1): the null block too.
   // With a KV budget (the available KV cache memory of every worker):
   std::optional<std::uint64_t> available_bytes;
-  std::int64_t num_blocks = 0;        ///< The smallest available // bytes_per_block over workers.
-  bool starts = false;                ///< Every worker passes the startup check.
-  double max_concurrency = 0;         ///< num_blocks / request_blocks.
-  std::int64_t reported_tokens = 0;   ///< int(max_concurrency x L): "GPU KV cache size".
+  std::int64_t num_blocks = 0;               ///< The smallest available // bytes_per_block over workers.
+  bool starts = false;                       ///< Every worker passes the startup check.
+  double max_concurrency = 0;                ///< num_blocks / request_blocks.
+  std::int64_t reported_tokens = 0;          ///< int(max_concurrency x L): "GPU KV cache size".
   std::int64_t estimated_max_model_len = 0;  ///< When it does not start: vLLM's estimate (0: not even 1 token).
-  std::string log_line;  ///< The capacity line, in vLLM's text (when it starts).
-  std::string refusal;   ///< The ValueError text (when it does not).
+  std::string log_line;                      ///< The capacity line, in vLLM's text (when it starts).
+  std::string refusal;                       ///< The ValueError text (when it does not).
 };
 
 /// vLLM's startup figures for the engine groups `pools` of the whole model, with the workers'
@@ -490,7 +514,8 @@ inline vllm_startup_report vllm_startup(const engine_pools& pools, std::span<con
   r.num_groups = pools.num_groups;
   const auto charge_at = [&](std::int64_t len) {
     std::int64_t total = 0;
-    for (const engine_group& g : pools) total = checked_add(total, vllm_charge_blocks(g.rule, len, r.in_flight_tokens, dcp));
+    for (const engine_group& g : pools)
+      total = checked_add(total, vllm_charge_blocks(g.rule, len, r.in_flight_tokens, dcp));
     return total;
   };
   for (int e = 0; e < pools.num_groups; ++e)
@@ -512,15 +537,18 @@ inline vllm_startup_report vllm_startup(const engine_pools& pools, std::span<con
                                                             avail / w, std::numeric_limits<std::int64_t>::max())));
     if (!r.starts) continue;  // vLLM raises for the first worker that does not fit
     // The null block is held back before the check (K get_kv_cache_configs).
-    const std::int64_t check = avail > w ? static_cast<std::int64_t>(std::min<std::uint64_t>(
-                                               avail - w, std::numeric_limits<std::int64_t>::max()))
-                                         : 0;
-    constexpr const char* kSee = "See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.";
+    const std::int64_t check =
+        avail > w
+            ? static_cast<std::int64_t>(std::min<std::uint64_t>(avail - w, std::numeric_limits<std::int64_t>::max()))
+            : 0;
+    constexpr const char* kSee =
+        "See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.";
     if (check <= 0) {
       r.starts = false;
-      r.refusal = std::string("No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when "
-                              "initializing the engine (this flag also controls CPU memory reservation on the CPU "
-                              "backend, despite its name). ") +
+      r.refusal = std::string(
+                      "No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when "
+                      "initializing the engine (this flag also controls CPU memory reservation on the CPU "
+                      "backend, despite its name). ") +
                   kSee;
       continue;
     }
@@ -548,16 +576,15 @@ inline vllm_startup_report vllm_startup(const engine_pools& pools, std::span<con
       }
     }
     r.estimated_max_model_len = est;
-    r.refusal = "To serve at least one request with the model's max seq len (" + std::to_string(L) + "), (" +
-                vllm_format_gib(needed) +
-                " GiB KV cache is needed, which is larger than the available KV cache memory (" +
-                vllm_format_gib(static_cast<std::uint64_t>(check)) + " GiB). " +
-                (est > 0 ? "Based on the available memory, the estimated maximum model length is " +
-                               std::to_string(est) + ". "
-                         : std::string()) +
-                "Try increasing `gpu_memory_utilization` (which also controls CPU memory on the CPU backend) or "
-                "decreasing `max_model_len` when initializing the engine. " +
-                kSee;
+    r.refusal =
+        "To serve at least one request with the model's max seq len (" + std::to_string(L) + "), (" +
+        vllm_format_gib(needed) + " GiB KV cache is needed, which is larger than the available KV cache memory (" +
+        vllm_format_gib(static_cast<std::uint64_t>(check)) + " GiB). " +
+        (est > 0 ? "Based on the available memory, the estimated maximum model length is " + std::to_string(est) + ". "
+                 : std::string()) +
+        "Try increasing `gpu_memory_utilization` (which also controls CPU memory on the CPU backend) or "
+        "decreasing `max_model_len` when initializing the engine. " +
+        kSee;
   }
   if (!r.starts) return r;
   // U: max_concurrency = num_blocks / per-request blocks (the null block not removed).

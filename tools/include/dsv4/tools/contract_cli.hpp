@@ -269,8 +269,9 @@ inline std::string first_wrong(const ojson& d) {
   }
   const bool v2 = str_at(l, "schema", lp) == cache::kLayoutSchemaEngine;
   if (v2 != l.contains("engine"))
-    return fmt::format("{}.engine: {}, but schema {} {} an engine placement", lp, l.contains("engine") ? "present" : "missing",
-                       str_at(l, "schema", lp), v2 ? "records" : "has no");
+    return fmt::format("{}.engine: {}, but schema {} {} an engine placement", lp,
+                       l.contains("engine") ? "present" : "missing", str_at(l, "schema", lp),
+                       v2 ? "records" : "has no");
   if (v2) {  // the engine's block: tensor pages, their offsets, the block's bytes
     const ojson& e = l["engine"];
     const std::string ep = lp + ".engine";
@@ -284,8 +285,7 @@ inline std::string first_wrong(const ojson& d) {
         const ojson& t = tensors[ti];
         const std::string tp = fmt::format("{}.tensors[{}]", gp, ti);
         const ojson* lib = find_group(groups, str_at(t, "group", tp));
-        if (lib == nullptr)
-          return fmt::format("{}.group: '{}' is no group of the layout", tp, str_at(t, "group", tp));
+        if (lib == nullptr) return fmt::format("{}.group: '{}' is no group of the layout", tp, str_at(t, "group", tp));
         const std::int64_t pool = int_at(t, "pool", tp);
         const ojson& lib_pools = (*lib)["pools"];
         if (pool < 0 || pool >= static_cast<std::int64_t>(lib_pools.size()))
@@ -299,8 +299,8 @@ inline std::string first_wrong(const ojson& d) {
           return fmt::format("{}.page_bytes: {}, but {} pages of {} rows rounded up to {} are {} B", tp,
                              grouped(int_at(t, "page_bytes", tp)), std::string(f.name), rows, align, grouped(page));
         if (int_at(t, "offset", tp) != offset)
-          return fmt::format("{}.offset: {}, but the tensors before it end at {}", tp,
-                             grouped(int_at(t, "offset", tp)), grouped(offset));
+          return fmt::format("{}.offset: {}, but the tensors before it end at {}", tp, grouped(int_at(t, "offset", tp)),
+                             grouped(offset));
         offset += page * static_cast<std::int64_t>(array_at(t, "layers", tp).size());
       }
       widest = std::max(widest, offset);
@@ -425,8 +425,8 @@ inline std::vector<difference> differences(const ojson& a, const ojson& b) {
       for (std::size_t k = 0; k < std::min(tp.size(), tq.size()); ++k) {
         const ojson& u = tp[k];
         const ojson& v = tq[k];
-        const std::string where = fmt::format("engine group {} tensors {}[{}]", i, u["group"].get<std::string>(),
-                                              u["pool"].dump());
+        const std::string where =
+            fmt::format("engine group {} tensors {}[{}]", i, u["group"].get<std::string>(), u["pool"].dump());
         if (u["group"] != v["group"] || u["pool"] != v["pool"])
           add(2, fmt::format("{}: vs {}[{}]", where, v["group"].get<std::string>(), v["pool"].dump()));
         if (u["page_bytes"] != v["page_bytes"])

@@ -32,8 +32,8 @@ struct engine_worker {
 /// What really fits, simulated on the engine's pool (with a budget).
 struct engine_fit {
   bool simulated = false;
-  std::string why_not;               ///< Why it was not simulated (the work estimate).
-  std::int64_t max_requests = 0;     ///< Per engine (one DP rank): requests of L with no preemption.
+  std::string why_not;                  ///< Why it was not simulated (the work estimate).
+  std::int64_t max_requests = 0;        ///< Per engine (one DP rank): requests of L with no preemption.
   std::int64_t max_context_tokens = 0;  ///< For the plan's requests (per engine).
   double work_estimate = 0;
 };
@@ -81,7 +81,8 @@ inline engine_report compute_engine_report(const model_config& m, const memory_p
   }
   if (budget)
     for (engine_worker& w : r.workers)
-      if (w.bytes_per_block > 0) w.num_blocks = static_cast<std::int64_t>(*budget / static_cast<std::uint64_t>(w.bytes_per_block));
+      if (w.bytes_per_block > 0)
+        w.num_blocks = static_cast<std::int64_t>(*budget / static_cast<std::uint64_t>(w.bytes_per_block));
   if (r.structure == pool_structure::shared_block_pool) {
     std::vector<std::int64_t> bpb;
     for (const engine_worker& w : r.workers) bpb.push_back(w.bytes_per_block);
@@ -104,10 +105,10 @@ inline engine_report compute_engine_report(const model_config& m, const memory_p
     if (r.vllm) cap.usable_blocks = r.vllm->starts ? r.vllm->num_blocks - 1 : -1;
     // Start the search at the plan's own answer (the plan bounds the simulated peak).
     const request_capacity planned = max_requests_for_budget(m, o, *budget);
-    const std::int64_t hint =
-        std::min<std::int64_t>(planned.max_requests, search.max_running > 0 ? search.max_running : std::int64_t{1} << 20);
-    fit.work_estimate = sim_work_estimate(pools, o.policy, std::max(hint, n) + 1, L, o.tokens_per_step,
-                                          o.prefill_chunk_tokens, search);
+    const std::int64_t hint = std::min<std::int64_t>(
+        planned.max_requests, search.max_running > 0 ? search.max_running : std::int64_t{1} << 20);
+    fit.work_estimate =
+        sim_work_estimate(pools, o.policy, std::max(hint, n) + 1, L, o.tokens_per_step, o.prefill_chunk_tokens, search);
     if (!ranks.empty() && r.vllm == std::nullopt) {
       fit.why_not = "what fits each rank's own pools is not simulated (one shared pool per engine only)";
     } else if (fit.work_estimate > kSimulateMaxWork) {
@@ -261,7 +262,8 @@ inline std::string engine_report_text(const engine_report& r, const memory_plan&
                    "({} blocks with the null block)\n",
                    vllm_thousands(o.context_tokens), vllm_thousands(v.request_blocks),
                    vllm_thousands(static_cast<std::int64_t>(v.request_bytes)),
-                   vllm_thousands(static_cast<std::int64_t>(v.min_bytes_to_start)), vllm_thousands(v.request_blocks + 1));
+                   vllm_thousands(static_cast<std::int64_t>(v.min_bytes_to_start)),
+                   vllm_thousands(v.request_blocks + 1));
     fmt::format_to(out, "  async scheduling {} (max_in_flight_tokens {}){}\n", v.async_scheduling ? "on" : "off",
                    vllm_thousands(v.in_flight_tokens),
                    e.vllm.async_scheduling_default && !v.async_scheduling

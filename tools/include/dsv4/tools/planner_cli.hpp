@@ -49,8 +49,8 @@ struct planner_args {
   bool no_mtp = false;
   bool json = false;
   std::string engine = "vllm";
-  std::string pools = "engine";                 // --pools engine|own
-  std::optional<std::int64_t> max_running;      // --max-running-requests (default: the engine's)
+  std::string pools = "engine";             // --pools engine|own
+  std::optional<std::int64_t> max_running;  // --max-running-requests (default: the engine's)
   bool overlap = false;
   bool simulate = false;
   // Parallelism and roles (per-rank plans)
@@ -403,10 +403,10 @@ inline planner_result compute(const planner_args& a) {
       for (const paged_cache_group_spec& g : plan_cache_specs(r.model, o))
         for (int k = 0; k < g.num_pools; ++k)
           if (const char* why = vllm_format_mismatch(g, k))
-            throw std::invalid_argument(fmt::format(
-                "--engine {}: row format '{}' of {}{}: {}; plan it with --pools own (or another engine)",
-                engine_label(*r.engine), g.pools[static_cast<std::size_t>(k)].format.name, to_string(g.id),
-                g.num_pools > 1 ? fmt::format("[{}]", k) : "", why));
+            throw std::invalid_argument(
+                fmt::format("--engine {}: row format '{}' of {}{}: {}; plan it with --pools own (or another engine)",
+                            engine_label(*r.engine), g.pools[static_cast<std::size_t>(k)].format.name, to_string(g.id),
+                            g.num_pools > 1 ? fmt::format("[{}]", k) : "", why));
     r.plan = build_memory_plan(r.model, o);
     if (r.budget_bytes) {
       r.requests_fit = max_requests_for_budget(r.model, o, *r.budget_bytes);
@@ -436,15 +436,15 @@ inline planner_result compute(const planner_args& a) {
                         kSimulateMaxRequests, n));
       sim_search search;
       search.max_running = a.max_running.value_or(0);  // the plan's N run at once unless capped on purpose
-      const double work =
-          sim_work_estimate(p.pools, o.policy, n, ctx, p.options.tokens_per_step, p.options.prefill_chunk_tokens, search);
+      const double work = sim_work_estimate(p.pools, o.policy, n, ctx, p.options.tokens_per_step,
+                                            p.options.prefill_chunk_tokens, search);
       if (work > kSimulateMaxWork)
         throw std::invalid_argument(fmt::format(
             "--simulate: the estimated work of {} requests x {} tokens is {:.2g} request steps, above the limit {:.2g} "
             "(about 10 s on 2 cores); simulate fewer requests",
             n, ctx, work, kSimulateMaxWork));
-      r.simulated =
-          simulate_worst_case(p.pools, o.policy, n, ctx, p.options.tokens_per_step, p.options.prefill_chunk_tokens, search);
+      r.simulated = simulate_worst_case(p.pools, o.policy, n, ctx, p.options.tokens_per_step,
+                                        p.options.prefill_chunk_tokens, search);
     }
     r.report = compute_engine_report(r.model, r.plan, r.ranks, r.parallel ? r.parallel->dp : 1, *r.engine,
                                      r.budget_bytes, max_running);
@@ -572,8 +572,8 @@ inline nlohmann::ordered_json to_json(const planner_result& r) {
                {"indexer", std::string(plan_indexer(p))},
                {"cache_mtp", p.options.cache_mtp},
                {"engine", std::string(to_string(p.options.policy.engine))},
-               {"engine_preset", r.engine != nullptr && !r.engine->preset.empty() ? json(std::string(r.engine->preset))
-                                                                                 : json(nullptr)},
+               {"engine_preset",
+                r.engine != nullptr && !r.engine->preset.empty() ? json(std::string(r.engine->preset)) : json(nullptr)},
                {"pools", std::string(to_string(p.options.pools))},
                {"pool_structure", std::string(to_string(p.pools.structure))},
                {"overlap", p.options.policy.overlap},
@@ -772,7 +772,8 @@ inline std::string to_text(const planner_result& r) {
                    human_bytes(r.simulated->peak_bytes), r.simulated->simulations,
                    static_cast<double>(p.total_bytes) / static_cast<double>(r.simulated->peak_bytes));
     if (shared)
-      fmt::format_to(out, "  simulated peak {} blocks in use, {} at an admission (vLLM's gate), the null block included\n",
+      fmt::format_to(out,
+                     "  simulated peak {} blocks in use, {} at an admission (vLLM's gate), the null block included\n",
                      r.simulated->peak_blocks + 1, r.simulated->peak_admission_blocks + 1);
   }
   fmt::format_to(out, "  (ideal: the requests' exact rows, without page rounding, prefill chunk or null pages)\n");
