@@ -247,9 +247,10 @@ inline std::string engine_report_text(const engine_report& r, const memory_plan&
                      vllm_thousands(plan.engine_groups[static_cast<std::size_t>(g)].blocks), tensors);
     }
     fmt::format_to(out,
-                   "  (block, window: tokens; bytes: one block of the group, its tensors' padded pages; per req: the "
+                   "  (block, window: tokens; bytes: one block of the group, its tensors' padded pages{}; per req: the "
                    "blocks vLLM charges one request of {} tokens at startup; planned: the plan's blocks for {} "
-                   "request(s))\n",
+                   "request(s) on one engine)\n",
+                   r.workers.size() > 1 ? " over the whole model (each stage's block: below)" : "",
                    vllm_thousands(o.context_tokens), vllm_thousands(o.requests));
     if (r.workers.size() > 1) {
       fmt::format_to(out, "  workers (pipeline stages):");
