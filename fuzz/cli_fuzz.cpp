@@ -21,6 +21,10 @@
 
 namespace {
 
+/// The simulations' work bound for the fuzzer: every input must end well inside its 10 s timeout
+/// under the fuzzer's instrumentation (the planner's own bound is about 10 s unsanitized).
+constexpr double kFuzzSimWork = 2.0e8;
+
 std::string config_path(std::string_view value) {
   static const char* const paths[] = {DSV4_FUZZ_DATA_DIR "/deepseek-v4-flash.config.json",
                                       DSV4_FUZZ_DATA_DIR "/deepseek-v4-pro.config.json", DSV4_FUZZ_DATA_DIR,
@@ -45,7 +49,7 @@ int run_args(std::string_view text) {
   }
   std::ostringstream out;
   std::ostringstream err;
-  const int rc = dsv4::cache::cli::run_planner(args, out, err);
+  const int rc = dsv4::cache::cli::run_planner(args, out, err, kFuzzSimWork);
   DSV4_FUZZ_CHECK(rc == 0 || rc == 2);
   if (rc == 2) {
     const std::string e = err.str();
@@ -85,7 +89,11 @@ int run_struct(FuzzedDataProvider& fdp) {
   a.prefill_chunk = pick<std::int64_t>(fdp, {-1, 0, 1, 8192, INT64_MAX});
   a.no_mtp = fdp.ConsumeBool();
   a.json = fdp.ConsumeBool();
-  a.engine = fdp.PickValueInArray<const char*>({"vllm", "tokenspeed", "tokenspeed-default", "sglang", "vLLM"});
+  a.engine = fdp.PickValueInArray<const char*>(
+      {"vllm", "tokenspeed", "tokenspeed-default", "sglang", "vLLM", "vllm@2026.11", "vllm@", "vllm@1999.01"});
+  a.pools = fdp.PickValueInArray<const char*>({"engine", "own", "shared"});
+  if (fdp.ConsumeBool()) a.max_running = pick<std::int64_t>(fdp, {-1, 0, 1, 4, 1024, INT64_MAX});
+  a.max_sim_work = kFuzzSimWork;
   a.overlap = fdp.ConsumeBool();
   a.tp = pick<std::int64_t>(fdp, {1, 2, 3, 8, 0, -1});
   a.dp = pick<std::int64_t>(fdp, {1, 2, 3, 0});
@@ -98,6 +106,13 @@ int run_struct(FuzzedDataProvider& fdp) {
   if (!r) return 0;
   dsv4::fuzz::check_plan(r->plan);
   const std::string text = a.json ? dsv4::cache::cli::to_json(*r).dump(2) : dsv4::cache::cli::to_text(*r);
+  // The engine report: vLLM's figures as vLLM computes them (the plan of the pool never below them).
+  if (r->report && r->report->vllm) {
+    const dsv4::cache::vllm_startup_report& v = *r->report->vllm;
+    DSV4_FUZZ_CHECK(v.min_bytes_to_start == v.request_bytes + static_cast<std::uint64_t>(v.bytes_per_block));
+    if (v.available_bytes && v.starts) DSV4_FUZZ_CHECK(v.num_blocks >= v.request_blocks + 1);
+    if (r->parallel == std::nullopt) DSV4_FUZZ_CHECK(r->plan.num_blocks >= v.request_blocks + 1);
+  }
   DSV4_FUZZ_CHECK(!text.empty());
   return 0;
 }

@@ -775,17 +775,40 @@ inline bool simulated_fit(const engine_pools& pools, const allocation_policy& p,
   return r.peak_bytes <= cap.budget_bytes;
 }
 
+/// A bound on the work of the fit searches below, in `sim_work_estimate` units (request steps).
+struct sim_work_budget {
+  double limit = 0;        ///< 0: no bound.
+  double spent = 0;        ///< The estimates of the workloads simulated so far.
+  bool exhausted = false;  ///< A probe was skipped: the searches' answers are lower bounds.
+
+  /// Whether a probe of estimated work `w` may run (and counts it); false once over the limit.
+  bool admit(double w) {
+    if (limit > 0 && spent + w > limit) {
+      exhausted = true;
+      return false;
+    }
+    spent += w;
+    return true;
+  }
+};
+
 /// The largest N in [1, max_requests] (the simulator's 2^20 cap, and `search.max_running` when
 /// set) for which `simulated_fit` holds, 0 if even one request does not fit: from `hint` (a
 /// guess, e.g. the plan's answer; checked, not trusted) it doubles the step up while N fits, or
-/// bisects below it when it does not. Assumes a fit is monotone in N. Throws as `simulate`.
+/// bisects below it when it does not. Assumes a fit is monotone in N. With a `budget`, a probe
+/// over it counts as not fitting (the answer is then a lower bound, `budget->exhausted`).
+/// Throws as `simulate`.
 inline std::int64_t max_requests_simulated(const engine_pools& pools, const allocation_policy& p, std::int64_t L,
                                            std::int64_t s, std::int64_t B, const sim_capacity& cap,
                                            const sim_search& search = {}, std::int64_t hint = 1,
-                                           std::int64_t max_requests = std::int64_t{1} << 20) {
+                                           std::int64_t max_requests = std::int64_t{1} << 20,
+                                           sim_work_budget* budget = nullptr) {
   if (search.max_running > 0) max_requests = std::min(max_requests, search.max_running);
   if (max_requests < 1) return 0;
-  const auto fits = [&](std::int64_t n) { return simulated_fit(pools, p, n, L, s, B, cap, search); };
+  const auto fits = [&](std::int64_t n) {
+    if (budget != nullptr && !budget->admit(sim_work_estimate(pools, p, n, L, s, B, search))) return false;
+    return simulated_fit(pools, p, n, L, s, B, cap, search);
+  };
   std::int64_t lo = 0;  // fits (0: trivially)
   std::int64_t hi = 0;  // the largest N that may fit
   const std::int64_t start = std::clamp<std::int64_t>(hint, 1, max_requests);
@@ -816,13 +839,17 @@ inline std::int64_t max_requests_simulated(const engine_pools& pools, const allo
 /// The largest context L in [max(2, s), max_context] for which `starts(L)` holds (an engine's
 /// startup check at max_model_len L; by default none) and N requests of L fit `cap`
 /// (`simulated_fit`); 0 if even the smallest does not. A binary search: assumes both are monotone
-/// in L. Throws as `simulate`.
+/// in L. A `budget` bounds the work as in `max_requests_simulated`. Throws as `simulate`.
 template <class Starts = bool (*)(std::int64_t)>
 std::int64_t max_context_simulated(
     const engine_pools& pools, const allocation_policy& p, std::int64_t N, std::int64_t max_context, std::int64_t s,
     std::int64_t B, const sim_capacity& cap, const sim_search& search = {},
-    Starts starts = [](std::int64_t /*L*/) { return true; }) {
-  const auto fits = [&](std::int64_t L) { return starts(L) && simulated_fit(pools, p, N, L, s, B, cap, search); };
+    Starts starts = [](std::int64_t /*L*/) { return true; }, sim_work_budget* budget = nullptr) {
+  const auto fits = [&](std::int64_t L) {
+    if (!starts(L)) return false;
+    if (budget != nullptr && !budget->admit(sim_work_estimate(pools, p, N, L, s, B, search))) return false;
+    return simulated_fit(pools, p, N, L, s, B, cap, search);
+  };
   std::int64_t lo = std::max<std::int64_t>(2, s);
   if (lo > max_context || !fits(lo)) return 0;
   std::int64_t hi = max_context;

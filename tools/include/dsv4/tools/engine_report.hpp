@@ -35,7 +35,8 @@ struct engine_fit {
   std::string why_not;                  ///< Why it was not simulated (the work estimate).
   std::int64_t max_requests = 0;        ///< Per engine (one DP rank): requests of L with no preemption.
   std::int64_t max_context_tokens = 0;  ///< For the plan's requests (per engine).
-  double work_estimate = 0;
+  bool lower_bound = false;             ///< The search stopped at its work budget: at least these.
+  double work_estimate = 0;             ///< The estimated work simulated (request steps).
 };
 
 /// The engine report of a plan.
@@ -53,11 +54,12 @@ struct engine_report {
 
 /// The report of `plan` (the whole model on one GPU, or, with `ranks`, one per pipeline stage)
 /// under engine `e`, with the KV budget per GPU if given. `max_running` caps the requests the
-/// simulation runs at once (vLLM's max_num_seqs). Throws std::invalid_argument as the library.
+/// simulation runs at once (vLLM's max_num_seqs); `max_sim_work` bounds the simulations' work
+/// (`sim_work_budget`). Throws std::invalid_argument as the library.
 inline engine_report compute_engine_report(const model_config& m, const memory_plan& plan,
                                            const std::vector<rank_plan_result>& ranks, std::int64_t dp,
                                            const engine_spec& e, std::optional<std::uint64_t> budget,
-                                           std::int64_t max_running) {
+                                           std::int64_t max_running, double max_sim_work = kSimulateMaxWork) {
   engine_report r;
   r.engine = &e;
   r.structure = plan.pools.structure;
@@ -103,23 +105,19 @@ inline engine_report compute_engine_report(const model_config& m, const memory_p
     sim_capacity cap;
     cap.budget_bytes = *budget;
     if (r.vllm) cap.usable_blocks = r.vllm->starts ? r.vllm->num_blocks - 1 : -1;
-    // Start the search at the plan's own answer (the plan bounds the simulated peak).
+    // Start the search at the plan's own answer (the plan bounds the simulated peak); the whole
+    // search runs within a work budget (its answers are lower bounds past it).
     const request_capacity planned = max_requests_for_budget(m, o, *budget);
-    const std::int64_t hint = std::min<std::int64_t>(
-        planned.max_requests, search.max_running > 0 ? search.max_running : std::int64_t{1} << 20);
-    fit.work_estimate =
-        sim_work_estimate(pools, o.policy, std::max(hint, n) + 1, L, o.tokens_per_step, o.prefill_chunk_tokens, search);
+    const std::int64_t hint =
+        std::min<std::int64_t>(planned.max_requests, search.max_running > 0 ? search.max_running : std::int64_t{1} << 20);
+    sim_work_budget work{max_sim_work, 0, false};
     if (!ranks.empty() && r.vllm == std::nullopt) {
       fit.why_not = "what fits each rank's own pools is not simulated (one shared pool per engine only)";
-    } else if (fit.work_estimate > kSimulateMaxWork) {
-      fit.why_not = fmt::format("the simulation's estimated work ({:.2g} request steps) exceeds {:.2g}",
-                                fit.work_estimate, kSimulateMaxWork);
     } else if (r.vllm && !r.vllm->starts) {
       fit.simulated = true;  // vLLM refuses to start: nothing runs
     } else {
-      fit.simulated = true;
       fit.max_requests = max_requests_simulated(pools, o.policy, L, o.tokens_per_step, o.prefill_chunk_tokens, cap,
-                                                search, std::max<std::int64_t>(hint, 1));
+                                                search, std::max<std::int64_t>(hint, 1), std::int64_t{1} << 20, &work);
       // The largest max_model_len with which vLLM starts and n requests of it fit.
       const auto starts = [&](std::int64_t len) {
         if (!r.vllm) return true;
@@ -128,8 +126,13 @@ inline engine_report compute_engine_report(const model_config& m, const memory_p
         return vllm_startup(pools, bpb, len, o.prefill_chunk_tokens, o.policy.overlap, o.dcp, budget).starts;
       };
       fit.max_context_tokens = max_context_simulated(pools, o.policy, n, m.max_position_embeddings, o.tokens_per_step,
-                                                     o.prefill_chunk_tokens, cap, search, starts);
+                                                     o.prefill_chunk_tokens, cap, search, starts, &work);
+      fit.lower_bound = work.exhausted;
+      fit.simulated = !(work.exhausted && fit.max_requests == 0 && fit.max_context_tokens == 0);
+      if (!fit.simulated)
+        fit.why_not = fmt::format("the simulation's estimated work exceeds {:.2g} request steps", max_sim_work);
     }
+    fit.work_estimate = work.spent;
   }
   r.fit = fit;
   return r;
@@ -206,6 +209,7 @@ inline nlohmann::ordered_json engine_report_json(const engine_report& r, const m
       j["simulated_max_requests"] = r.fit->max_requests * r.dp;
       if (r.dp > 1) j["simulated_max_requests_per_engine"] = r.fit->max_requests;
       j["simulated_max_context_tokens"] = r.fit->max_context_tokens;
+      j["simulated_lower_bound"] = r.fit->lower_bound;
     } else {
       j["simulated_max_requests"] = nullptr;
       j["not_simulated"] = r.fit->why_not;
@@ -285,10 +289,11 @@ inline std::string engine_report_text(const engine_report& r, const memory_plan&
     } else {
       const std::string per_engine = r.dp > 1 ? fmt::format(" ({} per engine x dp {})", r.fit->max_requests, r.dp) : "";
       fmt::format_to(out,
-                     "  what really fits (simulated on this pool{}: no preemption, no admission held back): {} "
+                     "  what really fits (simulated on this pool{}: no preemption, no admission held back): {}{} "
                      "request(s) of {} tokens{}; {} request(s) up to {} tokens\n",
                      r.max_running > 0 ? fmt::format(", at most {} running", r.max_running) : std::string(),
-                     r.fit->max_requests * r.dp, vllm_thousands(o.context_tokens), per_engine,
+                     r.fit->lower_bound ? "at least " : "", r.fit->max_requests * r.dp,
+                     vllm_thousands(o.context_tokens), per_engine,
                      vllm_thousands(std::max<std::int64_t>(r.engine_requests, 1)),
                      vllm_thousands(r.fit->max_context_tokens));
     }

@@ -53,6 +53,7 @@ struct planner_args {
   std::optional<std::int64_t> max_running;  // --max-running-requests (default: the engine's)
   bool overlap = false;
   bool simulate = false;
+  double max_sim_work = kSimulateMaxWork;  // not a flag: the fuzz target lowers it (each input must end in seconds)
   // Parallelism and roles (per-rank plans)
   std::int64_t tp = 1;
   std::int64_t dp = 1;
@@ -438,16 +439,16 @@ inline planner_result compute(const planner_args& a) {
       search.max_running = a.max_running.value_or(0);  // the plan's N run at once unless capped on purpose
       const double work = sim_work_estimate(p.pools, o.policy, n, ctx, p.options.tokens_per_step,
                                             p.options.prefill_chunk_tokens, search);
-      if (work > kSimulateMaxWork)
+      if (work > a.max_sim_work)
         throw std::invalid_argument(fmt::format(
             "--simulate: the estimated work of {} requests x {} tokens is {:.2g} request steps, above the limit {:.2g} "
             "(about 10 s on 2 cores); simulate fewer requests",
-            n, ctx, work, kSimulateMaxWork));
+            n, ctx, work, a.max_sim_work));
       r.simulated = simulate_worst_case(p.pools, o.policy, n, ctx, p.options.tokens_per_step,
                                         p.options.prefill_chunk_tokens, search);
     }
     r.report = compute_engine_report(r.model, r.plan, r.ranks, r.parallel ? r.parallel->dp : 1, *r.engine,
-                                     r.budget_bytes, max_running);
+                                     r.budget_bytes, max_running, a.max_sim_work);
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument((a.config_path.empty() ? "--preset " + a.preset : a.config_path) + ": " + e.what());
   }
@@ -894,9 +895,12 @@ inline void add_parallel_options(CLI::App& app, planner_args& a) {
       ->capture_default_str();
 }
 
-/// Runs the planner on `args` (without the program name). Returns the exit code.
-inline int run_planner(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+/// Runs the planner on `args` (without the program name). Returns the exit code. `max_sim_work`
+/// bounds the simulations' estimated work (request steps; the fuzz target lowers it).
+inline int run_planner(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+                       double max_sim_work = kSimulateMaxWork) {
   planner_args a;
+  a.max_sim_work = max_sim_work;
   CLI::App app{"dsv4-cache-plan: KV-cache layout and memory plan of a DeepSeek V4 model", "dsv4-cache-plan"};
   add_model_options(app, a, "A memory budget in GiB: also print the largest N and L that fit");
   app.add_option("--tokens-per-step", a.tokens_per_step, "Tokens per decode step s (1 + speculative tokens)")
