@@ -359,3 +359,39 @@ TEST(ContractEngine, PerRankBlocksAreTheStagesOwn) {
 }
 
 }  // namespace
+
+namespace {
+
+// `check` on forged /2 descriptors (fingerprint recomputed, so only the numbers are wrong): every
+// library pool of every layer placed exactly once, layers of its group, an engine that is
+// registered, no 64-bit wrap in the offsets, no integer read past 2^63 - 1.
+TEST(ContractEngine, CheckRefusesForgedPlacements) {
+  const run_out d = layout_cli({"describe", "--engine", "vllm"});
+  ASSERT_EQ(d.rc, 0) << d.err;
+  const ojson base = ojson::parse(d.out);
+  const auto check_of = [](ojson j) {
+    j["fingerprint"] = fingerprint_hex_string(j["layout"].dump());
+    return layout_cli({"check", temp_file("engine-forged.json", j.dump(2)).string()});
+  };
+  ojson dup = base;
+  dup["layout"]["engine"]["groups"][0]["tensors"][0]["layers"].push_back(0);  // layer 0 twice: not ascending
+  EXPECT_NE(check_of(dup).out.find("layers: 0 is not an ascending layer of v4.swa_kv"), std::string::npos);
+  ojson missing = base;
+  missing["layout"]["engine"]["groups"][1]["tensors"][0]["layers"].erase(0);  // layer 1 nowhere
+  const run_out m = check_of(missing);
+  EXPECT_EQ(m.rc, 1);
+  EXPECT_NE(m.out.find("v4.swa_kv pool 0 of layer 1 is placed 0 time(s), not once"), std::string::npos) << m.out;
+  ojson preset = base;
+  preset["layout"]["engine"]["preset"] = "2025.01";
+  EXPECT_NE(check_of(preset).out.find("engine 'vllm' preset '2025.01' is not registered"), std::string::npos);
+  ojson huge = base;
+  huge["layout"]["engine"]["groups"][2]["tensors"][0]["rows_per_page"] = 43'370'087'947'593'037LL;
+  EXPECT_NE(check_of(huge).out.find("must be in [1, 2^32]"), std::string::npos);
+  ojson wide = base;
+  wide["layout"]["engine"]["block_bytes"] = 9'223'372'036'854'775'808ULL;  // 2^63
+  const run_out w = check_of(wide);
+  EXPECT_EQ(w.rc, 2);
+  EXPECT_NE(w.err.find("does not fit in a signed 64-bit integer"), std::string::npos) << w.err;
+}
+
+}  // namespace

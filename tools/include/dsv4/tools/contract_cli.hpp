@@ -53,7 +53,8 @@ using ojson = nlohmann::ordered_json;
 
 /// 37440 -> "37,440".
 inline std::string grouped(std::int64_t v) {
-  std::string digits = std::to_string(v < 0 ? -v : v);
+  const std::uint64_t mag = v < 0 ? static_cast<std::uint64_t>(-(v + 1)) + 1 : static_cast<std::uint64_t>(v);
+  const std::string digits = std::to_string(mag);
   std::string out;
   for (std::size_t i = 0; i < digits.size(); ++i) {
     if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
@@ -141,6 +142,8 @@ inline ojson read_descriptor(const std::string& path) {
 inline std::int64_t int_at(const ojson& o, const char* key, const std::string& path) {
   if (!o.is_object() || !o.contains(key) || !o[key].is_number_integer())
     throw bad_descriptor(path + "." + key + ": missing or not an integer");
+  if (o[key].is_number_unsigned() && o[key].get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX))
+    throw bad_descriptor(path + "." + key + ": " + o[key].dump() + " does not fit in a signed 64-bit integer");
   return o[key].get<std::int64_t>();
 }
 inline std::string str_at(const ojson& o, const char* key, const std::string& path) {
@@ -172,6 +175,93 @@ inline cache::format_layout pool_format(const ojson& pool, const std::string& pa
     f = cache::bind_state_row_bytes(rb);
   }
   return f;
+}
+
+/// The first wrong number of the engine part of a /2 layout (its `groups` the layout's library
+/// groups, `n` its layer count): the engine and preset registered, with a shared block pool;
+/// every tensor set a pool of a library group in ascending layers of it, every (group, pool,
+/// layer) placed exactly once; pages the format's page of `rows_per_page` rows rounded up to
+/// `alignment`; offsets their predecessors' ends; `block_bytes` the widest group. 64-bit
+/// arithmetic checked: an overflowing number is wrong, never wrapped.
+inline std::string first_wrong_engine(const ojson& e, const ojson& groups, std::int64_t n, const std::string& ep) {
+  const std::string name = str_at(e, "name", ep);
+  const std::string preset = str_at(e, "preset", ep);
+  const cache::engine_spec* spec = cache::find_engine(name + "@" + preset);
+  if (spec == nullptr)
+    return fmt::format("{}: engine '{}' preset '{}' is not registered ({})", ep, name, preset, cache::engine_names());
+  if (spec->structure != cache::pool_structure::shared_block_pool || str_at(e, "structure", ep) != "shared_block_pool")
+    return fmt::format("{}.structure: '{}', but {} places pages in {}", ep, str_at(e, "structure", ep),
+                       cache::engine_label(*spec), cache::to_string(spec->structure));
+  std::map<std::string, std::int64_t> placed;  // "group[pool]#layer" -> times placed
+  std::int64_t widest = 0;
+  const ojson& egroups = array_at(e, "groups", ep);
+  for (std::size_t gi = 0; gi < egroups.size(); ++gi) {
+    const std::string gp = fmt::format("{}.groups[{}]", ep, gi);
+    const std::string table = str_at(egroups[gi], "table", gp);
+    if (table != "full_history" && table != "sliding_window" && table != "request_ring")
+      return fmt::format("{}.table: '{}', not full_history, sliding_window or request_ring", gp, table);
+    if (int_at(egroups[gi], "block_tokens", gp) < 1)
+      return fmt::format("{}.block_tokens: {}, but a block holds at least one token", gp,
+                         int_at(egroups[gi], "block_tokens", gp));
+    const ojson& tensors = array_at(egroups[gi], "tensors", gp);
+    if (tensors.empty()) return fmt::format("{}.tensors: empty, but a block table holds a tensor", gp);
+    std::int64_t offset = 0;
+    for (std::size_t ti = 0; ti < tensors.size(); ++ti) {
+      const ojson& t = tensors[ti];
+      const std::string tp = fmt::format("{}.tensors[{}]", gp, ti);
+      const std::string gid = str_at(t, "group", tp);
+      const ojson* lib = find_group(groups, gid);
+      if (lib == nullptr) return fmt::format("{}.group: '{}' is no group of the layout", tp, gid);
+      const std::int64_t pool = int_at(t, "pool", tp);
+      const ojson& lib_pools = (*lib)["pools"];
+      if (pool < 0 || pool >= static_cast<std::int64_t>(lib_pools.size()))
+        return fmt::format("{}.pool: {}, but {} has {} pool(s)", tp, pool, gid, lib_pools.size());
+      const cache::format_layout f = pool_format(lib_pools[static_cast<std::size_t>(pool)], tp);
+      const std::int64_t rows = int_at(t, "rows_per_page", tp);
+      const std::int64_t align = int_at(t, "alignment", tp);
+      if (rows < 1 || rows > (std::int64_t{1} << 32) || align < 1 || align > (std::int64_t{1} << 32))
+        return fmt::format("{}: rows_per_page {} and alignment {} must be in [1, 2^32]", tp, rows, align);
+      const std::int64_t page = cache::round_up(f.page_bytes(rows), align);  // < 2^52 x row bytes: no overflow
+      if (int_at(t, "page_bytes", tp) != page)
+        return fmt::format("{}.page_bytes: {}, but {} pages of {} rows rounded up to {} are {} B", tp,
+                           grouped(int_at(t, "page_bytes", tp)), std::string(f.name), rows, align, grouped(page));
+      if (int_at(t, "offset", tp) != offset)
+        return fmt::format("{}.offset: {}, but the tensors before it end at {}", tp, grouped(int_at(t, "offset", tp)),
+                           grouped(offset));
+      const ojson& layers = array_at(t, "layers", tp);
+      std::int64_t prev = -1;
+      for (const ojson& v : layers) {
+        if (!v.is_number_integer()) throw bad_descriptor(tp + ".layers: not a list of integers");
+        const std::int64_t li = v.get<std::int64_t>();
+        bool in_group = false;
+        for (const ojson& x : (*lib)["layers"]) in_group = in_group || x == v;
+        if (li <= prev || li >= n || !in_group)
+          return fmt::format("{}.layers: {} is not an ascending layer of {} (below {})", tp, v.dump(), gid, n);
+        prev = li;
+        ++placed[fmt::format("{}[{}]#{}", gid, pool, li)];
+      }
+      std::int64_t bytes = 0;
+      if (__builtin_mul_overflow(page, static_cast<std::int64_t>(layers.size()), &bytes) ||
+          __builtin_add_overflow(offset, bytes, &offset))
+        return fmt::format("{}: its pages overflow 64 bits", tp);
+    }
+    widest = std::max(widest, offset);
+  }
+  for (const ojson& g : groups) {  // every library pool of every layer: placed exactly once
+    const std::string gid = g["id"].get<std::string>();
+    for (std::size_t k = 0; k < g["pools"].size(); ++k)
+      for (const ojson& v : g["layers"]) {
+        const auto it = placed.find(fmt::format("{}[{}]#{}", gid, k, v.get<std::int64_t>()));
+        const std::int64_t times = it == placed.end() ? 0 : it->second;
+        if (times != 1)
+          return fmt::format("{}: {} pool {} of layer {} is placed {} time(s), not once", ep, gid, k,
+                             v.get<std::int64_t>(), times);
+      }
+  }
+  if (int_at(e, "block_bytes", ep) != widest)
+    return fmt::format("{}.block_bytes: {}, but the widest group's tensors take {} B", ep,
+                       grouped(int_at(e, "block_bytes", ep)), grouped(widest));
+  return {};
 }
 
 /// The first wrong derived number of descriptor `d`, as "path: value, but <rule> gives <want>";
@@ -272,42 +362,9 @@ inline std::string first_wrong(const ojson& d) {
     return fmt::format("{}.engine: {}, but schema {} {} an engine placement", lp,
                        l.contains("engine") ? "present" : "missing", str_at(l, "schema", lp),
                        v2 ? "records" : "has no");
-  if (v2) {  // the engine's block: tensor pages, their offsets, the block's bytes
-    const ojson& e = l["engine"];
-    const std::string ep = lp + ".engine";
-    std::int64_t widest = 0;
-    const ojson& egroups = array_at(e, "groups", ep);
-    for (std::size_t gi = 0; gi < egroups.size(); ++gi) {
-      const std::string gp = fmt::format("{}.groups[{}]", ep, gi);
-      const ojson& tensors = array_at(egroups[gi], "tensors", gp);
-      std::int64_t offset = 0;
-      for (std::size_t ti = 0; ti < tensors.size(); ++ti) {
-        const ojson& t = tensors[ti];
-        const std::string tp = fmt::format("{}.tensors[{}]", gp, ti);
-        const ojson* lib = find_group(groups, str_at(t, "group", tp));
-        if (lib == nullptr) return fmt::format("{}.group: '{}' is no group of the layout", tp, str_at(t, "group", tp));
-        const std::int64_t pool = int_at(t, "pool", tp);
-        const ojson& lib_pools = (*lib)["pools"];
-        if (pool < 0 || pool >= static_cast<std::int64_t>(lib_pools.size()))
-          return fmt::format("{}.pool: {}, but {} has {} pool(s)", tp, pool, str_at(t, "group", tp), lib_pools.size());
-        const cache::format_layout f = pool_format(lib_pools[static_cast<std::size_t>(pool)], tp);
-        const std::int64_t rows = int_at(t, "rows_per_page", tp);
-        const std::int64_t align = int_at(t, "alignment", tp);
-        if (rows < 1 || align < 1) return fmt::format("{}: rows_per_page and alignment must be >= 1", tp);
-        const std::int64_t page = cache::round_up(f.page_bytes(rows), align);
-        if (int_at(t, "page_bytes", tp) != page)
-          return fmt::format("{}.page_bytes: {}, but {} pages of {} rows rounded up to {} are {} B", tp,
-                             grouped(int_at(t, "page_bytes", tp)), std::string(f.name), rows, align, grouped(page));
-        if (int_at(t, "offset", tp) != offset)
-          return fmt::format("{}.offset: {}, but the tensors before it end at {}", tp, grouped(int_at(t, "offset", tp)),
-                             grouped(offset));
-        offset += page * static_cast<std::int64_t>(array_at(t, "layers", tp).size());
-      }
-      widest = std::max(widest, offset);
-    }
-    if (int_at(e, "block_bytes", ep) != widest)
-      return fmt::format("{}.block_bytes: {}, but the widest group's tensors take {} B", ep,
-                         grouped(int_at(e, "block_bytes", ep)), grouped(widest));
+  if (v2) {
+    const std::string wrong_engine = first_wrong_engine(l["engine"], groups, n, lp + ".engine");
+    if (!wrong_engine.empty()) return wrong_engine;
   }
   const std::string canonical = l.dump();
   const std::string want = hex(cache::xxh64(canonical));
