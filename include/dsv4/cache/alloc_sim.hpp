@@ -826,14 +826,7 @@ inline std::int64_t max_requests_simulated(const engine_pools& pools, const allo
       lo = next;
     }
   }
-  while (lo < hi) {
-    const std::int64_t mid = lo + (hi - lo + 1) / 2;
-    if (fits(mid))
-      lo = mid;
-    else
-      hi = mid - 1;
-  }
-  return lo;
+  return lo < hi ? detail::largest_fitting(lo, hi, fits) : lo;
 }
 
 /// The largest context L in [max(2, s), max_context] for which `starts(L)` holds (an engine's
@@ -850,17 +843,9 @@ std::int64_t max_context_simulated(
     if (budget != nullptr && !budget->admit(sim_work_estimate(pools, p, N, L, s, B, search))) return false;
     return simulated_fit(pools, p, N, L, s, B, cap, search);
   };
-  std::int64_t lo = std::max<std::int64_t>(2, s);
+  const std::int64_t lo = std::max<std::int64_t>(2, s);
   if (lo > max_context || !fits(lo)) return 0;
-  std::int64_t hi = max_context;
-  while (lo < hi) {
-    const std::int64_t mid = lo + (hi - lo + 1) / 2;
-    if (fits(mid))
-      lo = mid;
-    else
-      hi = mid - 1;
-  }
-  return lo;
+  return detail::largest_fitting(lo, max_context, fits);
 }
 
 }  // namespace dsv4::cache

@@ -61,4 +61,20 @@ DSV4_HOST_DEVICE constexpr std::uint64_t to_unsigned(std::int64_t v, const char*
   return static_cast<std::uint64_t>(v);
 }
 
+namespace detail {
+/// The largest x in [lo, hi] with fits(x), given fits(lo) and that fits is monotone (true up to
+/// some x, false after). A binary search that never computes hi - lo + 1 (hi may be INT64_MAX).
+template <class Fits>
+constexpr std::int64_t largest_fitting(std::int64_t lo, std::int64_t hi, Fits&& fits) {
+  while (lo < hi) {
+    const std::int64_t mid = lo + (hi - lo) / 2 + (hi - lo) % 2;  // ceil((lo + hi) / 2), no overflow
+    if (fits(mid))
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return lo;
+}
+}  // namespace detail
+
 }  // namespace dsv4::cache

@@ -442,20 +442,6 @@ constexpr bool size_plan(const group_spec_list& specs, const plan_options& o, co
   return !g.overflow;
 }
 
-/// The largest x in [lo, hi] with fits(x), given fits(lo) and that fits is monotone (true up to
-/// some x, false after). A binary search that never computes hi - lo + 1 (hi may be INT64_MAX).
-template <class Fits>
-constexpr std::int64_t largest_fitting(std::int64_t lo, std::int64_t hi, Fits&& fits) {
-  while (lo < hi) {
-    const std::int64_t mid = lo + (hi - lo) / 2 + (hi - lo) % 2;  // ceil((lo + hi) / 2), no overflow
-    if (fits(mid))
-      lo = mid;
-    else
-      hi = mid - 1;
-  }
-  return lo;
-}
-
 /// Validates the options against the model and resolves context_tokens = 0.
 /// `min_requests` is 1 for a plan, 0 for the inverse searches.
 constexpr plan_options resolve(const model_config& c, plan_options o, std::int64_t min_requests) {

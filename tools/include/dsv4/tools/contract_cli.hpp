@@ -52,16 +52,7 @@ namespace contract_detail {
 using ojson = nlohmann::ordered_json;
 
 /// 37440 -> "37,440".
-inline std::string grouped(std::int64_t v) {
-  const std::uint64_t mag = v < 0 ? static_cast<std::uint64_t>(-(v + 1)) + 1 : static_cast<std::uint64_t>(v);
-  const std::string digits = std::to_string(mag);
-  std::string out;
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return v < 0 ? "-" + out : out;
-}
+inline std::string grouped(std::int64_t v) { return cache::vllm_thousands(v); }
 
 inline std::string hex(std::uint64_t h) {
   const auto a = cache::fingerprint_hex(h);
