@@ -21,9 +21,10 @@
 
 namespace {
 
-/// The simulations' work bound for the fuzzer: every input must end well inside its 10 s timeout
-/// under the fuzzer's instrumentation (the planner's own bound is about 10 s unsanitized).
-constexpr double kFuzzSimWork = 2.0e8;
+/// The simulations' work bound for the fuzzer (request visits): every input must end well inside
+/// its 10 s timeout under the fuzzer's instrumentation (the planner's own bound is about 10 s
+/// unsanitized).
+constexpr std::int64_t kFuzzSimVisits = 2'000'000;
 
 std::string config_path(std::string_view value) {
   static const char* const paths[] = {DSV4_FUZZ_DATA_DIR "/deepseek-v4-flash.config.json",
@@ -49,7 +50,7 @@ int run_args(std::string_view text) {
   }
   std::ostringstream out;
   std::ostringstream err;
-  const int rc = dsv4::cache::cli::run_planner(args, out, err, kFuzzSimWork);
+  const int rc = dsv4::cache::cli::run_planner(args, out, err, kFuzzSimVisits);
   DSV4_FUZZ_CHECK(rc == 0 || rc == 2);
   if (rc == 2) {
     const std::string e = err.str();
@@ -93,7 +94,7 @@ int run_struct(FuzzedDataProvider& fdp) {
       {"vllm", "tokenspeed", "tokenspeed-default", "sglang", "vLLM", "vllm@2026.11", "vllm@", "vllm@1999.01"});
   a.pools = fdp.PickValueInArray<const char*>({"engine", "own", "shared"});
   if (fdp.ConsumeBool()) a.max_running = pick<std::int64_t>(fdp, {-1, 0, 1, 4, 1024, INT64_MAX});
-  a.max_sim_work = kFuzzSimWork;
+  a.max_sim_visits = kFuzzSimVisits;
   a.overlap = fdp.ConsumeBool();
   a.tp = pick<std::int64_t>(fdp, {1, 2, 3, 8, 0, -1});
   a.dp = pick<std::int64_t>(fdp, {1, 2, 3, 0});

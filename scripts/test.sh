@@ -8,7 +8,8 @@
 #   format  clang-format (.clang-format) check of every C++/CUDA file in the tree
 #   clang   clang++ Release build (CUDA off: the g++ build compiles the kernels) and every test
 #   asan    clang++ with AddressSanitizer + UndefinedBehaviorSanitizer (-fno-sanitize-recover=all)
-#           and libstdc++ assertions; host tests without the labels sweep (2^32-input sweeps)
+#           and libstdc++ assertions (examples not built: nothing runs them); host tests without
+#           the labels sweep (2^32-input sweeps)
 #           and grid (the plan-safety grids, about two minutes in Release), too slow under
 #           sanitizers, gpu and packaging (no sanitizer content)
 #   fuzz    the libFuzzer targets of fuzz/, each for DSV4_FUZZ_SECONDS (default 60)
@@ -137,6 +138,7 @@ for stage in $stages; do
     asan)
       begin asan "clang++ ASan+UBSan build, host tests without sweep/grid/gpu/packaging [$build-asan]"
       CXX=clang++ cmake -S . -B "$build-asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDSV4_CACHE_ENABLE_CUDA=OFF \
+        -DDSV4_CACHE_BUILD_EXAMPLES=OFF \
         "-DCMAKE_CXX_FLAGS=$sanitizer_flags" "-DCMAKE_EXE_LINKER_FLAGS=$sanitizer_flags"
       require_compiler "$build-asan" Clang
       cmake --build "$build-asan" -j "$jobs"

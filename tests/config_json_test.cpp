@@ -53,14 +53,15 @@ TEST(ConfigJson, RealProConfigMatchesPreset) {
 }
 
 TEST(ConfigJson, ModelDirectoryHoldingConfigJson) {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "dsv4-cache-test-DeepSeek-V4-Pro";
+  const std::filesystem::path root = dsv4::cache::testing::unique_temp_path("config");
+  const std::filesystem::path dir = root / "dsv4-cache-test-DeepSeek-V4-Pro";
   std::filesystem::create_directories(dir);
   std::filesystem::copy_file(kData / "deepseek-v4-pro.config.json", dir / "config.json",
                              std::filesystem::copy_options::overwrite_existing);
   const model_config c = load_model_config(dir);
   EXPECT_EQ(c.name.view(), "dsv4-cache-test-DeepSeek-V4-Pro");
   expect_same_layout(c, deepseek_v4_pro);
-  std::filesystem::remove_all(dir);
+  std::filesystem::remove_all(root);
 }
 
 TEST(ConfigJson, TrailingDraftLayerZerosAreIgnored) {
@@ -193,13 +194,15 @@ TEST(ConfigJson, OnlyRegularFilesOfBoundedSize) {
   // /dev/zero and a FIFO would never end; a huge file would take all memory.
   expect_invalid([] { (void)load_model_config("/dev/zero"); }, {"/dev/zero", "not a regular file"});
   expect_invalid([] { (void)load_model_config("/dev/null"); }, {"/dev/null", "not a regular file"});
-  const std::filesystem::path big = std::filesystem::temp_directory_path() / "dsv4-cache-test-big.json";
+  const std::filesystem::path root = dsv4::cache::testing::unique_temp_path("config");
+  std::filesystem::create_directories(root);
+  const std::filesystem::path big = root / "dsv4-cache-test-big.json";
   {
     std::ofstream out(big, std::ios::binary);
     out << std::string((std::size_t{1} << 22) + 1, ' ');
   }
   expect_invalid([&] { (void)load_model_config(big); }, {"dsv4-cache-test-big.json", "more than 4 MiB"});
-  std::filesystem::remove(big);
+  std::filesystem::remove_all(root);
 }
 
 TEST(ConfigJson, NulByteIsNotTheEndOfTheText) {
@@ -208,7 +211,7 @@ TEST(ConfigJson, NulByteIsNotTheEndOfTheText) {
 }
 
 TEST(ConfigJson, ErrorsNameTheFileOnceAndQuoteShortly) {
-  const std::filesystem::path p = std::filesystem::temp_directory_path() / "dsv4-cache-test-long.json";
+  const std::filesystem::path p = dsv4::cache::testing::unique_temp_path("long.json");
   json j = read_json(kData / "deepseek-v4-flash.config.json");
   j["model_type"] = std::string(100'000, 'x');
   {

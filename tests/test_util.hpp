@@ -3,7 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdint>
+#include <filesystem>
 #include <initializer_list>
 #include <stdexcept>
 #include <string>
@@ -21,6 +24,17 @@ constexpr plan_options own(plan_options o = {}) {
 /// `build_memory_plan(c, own(o))`.
 constexpr memory_plan build_own(const model_config& c, const plan_options& o = {}) {
   return build_memory_plan(c, own(o));
+}
+
+/// A path in the temporary directory unique to the running test and process:
+/// `<tmp>/dsv4-<name>-<suite>.<test>-<pid>`. Tests run in parallel under ctest (one process per
+/// test), so no two tests ever share a temporary file.
+inline std::filesystem::path unique_temp_path(const std::string& name) {
+  const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::string test = info != nullptr ? std::string(info->test_suite_name()) + "." + info->name() : "no-test";
+  for (char& c : test)
+    if (c == '/') c = '_';  // parameterized names
+  return std::filesystem::temp_directory_path() / ("dsv4-" + name + "-" + test + "-" + std::to_string(::getpid()));
 }
 
 /// Runs `f`, expects std::invalid_argument (or a subclass) whose what() contains every part.

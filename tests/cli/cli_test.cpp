@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "../test_util.hpp"
 #include "dsv4/tools/planner_cli.hpp"
 
 namespace dsv4::cache::cli {
@@ -193,14 +194,15 @@ TEST(Cli, NonAsciiModelDirectoryNamesStayValidJson) {
   std::string name;
   for (int i = 0; i < 40; ++i) name += "\xC3\xA9";  // 80 bytes of U+00E9: cut at 63 on a boundary
   for (const std::string& dir_name : {name, std::string("bad-utf8-\xFE\xFF")}) {
-    const std::filesystem::path dir = std::filesystem::temp_directory_path() / dir_name;
+    const std::filesystem::path root = dsv4::cache::testing::unique_temp_path("cli");
+    const std::filesystem::path dir = root / dir_name;
     std::filesystem::create_directories(dir);
     std::filesystem::copy_file(kData + "/deepseek-v4-flash.config.json", dir / "config.json",
                                std::filesystem::copy_options::overwrite_existing);
     const run_result r = run({"--config", dir.string(), "--json"});
     EXPECT_EQ(r.code, 0) << r.err;
     EXPECT_TRUE(json::accept(r.out)) << r.out.substr(0, 200);
-    std::filesystem::remove_all(dir);
+    std::filesystem::remove_all(root);
   }
 }
 
@@ -317,9 +319,16 @@ TEST(CliEngine, RefusedInputsExit2) {
 
 TEST(CliEngine, StepBudgetBoundsRequestsInTheBudgetLine) {
   // B = 64: at most 64 requests hold pages; any number of queued requests fits in 1 TiB.
-  const run_result r = run({"--context", "8192", "--prefill-chunk", "64", "--memory-gib", "1024"});
+  const run_result r = run({"--context", "8192", "--prefill-chunk", "64", "--memory-gib", "1024", "--pools", "own",
+                            "--engine", "tokenspeed"});
   EXPECT_NE(r.out.find("max requests at 8192 tokens: any number (at most 64 hold pages at once"), std::string::npos)
       << r.out;
+  // vLLM runs at most max_num_seqs (1,024 by default) at once: the answer says so.
+  const run_result v = run({"--context", "8192", "--prefill-chunk", "64", "--memory-gib", "1024"});
+  EXPECT_NE(v.out.find("max requests at 8192 tokens: 1024 (the engine runs at most 1024 at once: "
+                       "--max-running-requests, vLLM's max_num_seqs; memory alone fits any number)"),
+            std::string::npos)
+      << v.out;
 }
 
 }  // namespace
@@ -465,7 +474,7 @@ TEST(CliV41, ConfigFilesAndFormatSets) {
     cfg = json::parse(in);
   }
   cfg["text_config"]["kv_source_layer_ids"] = {2, 8, 20};
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "dsv4_v41_owners_2_8_20";
+  const std::filesystem::path dir = dsv4::cache::testing::unique_temp_path("v41_owners_2_8_20");
   std::filesystem::create_directories(dir);
   std::ofstream(dir / "config.json") << cfg.dump();
   const json three = run_json({"--config", dir.string(), "--context", "65536"});
@@ -528,7 +537,7 @@ TEST(CliV41, RefusedInputsExit2) {
     cfg = json::parse(in);
   }
   cfg["text_config"]["kv_source_layer_ids"] = {2, 8, 14, 1};
-  const std::filesystem::path file = std::filesystem::temp_directory_path() / "dsv4_v41_bad_owner.config.json";
+  const std::filesystem::path file = dsv4::cache::testing::unique_temp_path("v41_bad_owner.config.json");
   std::ofstream(file) << cfg.dump();
   const run_result r = run({"--config", file.string()});
   EXPECT_EQ(r.code, 2);
@@ -573,6 +582,8 @@ TEST(CliVllm, StartupLinesAndWhatReallyFits) {
   EXPECT_EQ(e["groups"][2]["charge_blocks"], 4'096);
   EXPECT_EQ(e["groups"][2]["tensors"][0]["page_bytes"], 8'640);  // index keys, 576-B padded
   const std::int64_t fit = e["simulated_max_requests"].get<std::int64_t>();
+  EXPECT_FALSE(e["max_requests_by_plan"].get<bool>());  // simulated, not taken from the plan
+  EXPECT_FALSE(e["simulated_lower_bound"].get<bool>());
   EXPECT_GE(fit, j["plan"]["max_requests"].get<std::int64_t>());  // the plan never promises more than fits
   EXPECT_GT(fit, 9);  // more than vLLM's own concurrency figure: its startup charge counts a prompt chunk per request
   // The 1 x 1M plan: vLLM starts with it.
@@ -583,6 +594,40 @@ TEST(CliVllm, StartupLinesAndWhatReallyFits) {
   EXPECT_EQ(a["engine_report"]["max_in_flight_tokens"], 16'384);
   EXPECT_EQ(a["engine_report"]["log_lines"][0],
             "GPU KV cache size: 6,670,589 tokens, Maximum concurrency for 1,048,576 tokens per request: 6.36x");
+}
+
+// The fit search within its work limit: a search cut short answers at least the plan's answer
+// (its pages bound the peak), never the "at least 0" of a search that proved nothing.
+TEST(CliVllm, FitSearchCutAtItsWorkLimitAnswersAtLeastThePlan) {
+  const std::vector<std::string> args = {"--context", "65536", "--memory-gib", "8", "--json"};
+  std::ostringstream out, err;
+  ASSERT_EQ(run_planner(args, out, err, /*max_sim_visits=*/1000), 0) << err.str();
+  const json j = json::parse(out.str());
+  const json& e = j["engine_report"];
+  const std::int64_t planned = j["plan"]["max_requests"].get<std::int64_t>();
+  ASSERT_GT(planned, 1);
+  EXPECT_TRUE(e["simulated_lower_bound"].get<bool>());
+  EXPECT_TRUE(e["max_requests_by_plan"].get<bool>());
+  EXPECT_EQ(e["simulated_max_requests"].get<std::int64_t>(), planned);
+  // With the default limit the search finishes, from the plan's answer upward.
+  const json full = run_json({"--context", "65536", "--memory-gib", "8"});
+  EXPECT_FALSE(full["engine_report"]["simulated_lower_bound"].get<bool>());
+  EXPECT_FALSE(full["engine_report"]["max_requests_by_plan"].get<bool>());
+  EXPECT_GE(full["engine_report"]["simulated_max_requests"].get<std::int64_t>(), planned);
+  // When the plan already fits the running cap, there is nothing above it to search.
+  const json capped = run_json({"--context", "8192", "--memory-gib", "1024", "--max-running-requests", "16"});
+  EXPECT_EQ(capped["engine_report"]["simulated_max_requests"], 16);
+  EXPECT_TRUE(capped["engine_report"]["max_requests_by_plan"].get<bool>());
+  EXPECT_FALSE(capped["engine_report"]["simulated_lower_bound"].get<bool>());
+}
+
+// `--simulate` cut at its work limit is an error naming the limit, never a peak of part of the
+// workloads passed off as the worst case.
+TEST(CliVllm, SimulateCutAtItsWorkLimitIsRefused) {
+  std::ostringstream out, err;
+  EXPECT_EQ(run_planner({"--simulate", "--requests", "8", "--context", "65536"}, out, err, /*max_sim_visits=*/100), 2);
+  EXPECT_NE(err.str().find("--simulate stopped at its work limit (100 request visits"), std::string::npos) << err.str();
+  EXPECT_TRUE(out.str().empty()) << out.str();  // nothing half-written
 }
 
 TEST(CliVllm, OwnPoolsAndOtherEngines) {

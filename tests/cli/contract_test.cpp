@@ -1,6 +1,7 @@
 // The layout contract (issue: descriptor, fingerprint, diff, check): the canonical bytes and
 // their XXH64 against libxxhash, a preset and its config.json giving one fingerprint, the diff
 // of layouts that engines confuse, and `check` naming a hand-edited number.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <xxhash.h>
 
@@ -13,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../test_util.hpp"
 #include "dsv4/cache/config_json.hpp"
 #include "dsv4/cache/descriptor.hpp"
 #include "dsv4/tools/layout_cli.hpp"
@@ -43,7 +45,7 @@ run_out layout_cli(const std::vector<std::string>& args) {
 }
 
 fs::path temp_file(const std::string& name, const std::string& text) {
-  const fs::path p = fs::temp_directory_path() / ("dsv4-contract-" + name);
+  const fs::path p = dsv4::cache::testing::unique_temp_path("contract-" + name);
   std::ofstream(p, std::ios::binary) << text;
   return p;
 }
@@ -392,6 +394,71 @@ TEST(ContractEngine, CheckRefusesForgedPlacements) {
   const run_out w = check_of(wide);
   EXPECT_EQ(w.rc, 2);
   EXPECT_NE(w.err.find("does not fit in a signed 64-bit integer"), std::string::npos) << w.err;
+}
+
+// V4.1's ratio-2 compressor state under vLLM: a per-request ring of max(8, the next power of two
+// >= s + 1) rows for s tokens per decode step (4,096-B fp32 rows): 8 rows at s = 1, 16 at s = 8.
+// `describe --tokens-per-step` records the ring the engine really allocates.
+TEST(ContractEngine, V41RingFollowsTokensPerStep) {
+  const auto rings = [](const std::string& s) {
+    const run_out d = layout_cli({"describe", "--preset", "v4.1-flash", "--engine", "vllm", "--tokens-per-step", s});
+    EXPECT_EQ(d.rc, 0) << d.err;
+    const ojson j = ojson::parse(d.out);
+    std::vector<std::pair<std::int64_t, std::int64_t>> out;  // (rows per page, page bytes)
+    for (const ojson& g : j["layout"]["engine"]["groups"])
+      if (g["table"] == "request_ring")
+        for (const ojson& t : g["tensors"]) out.emplace_back(t["rows_per_page"], t["page_bytes"]);
+    return std::make_pair(out, j["fingerprint"].get<std::string>());
+  };
+  const auto [one, fp1] = rings("1");
+  ASSERT_FALSE(one.empty());
+  for (const auto& [rows, bytes] : one)
+    EXPECT_EQ(std::make_pair(rows, bytes), std::make_pair(std::int64_t{8}, std::int64_t{32'768}));
+  const auto [eight, fp8] = rings("8");
+  ASSERT_FALSE(eight.empty());
+  for (const auto& [rows, bytes] : eight)
+    EXPECT_EQ(std::make_pair(rows, bytes), std::make_pair(std::int64_t{16}, std::int64_t{65'536}));
+  EXPECT_NE(fp1, fp8);  // another ring, another placement
+  EXPECT_EQ(layout_cli({"describe", "--preset", "v4.1-flash", "--engine", "vllm", "--tokens-per-step", "0"}).rc, 2);
+}
+
+// `check`'s plausibility rules on /2 placements: no unknown keys, vLLM's page alignments, block
+// tokens that are the tensors' rows in tokens, tables that keep what their groups keep.
+TEST(ContractEngine, CheckRefusesImplausiblePlacements) {
+  const run_out d = layout_cli({"describe", "--engine", "vllm"});
+  ASSERT_EQ(d.rc, 0) << d.err;
+  const ojson base = ojson::parse(d.out);
+  const auto check_of = [](ojson j) {
+    j["fingerprint"] = fingerprint_hex_string(j["layout"].dump());
+    return layout_cli({"check", temp_file("engine-implausible.json", j.dump(2)).string()});
+  };
+  ojson key = base;
+  key["layout"]["engine"]["block_byte"] = 1;  // a misspelt key
+  const run_out k = check_of(key);
+  EXPECT_EQ(k.rc, 1);
+  EXPECT_NE(k.out.find("layout.engine.block_byte: not a key of the engine placement"), std::string::npos) << k.out;
+  ojson tkey = base;
+  tkey["layout"]["engine"]["groups"][2]["tensors"][0]["stride"] = 64;
+  EXPECT_NE(check_of(tkey).out.find("layout.engine.groups[2].tensors[0].stride: not a key of a tensor set"),
+            std::string::npos);
+  ojson align = base;
+  align["layout"]["engine"]["groups"][2]["tensors"][0]["alignment"] = 4096;
+  EXPECT_NE(check_of(align).out.find(
+                "layout.engine.groups[2].tensors[0].alignment: 4096, but vLLM pads pages to 1, 256, 512 or 576 B"),
+            std::string::npos);
+  ojson tokens = base;
+  const std::int64_t bt = base["layout"]["engine"]["groups"][2]["block_tokens"].get<std::int64_t>();
+  tokens["layout"]["engine"]["groups"][2]["block_tokens"] = bt * 2;
+  const run_out t = check_of(tokens);
+  EXPECT_NE(t.out.find(fmt::format("layout.engine.groups[2].block_tokens: {}, but its tensors' ", bt * 2)),
+            std::string::npos)
+      << t.out;
+  EXPECT_NE(t.out.find(fmt::format("hold {} tokens", bt)), std::string::npos) << t.out;
+  ojson table = base;
+  ASSERT_EQ(base["layout"]["engine"]["groups"][0]["table"], "sliding_window");
+  table["layout"]["engine"]["groups"][0]["table"] = "full_history";
+  EXPECT_NE(check_of(table).out.find("layout.engine.groups[0].tensors[0]: a full_history table, but v4.swa_kv is "),
+            std::string::npos);
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "../test_util.hpp"
 #include "dsv4/tools/layout_cli.hpp"
 
 namespace dsv4::tools {
@@ -268,7 +269,7 @@ TEST(LayoutCli, HelpExits0) {
 
 /// Runs the built binary through the shell; returns the exit code and stdout (stderr to `err_file`).
 run_result run_binary(const std::string& args) {
-  const std::string err_file = ::testing::TempDir() + "layout_cli_stderr.txt";
+  const std::string err_file = dsv4::cache::testing::unique_temp_path("layout_cli_stderr.txt").string();
   const std::string cmd = std::string(DSV4_LAYOUT_BIN) + " " + args + " 2>" + err_file;
   FILE* p = popen(cmd.c_str(), "r");
   EXPECT_NE(p, nullptr);
@@ -281,6 +282,7 @@ run_result run_binary(const std::string& args) {
     while (std::size_t n = std::fread(buf.data(), 1, buf.size(), e)) err.append(buf.data(), n);
     std::fclose(e);
   }
+  std::remove(err_file.c_str());
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out, err};
 }
 

@@ -102,11 +102,16 @@ struct sim_result {
   std::int64_t replayed_steps = 0;  ///< Steps replayed one by one (steps minus fast-forwarded ones).
   std::int64_t finished = 0;        ///< Requests that finished.
   std::int64_t simulations = 0;     ///< Workloads simulated (1 for `simulate`).
+  std::int64_t visits = 0;          ///< Request visits made (scheduled requests over replayed steps).
+  bool incomplete = false;          ///< Stopped at `sim_options::max_visits`: the peaks are of a part only.
 };
 
 /// Simulator switches.
 struct sim_options {
   bool fast_forward = true;  ///< Skip whole periods of steady steps (see the header comment).
+  /// Stop once this many request visits (a scheduled request in a replayed step) have been made,
+  /// marking the result `incomplete`; 0 = no bound. About 3 x 10^7 visits a second here.
+  std::int64_t max_visits = 0;
 };
 
 namespace detail {
@@ -244,6 +249,11 @@ class simulator {
       event |= advance(cur);
       ++step;
       ++result_.replayed_steps;
+      result_.visits += static_cast<std::int64_t>(cur.size()) + 1;
+      if (o_.max_visits > 0 && result_.visits > o_.max_visits) {
+        result_.incomplete = true;
+        break;
+      }
       if (o_.fast_forward && !event && !cur.empty() && zombies_ == 0 && cur == prev) {
         ++steady;
         if (steady >= 2) {
@@ -708,14 +718,18 @@ void for_each_workload(const engine_pools& pools, const allocation_policy& p, st
 /// arrival patterns of `search` (one for N = 1), for N requests of L tokens, s tokens per step and a step
 /// budget of B tokens: per table the largest peak pages, and the largest peak bytes, blocks and
 /// admission blocks (each of one workload: they need not fall on one step or one workload).
-/// `steps` and `replayed_steps` are summed over the simulations, counted in `simulations`.
-/// Throws as `simulate`.
+/// `steps`, `replayed_steps` and `visits` are summed over the simulations, counted in
+/// `simulations`; `search.sim.max_visits` bounds the visits of all of them together (then
+/// `incomplete`). Throws as `simulate`.
 inline sim_result simulate_worst_case(const engine_pools& pools, const allocation_policy& p, std::int64_t N,
                                       std::int64_t L, std::int64_t s, std::int64_t B, const sim_search& search = {}) {
   sim_result worst;
   bool first = true;
   detail::for_each_workload(pools, p, N, L, s, B, search, [&](const allocation_policy& v, const sim_workload& w) {
-    const sim_result r = simulate(pools, v, w, search.sim);
+    if (worst.incomplete) return;  // the visits bound (search.sim.max_visits) covers every workload together
+    sim_options o = search.sim;
+    if (o.max_visits > 0) o.max_visits -= worst.visits;
+    const sim_result r = simulate(pools, v, w, o);
     if (first) {
       worst.num_groups = r.num_groups;
       worst.table_of_group = r.table_of_group;
@@ -728,6 +742,8 @@ inline sim_result simulate_worst_case(const engine_pools& pools, const allocatio
     worst.steps += r.steps;
     worst.replayed_steps += r.replayed_steps;
     worst.finished += r.finished;
+    worst.visits += r.visits;
+    worst.incomplete = r.incomplete;
     ++worst.simulations;
   });
   return worst;
@@ -763,34 +779,41 @@ struct sim_capacity {
   std::uint64_t budget_bytes = 0;
 };
 
+/// A bound on the work of the fit searches below, in request visits (`sim_result::visits`).
+struct sim_work_budget {
+  std::int64_t limit = 0;  ///< 0: no bound.
+  std::int64_t spent = 0;  ///< Visits made so far.
+  bool exhausted = false;  ///< A probe ran out of it: the searches' answers are lower bounds.
+};
+
 /// Whether the worst case of `simulate_worst_case` fits `cap`: a shared pool's peak blocks and
 /// admission blocks within `usable_blocks` (no preemption, no admission delayed), or own pools'
-/// peak bytes within `budget_bytes`; and N no more than `search.max_running` (when set).
+/// peak bytes within `budget_bytes`; and N no more than `search.max_running` (when set). With a
+/// `budget`, the simulation stops when it is spent: then false, and `budget->exhausted`.
 inline bool simulated_fit(const engine_pools& pools, const allocation_policy& p, std::int64_t N, std::int64_t L,
-                          std::int64_t s, std::int64_t B, const sim_capacity& cap, const sim_search& search = {}) {
+                          std::int64_t s, std::int64_t B, const sim_capacity& cap, const sim_search& search = {},
+                          sim_work_budget* budget = nullptr) {
   if (search.max_running > 0 && N > search.max_running) return false;
-  const sim_result r = simulate_worst_case(pools, p, N, L, s, B, search);
+  sim_search bounded = search;
+  if (budget != nullptr && budget->limit > 0) {
+    if (budget->spent >= budget->limit) {
+      budget->exhausted = true;
+      return false;
+    }
+    bounded.sim.max_visits = budget->limit - budget->spent;
+  }
+  const sim_result r = simulate_worst_case(pools, p, N, L, s, B, bounded);
+  if (budget != nullptr) {
+    budget->spent += r.visits;
+    if (r.incomplete) {
+      budget->exhausted = true;
+      return false;
+    }
+  }
   if (pools.structure == pool_structure::shared_block_pool)
     return std::max(r.peak_blocks, r.peak_admission_blocks) <= cap.usable_blocks;
   return r.peak_bytes <= cap.budget_bytes;
 }
-
-/// A bound on the work of the fit searches below, in `sim_work_estimate` units (request steps).
-struct sim_work_budget {
-  double limit = 0;        ///< 0: no bound.
-  double spent = 0;        ///< The estimates of the workloads simulated so far.
-  bool exhausted = false;  ///< A probe was skipped: the searches' answers are lower bounds.
-
-  /// Whether a probe of estimated work `w` may run (and counts it); false once over the limit.
-  bool admit(double w) {
-    if (limit > 0 && spent + w > limit) {
-      exhausted = true;
-      return false;
-    }
-    spent += w;
-    return true;
-  }
-};
 
 /// The largest N in [1, max_requests] (the simulator's 2^20 cap, and `search.max_running` when
 /// set) for which `simulated_fit` holds, 0 if even one request does not fit: from `hint` (a
@@ -805,10 +828,7 @@ inline std::int64_t max_requests_simulated(const engine_pools& pools, const allo
                                            sim_work_budget* budget = nullptr) {
   if (search.max_running > 0) max_requests = std::min(max_requests, search.max_running);
   if (max_requests < 1) return 0;
-  const auto fits = [&](std::int64_t n) {
-    if (budget != nullptr && !budget->admit(sim_work_estimate(pools, p, n, L, s, B, search))) return false;
-    return simulated_fit(pools, p, n, L, s, B, cap, search);
-  };
+  const auto fits = [&](std::int64_t n) { return simulated_fit(pools, p, n, L, s, B, cap, search, budget); };
   std::int64_t lo = 0;  // fits (0: trivially)
   std::int64_t hi = 0;  // the largest N that may fit
   const std::int64_t start = std::clamp<std::int64_t>(hint, 1, max_requests);
@@ -839,9 +859,7 @@ std::int64_t max_context_simulated(
     std::int64_t B, const sim_capacity& cap, const sim_search& search = {},
     Starts starts = [](std::int64_t /*L*/) { return true; }, sim_work_budget* budget = nullptr) {
   const auto fits = [&](std::int64_t L) {
-    if (!starts(L)) return false;
-    if (budget != nullptr && !budget->admit(sim_work_estimate(pools, p, N, L, s, B, search))) return false;
-    return simulated_fit(pools, p, N, L, s, B, cap, search);
+    return starts(L) && simulated_fit(pools, p, N, L, s, B, cap, search, budget);
   };
   const std::int64_t lo = std::max<std::int64_t>(2, s);
   if (lo > max_context || !fits(lo)) return 0;

@@ -193,10 +193,10 @@ constexpr const char* vllm_format_mismatch(const paged_cache_group_spec& g, int 
   if (g.id.kind == group_kind::mla_kv) return nullptr;  // V3.2: fp8_ds_mla (656 B) or bf16 rows
   if (n == "v4.fp8_ds_mla") return nullptr;
   if (g.id.kind == group_kind::v41_swa && n == "v4.1.fp8") return nullptr;
-  if (g.id.kind == group_kind::v41_global && n == "v4.1.fp4") return nullptr;
+  if (g.id.kind == group_kind::v41_global && (n == "v4.1.fp4" || n == "v4.1.fp8")) return nullptr;
   return g.id.kind == group_kind::v41_swa || g.id.kind == group_kind::v41_global
-             ? "vLLM stores DeepSeek V4.1 KV as its V4.1 records (v4.1.fp8 SWA, v4.1.fp4 global rows) or as "
-               "fp8_ds_mla (v4.fp8_ds_mla)"
+             ? "vLLM stores DeepSeek V4.1 KV as its V4.1 records (v4.1.fp8 SWA, v4.1.fp4 or v4.1.fp8 global rows) or "
+               "as fp8_ds_mla (v4.fp8_ds_mla)"
              : "vLLM stores DeepSeek V4 KV only in its fp8_ds_mla layout (v4.fp8_ds_mla)";
 }
 
@@ -267,7 +267,8 @@ struct vllm_bucket {
     if (tensors++ == 0) first_page = page;
     const int c = class_of(page);
     if (c == num_classes) {
-      require(num_classes < 8, "a vLLM bucket with more than 8 page sizes is not modelled");
+      require(num_classes < 8,
+              "a vLLM bucket of more than 8 page sizes is not modelled: plan it with own pools (--pools own)");
       class_page[static_cast<std::size_t>(num_classes++)] = page;
     }
     ++class_count[static_cast<std::size_t>(c)];
@@ -295,6 +296,10 @@ constexpr void collect_tensors(vllm_grouping& w, const group_spec_list& specs, m
   bool v41_records = false;  // V4.1 in its own records (SM100), else in V4 rows (SM90)
   for (const paged_cache_group_spec& g : specs)
     if (g.id.kind == group_kind::v41_swa) v41_records = g.pools[0].format.name.starts_with("v4.1.");
+  for (const paged_cache_group_spec& g : specs)  // one kv-cache dtype for every layer
+    require(g.id.kind != group_kind::v41_global || g.pools[0].format.name.starts_with("v4.1.") == v41_records,
+            "vLLM stores a DeepSeek V4.1 model in one kv-cache dtype: the V4.1 records throughout (SWA v4.1.fp8, "
+            "global v4.1.fp4 or v4.1.fp8) or V4 rows throughout (v4.fp8_ds_mla)");
   for (int layer = 0; layer < kMaxLayers; ++layer)
     for (int rank = 0; rank <= 4; ++rank)
       for (const paged_cache_group_spec& g : specs) {
@@ -316,7 +321,10 @@ constexpr void bucket_tensors(vllm_grouping& w) {
     int b = 0;
     while (b < w.num_buckets && !vllm_uniform_type(w.buckets[static_cast<std::size_t>(b)].rule, t.rule)) ++b;
     if (b == w.num_buckets) {
-      require(w.num_buckets < kMaxEngineGroups, "vLLM grouping needs more buckets than kMaxEngineGroups");
+      require(w.num_buckets < kMaxEngineGroups,
+              "vLLM groups this model's caches in more block tables than the library models (kMaxEngineGroups = 32): "
+              "plan it with own pools (--pools own)",
+              {"buckets", w.num_buckets});
       w.buckets[static_cast<std::size_t>(w.num_buckets++)].rule = t.rule;
     }
     w.bucket_of[static_cast<std::size_t>(i)] = b;
@@ -361,7 +369,8 @@ constexpr void split_buckets(vllm_grouping& w, const vllm_pool_rules& r) {
     if (state_bucket(bk) && anchor > 0)
       bk.groups = std::max(bk.groups, ceil_div(bk.tensors, std::max<std::int64_t>(anchor / bk.first_page, 1)));
     // vLLM zips the page-size classes: an unbalanced bucket split in several groups would lose tensors.
-    require(bk.groups == 1 || bk.balanced, "a split vLLM bucket with unequal page-size classes is not modelled",
+    require(bk.groups == 1 || bk.balanced,
+            "a split vLLM bucket of unequal page-size classes is not modelled: plan it with own pools (--pools own)",
             {"groups", bk.groups});
   }
 }
@@ -372,7 +381,10 @@ constexpr void emit_groups(const vllm_grouping& w, engine_pools& e) {
   for (int b = 0; b < w.num_buckets; ++b) {
     const vllm_bucket& bk = w.buckets[static_cast<std::size_t>(b)];
     for (std::int64_t j = 0; j < bk.groups; ++j) {
-      require(e.num_groups < kMaxEngineGroups, "vLLM grouping needs more groups than kMaxEngineGroups");
+      require(e.num_groups < kMaxEngineGroups,
+              "vLLM groups this model's caches in more block tables than the library models (kMaxEngineGroups = 32): "
+              "plan it with own pools (--pools own)",
+              {"groups", bk.groups}, {"tensors", bk.tensors});
       engine_group& g = e.groups[static_cast<std::size_t>(e.num_groups++)];
       g.rule = bk.rule;
       std::array<std::int64_t, 8> seen{};  // tensors of each class seen so far: the repeat index
@@ -385,7 +397,9 @@ constexpr void emit_groups(const vllm_grouping& w, engine_pools& e) {
                                       g.members[static_cast<std::size_t>(m)].pool == t.pool))
           ++m;
         if (m == g.num_members) {
-          require(g.num_members < kMaxGroupMembers, "a vLLM group with more than 8 tensor sets is not modelled");
+          require(
+              g.num_members < kMaxGroupMembers,
+              "a vLLM block table of more than 8 tensor sets is not modelled: plan it with own pools (--pools own)");
           g.members[static_cast<std::size_t>(g.num_members++)] = {t.group,         t.pool,       {},
                                                                   t.rows_per_page, t.page_bytes, t.alignment};
         }
@@ -398,15 +412,25 @@ constexpr void emit_groups(const vllm_grouping& w, engine_pools& e) {
 }  // namespace detail
 
 /// vLLM's shared block pool for the groups `specs` of a model of `family` at s tokens per step:
-/// its block tables (packed groups) and bytes_per_block (see the top of this file). Fails if vLLM
-/// does not store a pool's format (`vllm_format_mismatch`) or if the grouping needs more than
-/// kMaxEngineGroups groups or kMaxGroupMembers tensor sets per group.
+/// its block tables (packed groups) and bytes_per_block (see the top of this file); caches of one
+/// spec (one page size) are one group of every layer (K `_get_kv_cache_groups_uniform_spec`).
+/// Fails if vLLM does not store a pool's format (`vllm_format_mismatch`), a V4.1 model mixes
+/// the V4.1 records with V4 rows, caches of one page size have several spec types (vLLM's
+/// uniform-page-size grouping, not modelled), or the grouping needs more than kMaxEngineGroups
+/// groups or kMaxGroupMembers tensor sets per group; each message says to plan own pools.
 constexpr engine_pools vllm_engine_pools(const group_spec_list& specs, model_family family,
                                          const vllm_pool_rules& r = {}, std::int64_t s = 1) {
   detail::vllm_grouping w;
   detail::collect_tensors(w, specs, family, r, s);
   detail::bucket_tensors(w);
-  detail::split_buckets(w, r);
+  bool one_page = true;  // packing applies only to mixed page sizes (K get_kv_cache_groups)
+  for (int i = 1; i < w.num_tensors; ++i)
+    one_page = one_page && w.tensors[static_cast<std::size_t>(i)].page_bytes == w.tensors[0].page_bytes;
+  require(!one_page || w.num_buckets == 1,
+          "vLLM groups caches of one page size but several spec types by its uniform-page-size rule, which is not "
+          "modelled: plan it with own pools (--pools own)",
+          {"spec_types", w.num_buckets});
+  if (!one_page) detail::split_buckets(w, r);  // one page size and one spec type: one group of every layer
   engine_pools e;
   e.structure = pool_structure::shared_block_pool;
   detail::emit_groups(w, e);

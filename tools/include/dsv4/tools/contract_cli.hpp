@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <fstream>
+#include <initializer_list>
 #include <map>
 #include <optional>
 #include <ostream>
@@ -183,11 +184,22 @@ inline std::string first_wrong_engine(const ojson& e, const ojson& groups, std::
   if (spec->structure != cache::pool_structure::shared_block_pool || str_at(e, "structure", ep) != "shared_block_pool")
     return fmt::format("{}.structure: '{}', but {} places pages in {}", ep, str_at(e, "structure", ep),
                        cache::engine_label(*spec), cache::to_string(spec->structure));
+  const auto unknown_key = [](const ojson& o, std::initializer_list<const char*> keys) -> std::string {
+    for (const auto& [k, v] : o.items()) {
+      (void)v;
+      if (std::find_if(keys.begin(), keys.end(), [&](const char* x) { return k == x; }) == keys.end()) return k;
+    }
+    return {};
+  };
+  if (const std::string k = unknown_key(e, {"name", "preset", "structure", "block_bytes", "groups"}); !k.empty())
+    return fmt::format("{}.{}: not a key of the engine placement", ep, k);
   std::map<std::string, std::int64_t> placed;  // "group[pool]#layer" -> times placed
   std::int64_t widest = 0;
   const ojson& egroups = array_at(e, "groups", ep);
   for (std::size_t gi = 0; gi < egroups.size(); ++gi) {
     const std::string gp = fmt::format("{}.groups[{}]", ep, gi);
+    if (const std::string k = unknown_key(egroups[gi], {"table", "block_tokens", "tensors"}); !k.empty())
+      return fmt::format("{}.{}: not a key of an engine group", gp, k);
     const std::string table = str_at(egroups[gi], "table", gp);
     if (table != "full_history" && table != "sliding_window" && table != "request_ring")
       return fmt::format("{}.table: '{}', not full_history, sliding_window or request_ring", gp, table);
@@ -200,9 +212,17 @@ inline std::string first_wrong_engine(const ojson& e, const ojson& groups, std::
     for (std::size_t ti = 0; ti < tensors.size(); ++ti) {
       const ojson& t = tensors[ti];
       const std::string tp = fmt::format("{}.tensors[{}]", gp, ti);
+      if (const std::string k =
+              unknown_key(t, {"group", "pool", "rows_per_page", "alignment", "page_bytes", "offset", "layers"});
+          !k.empty())
+        return fmt::format("{}.{}: not a key of a tensor set", tp, k);
       const std::string gid = str_at(t, "group", tp);
       const ojson* lib = find_group(groups, gid);
       if (lib == nullptr) return fmt::format("{}.group: '{}' is no group of the layout", tp, gid);
+      // The table keeps what the library group keeps, in blocks of its rows.
+      const std::string retention = str_at(*lib, "retention", tp + ".group");
+      if ((table == "full_history") != (retention == "full_history"))
+        return fmt::format("{}: a {} table, but {} is {}", tp, table, gid, retention);
       const std::int64_t pool = int_at(t, "pool", tp);
       const ojson& lib_pools = (*lib)["pools"];
       if (pool < 0 || pool >= static_cast<std::int64_t>(lib_pools.size()))
@@ -212,6 +232,12 @@ inline std::string first_wrong_engine(const ojson& e, const ojson& groups, std::
       const std::int64_t align = int_at(t, "alignment", tp);
       if (rows < 1 || rows > (std::int64_t{1} << 32) || align < 1 || align > (std::int64_t{1} << 32))
         return fmt::format("{}: rows_per_page {} and alignment {} must be in [1, 2^32]", tp, rows, align);
+      if (align != 1 && align != 256 && align != 512 && align != 576)
+        return fmt::format("{}.alignment: {}, but vLLM pads pages to 1, 256, 512 or 576 B", tp, align);
+      const std::int64_t tokens = table == "request_ring" ? rows : rows * int_at(*lib, "tokens_per_row", tp + ".group");
+      if (int_at(egroups[gi], "block_tokens", gp) != tokens)
+        return fmt::format("{}.block_tokens: {}, but its tensors' {} rows hold {} tokens", gp,
+                           int_at(egroups[gi], "block_tokens", gp), rows, tokens);
       const std::int64_t page = cache::round_up(f.page_bytes(rows), align);  // < 2^52 x row bytes: no overflow
       if (int_at(t, "page_bytes", tp) != page)
         return fmt::format("{}.page_bytes: {}, but {} pages of {} rows rounded up to {} are {} B", tp,

@@ -18,9 +18,12 @@
 
 namespace dsv4::cache::cli {
 
-/// Above this estimated work (`sim_work_estimate`, request visits) the planner does not simulate:
-/// about 10 s on a 2-core machine.
+/// Above this estimated work (`sim_work_estimate`) `--simulate` refuses at once: about 10 s on a
+/// 2-core machine by that (upper) estimate.
 inline constexpr double kSimulateMaxWork = 4.0e10;
+/// The simulations of one planner run stop after this many request visits (`sim_result::visits`,
+/// about 3 x 10^7 a second here): about 10 s, whatever the estimate said.
+inline constexpr std::int64_t kSimulateMaxVisits = 300'000'000;
 
 /// One pipeline stage as vLLM sizes it (its worker's block).
 struct engine_worker {
@@ -35,8 +38,13 @@ struct engine_fit {
   std::string why_not;                  ///< Why it was not simulated (the work estimate).
   std::int64_t max_requests = 0;        ///< Per engine (one DP rank): requests of L with no preemption.
   std::int64_t max_context_tokens = 0;  ///< For the plan's requests (per engine).
-  bool lower_bound = false;             ///< The search stopped at its work budget: at least these.
-  double work_estimate = 0;             ///< The estimated work simulated (request steps).
+  bool lower_bound = false;             ///< The request search stopped at its work limit: at least max_requests.
+  bool context_lower_bound = false;     ///< The context search stopped at its work limit: at least max_context_tokens.
+  /// max_requests is the plan's answer, not a simulated one: the plan's pages bound the simulated
+  /// peak (the grid tests), so it fits; the search did not go past it (the running cap) or stopped
+  /// at its work limit below it.
+  bool requests_by_plan = false;
+  std::int64_t work = 0;  ///< Request visits the simulations made.
 };
 
 /// The engine report of a plan.
@@ -54,12 +62,15 @@ struct engine_report {
 
 /// The report of `plan` (the whole model on one GPU, or, with `ranks`, one per pipeline stage)
 /// under engine `e`, with the KV budget per GPU if given. `max_running` caps the requests the
-/// simulation runs at once (vLLM's max_num_seqs); `max_sim_work` bounds the simulations' work
-/// (`sim_work_budget`). Throws std::invalid_argument as the library.
+/// simulation runs at once (vLLM's max_num_seqs); `max_sim_visits` bounds the simulations' work
+/// (`sim_work_budget`); `dcp` is the deployment's decode context parallel size (vLLM's startup
+/// divides the full-history charge by it; the simulator does not shard: not simulated then).
+/// Throws std::invalid_argument as the library.
 inline engine_report compute_engine_report(const model_config& m, const memory_plan& plan,
                                            const std::vector<rank_plan_result>& ranks, std::int64_t dp,
                                            const engine_spec& e, std::optional<std::uint64_t> budget,
-                                           std::int64_t max_running, double max_sim_work = kSimulateMaxWork) {
+                                           std::int64_t max_running, std::int64_t max_sim_visits = kSimulateMaxVisits,
+                                           std::int64_t dcp = 1) {
   engine_report r;
   r.engine = &e;
   r.structure = plan.pools.structure;
@@ -88,7 +99,7 @@ inline engine_report compute_engine_report(const model_config& m, const memory_p
   if (r.structure == pool_structure::shared_block_pool) {
     std::vector<std::int64_t> bpb;
     for (const engine_worker& w : r.workers) bpb.push_back(w.bytes_per_block);
-    r.vllm = vllm_startup(pools, bpb, o.context_tokens, o.prefill_chunk_tokens, o.policy.overlap, o.dcp, budget);
+    r.vllm = vllm_startup(pools, bpb, o.context_tokens, o.prefill_chunk_tokens, o.policy.overlap, dcp, budget);
   }
   if (!budget) return r;
   // What really fits: the engine's own scheduling replayed on one engine's pool.
@@ -108,31 +119,55 @@ inline engine_report compute_engine_report(const model_config& m, const memory_p
     // Start the search at the plan's own answer (the plan bounds the simulated peak); the whole
     // search runs within a work budget (its answers are lower bounds past it).
     const request_capacity planned = max_requests_for_budget(m, o, *budget);
-    const std::int64_t hint =
-        std::min<std::int64_t>(planned.max_requests, search.max_running > 0 ? search.max_running : std::int64_t{1} << 20);
-    sim_work_budget work{max_sim_work, 0, false};
+    // The search's top: the simulator's 2^20 requests, or the running cap.
+    const std::int64_t top = search.max_running > 0 ? std::min<std::int64_t>(search.max_running, std::int64_t{1} << 20)
+                                                    : std::int64_t{1} << 20;
+    const std::int64_t hint = std::min<std::int64_t>(planned.max_requests, top);
+    // Half of the work limit for each search (requests at L, the context for n).
+    sim_work_budget work{max_sim_visits / 2, 0, false};
+    sim_work_budget ctx_work{max_sim_visits - max_sim_visits / 2, 0, false};
+    constexpr std::int64_t kSimMax = std::int64_t{1} << 40;  // the simulator's bound on tokens
     if (!ranks.empty() && r.vllm == std::nullopt) {
       fit.why_not = "what fits each rank's own pools is not simulated (one shared pool per engine only)";
-    } else if (r.vllm && !r.vllm->starts) {
-      fit.simulated = true;  // vLLM refuses to start: nothing runs
+    } else if (dcp > 1) {
+      fit.why_not = "the simulator does not shard a request over decode-context-parallel ranks";
+    } else if (o.prefill_chunk_tokens > kSimMax || m.max_position_embeddings > kSimMax) {
+      fit.why_not = "the simulator replays step budgets and contexts of at most 2^40 tokens";
     } else {
-      fit.max_requests = max_requests_simulated(pools, o.policy, L, o.tokens_per_step, o.prefill_chunk_tokens, cap,
-                                                search, std::max<std::int64_t>(hint, 1), std::int64_t{1} << 20, &work);
-      // The largest max_model_len with which vLLM starts and n requests of it fit.
+      // vLLM that refuses to start at L runs nothing of L (but may start at a shorter max_model_len).
+      // The plan's answer fits (its pages bound the simulated peak): at the running cap there is
+      // nothing above it to search; below it, the simulation searches upward from it and never
+      // answers less than it (a search cut at its work limit).
+      if (r.vllm && !r.vllm->starts) {
+        fit.max_requests = 0;
+      } else if (hint >= top) {
+        fit.max_requests = hint;
+        fit.requests_by_plan = true;
+      } else {
+        fit.max_requests = max_requests_simulated(pools, o.policy, L, o.tokens_per_step, o.prefill_chunk_tokens, cap,
+                                                  search, std::max<std::int64_t>(hint, 1), top, &work);
+        if (work.exhausted && fit.max_requests < hint) {
+          fit.max_requests = hint;
+          fit.requests_by_plan = true;
+        }
+      }
+      // The largest max_model_len with which vLLM starts and n requests of it fit (its own cap on
+      // the blocks: num_blocks does not depend on max_model_len).
       const auto starts = [&](std::int64_t len) {
         if (!r.vllm) return true;
         std::vector<std::int64_t> bpb;
         for (const engine_worker& w : r.workers) bpb.push_back(w.bytes_per_block);
-        return vllm_startup(pools, bpb, len, o.prefill_chunk_tokens, o.policy.overlap, o.dcp, budget).starts;
+        return vllm_startup(pools, bpb, len, o.prefill_chunk_tokens, o.policy.overlap, dcp, budget).starts;
       };
+      sim_capacity ctx_cap = cap;
+      if (r.vllm) ctx_cap.usable_blocks = r.vllm->num_blocks - 1;
       fit.max_context_tokens = max_context_simulated(pools, o.policy, n, m.max_position_embeddings, o.tokens_per_step,
-                                                     o.prefill_chunk_tokens, cap, search, starts, &work);
+                                                     o.prefill_chunk_tokens, ctx_cap, search, starts, &ctx_work);
+      fit.simulated = true;
       fit.lower_bound = work.exhausted;
-      fit.simulated = !(work.exhausted && fit.max_requests == 0 && fit.max_context_tokens == 0);
-      if (!fit.simulated)
-        fit.why_not = fmt::format("the simulation's estimated work exceeds {:.2g} request steps", max_sim_work);
+      fit.context_lower_bound = ctx_work.exhausted;
     }
-    fit.work_estimate = work.spent;
+    fit.work = work.spent + ctx_work.spent;
   }
   r.fit = fit;
   return r;
@@ -210,6 +245,8 @@ inline nlohmann::ordered_json engine_report_json(const engine_report& r, const m
       if (r.dp > 1) j["simulated_max_requests_per_engine"] = r.fit->max_requests;
       j["simulated_max_context_tokens"] = r.fit->max_context_tokens;
       j["simulated_lower_bound"] = r.fit->lower_bound;
+      j["max_requests_by_plan"] = r.fit->requests_by_plan;
+      j["simulated_context_lower_bound"] = r.fit->context_lower_bound;
     } else {
       j["simulated_max_requests"] = nullptr;
       j["not_simulated"] = r.fit->why_not;
@@ -288,14 +325,21 @@ inline std::string engine_report_text(const engine_report& r, const memory_plan&
       fmt::format_to(out, "  what really fits: not simulated ({})\n", r.fit->why_not);
     } else {
       const std::string per_engine = r.dp > 1 ? fmt::format(" ({} per engine x dp {})", r.fit->max_requests, r.dp) : "";
+      const std::string context =
+          r.fit->context_lower_bound && r.fit->max_context_tokens == 0
+              ? std::string("the longest context not simulated (its work limit)")
+              : fmt::format("{} request(s) up to {}{} tokens",
+                            vllm_thousands(std::max<std::int64_t>(r.engine_requests, 1)),
+                            r.fit->context_lower_bound ? "at least " : "", vllm_thousands(r.fit->max_context_tokens));
       fmt::format_to(out,
                      "  what really fits (simulated on this pool{}: no preemption, no admission held back): {}{} "
-                     "request(s) of {} tokens{}; {} request(s) up to {} tokens\n",
+                     "request(s) of {} tokens{}{}; {}\n",
                      r.max_running > 0 ? fmt::format(", at most {} running", r.max_running) : std::string(),
                      r.fit->lower_bound ? "at least " : "", r.fit->max_requests * r.dp,
                      vllm_thousands(o.context_tokens), per_engine,
-                     vllm_thousands(std::max<std::int64_t>(r.engine_requests, 1)),
-                     vllm_thousands(r.fit->max_context_tokens));
+                     r.fit->requests_by_plan ? " (the plan's answer: its pages bound the peak)" : "", context);
+      if (r.fit->lower_bound || r.fit->context_lower_bound)
+        fmt::format_to(out, "  (the simulation stopped at its work limit, about 10 s: \"at least\")\n");
     }
   }
   return s;

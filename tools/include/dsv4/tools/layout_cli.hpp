@@ -250,6 +250,11 @@ inline int run_layout(const std::vector<std::string>& args, std::ostream& out, s
         ->check(cache::cli::kNonEmpty)
         ->each([&c](const std::string&) { c.engine_given = true; });
     cmd->add_flag("--no-mtp", c.plan.no_mtp, "Do not cache the MTP layers");
+    cmd->add_option("--tokens-per-step", c.plan.tokens_per_step,
+                    "Tokens per decode step s: with --engine vllm, V4.1's ratio-2 ring holds max(8, next power of two "
+                    ">= s + 1) rows")
+        ->transform(cache::cli::kDecimalInt)
+        ->capture_default_str();
     cmd->add_option("--rank", c.rank, "With parallel flags: the rank whose layout to describe (default 0)")
         ->transform(cache::cli::kDecimalInt);
   };

@@ -53,7 +53,7 @@ struct planner_args {
   std::optional<std::int64_t> max_running;  // --max-running-requests (default: the engine's)
   bool overlap = false;
   bool simulate = false;
-  double max_sim_work = kSimulateMaxWork;  // not a flag: the fuzz target lowers it (each input must end in seconds)
+  std::int64_t max_sim_visits = kSimulateMaxVisits;  // not a flag: the fuzz target lowers it (inputs end in seconds)
   // Parallelism and roles (per-rank plans)
   std::int64_t tp = 1;
   std::int64_t dp = 1;
@@ -179,6 +179,10 @@ struct planner_result {
   std::optional<engine_report> report;  ///< Its pool, startup figures and (with a budget) what really fits.
   std::optional<std::uint64_t> budget_bytes;
   std::optional<request_capacity> requests_fit;
+  /// The engine's cap on requests running at once (--max-running-requests, or the engine's own:
+  /// vLLM's max_num_seqs); 0 = none. The budget answers never exceed it (`max_requests_by_memory`
+  /// keeps memory's own answer).
+  std::int64_t max_running = 0;
   std::optional<context_capacity> context_fit;
   std::optional<sim_result> simulated;  ///< With --simulate: the worst case of the allocation simulator.
   // With parallel flags: every rank's plan, the worst rank, and with a budget what the cluster fits.
@@ -398,6 +402,7 @@ inline planner_result compute(const planner_args& a) {
     if (!a.pp_layers.empty()) parse_pp_layers(a.pp_layers, pc);
     r.parallel = pc;
   }
+  r.max_running = a.max_running.value_or(r.engine->default_max_running_requests);
   try {  // errors from here on depend on the model: say which one
     r.schema = build_model_schema(r.model, r.model.family == model_family::v3_2 ? indexer_format::fp8 : o.indexer);
     if (plan_structure(o) == pool_structure::shared_block_pool)
@@ -425,7 +430,7 @@ inline planner_result compute(const planner_args& a) {
       }
       if (r.budget_bytes) r.cluster_fit = cluster_capacity_for_budget(r.model, o, *r.parallel, *r.budget_bytes);
     }
-    const std::int64_t max_running = a.max_running.value_or(r.engine->default_max_running_requests);
+    const std::int64_t max_running = r.max_running;
     if (a.simulate) {
       const memory_plan& p = r.plan;
       const std::int64_t n = p.options.requests;
@@ -437,22 +442,37 @@ inline planner_result compute(const planner_args& a) {
                         kSimulateMaxRequests, n));
       sim_search search;
       search.max_running = a.max_running.value_or(0);  // the plan's N run at once unless capped on purpose
+      search.sim.max_visits = a.max_sim_visits;
       const double work = sim_work_estimate(p.pools, o.policy, n, ctx, p.options.tokens_per_step,
                                             p.options.prefill_chunk_tokens, search);
-      if (work > a.max_sim_work)
+      if (work > kSimulateMaxWork)
         throw std::invalid_argument(fmt::format(
             "--simulate: the estimated work of {} requests x {} tokens is {:.2g} request steps, above the limit {:.2g} "
             "(about 10 s on 2 cores); simulate fewer requests",
-            n, ctx, work, a.max_sim_work));
+            n, ctx, work, kSimulateMaxWork));
       r.simulated = simulate_worst_case(p.pools, o.policy, n, ctx, p.options.tokens_per_step,
                                         p.options.prefill_chunk_tokens, search);
+      if (r.simulated->incomplete)
+        throw std::invalid_argument(fmt::format(
+            "--simulate stopped at its work limit ({} request visits, about 10 s on 2 cores) after {} workload(s): "
+            "simulate fewer requests or a smaller --tokens-per-step",
+            a.max_sim_visits, r.simulated->simulations));
     }
     r.report = compute_engine_report(r.model, r.plan, r.ranks, r.parallel ? r.parallel->dp : 1, *r.engine,
-                                     r.budget_bytes, max_running, a.max_sim_work);
+                                     r.budget_bytes, max_running, a.max_sim_visits, r.parallel ? r.parallel->dcp : 1);
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument((a.config_path.empty() ? "--preset " + a.preset : a.config_path) + ": " + e.what());
   }
   return r;
+}
+
+/// `n` requests (of `engines` engines together) capped at what the engines run at once.
+inline std::int64_t capped_requests(const planner_result& r, std::int64_t n, std::int64_t engines) {
+  if (r.max_running <= 0) return n;
+  const std::int64_t cap = r.max_running > std::numeric_limits<std::int64_t>::max() / engines
+                               ? std::numeric_limits<std::int64_t>::max()
+                               : r.max_running * engines;
+  return std::min(n, cap);
 }
 
 /// The simulator's peak pages of library group `gi` in the units of its `pages_per_layer`: own
@@ -588,7 +608,11 @@ inline nlohmann::ordered_json to_json(const planner_result& r) {
         std::string(to_string(p.options.formats.set == format_set::v4 ? format_set::v4 : format_set::v41));
   if (r.budget_bytes) {
     plan["budget_bytes"] = *r.budget_bytes;
-    plan["max_requests"] = r.requests_fit->max_requests;
+    plan["max_requests"] = capped_requests(r, r.requests_fit->max_requests, 1);
+    if (r.max_running > 0 && r.requests_fit->max_requests > r.max_running) {
+      plan["max_requests_by_memory"] = r.requests_fit->max_requests;
+      plan["max_running_requests"] = r.max_running;
+    }
     plan["max_requests_total_bytes"] = r.requests_fit->total_bytes;
     plan["max_requests_bytes_left"] = r.requests_fit->bytes_left;
     plan["max_context_tokens"] = r.context_fit->max_context_tokens;
@@ -640,7 +664,9 @@ inline nlohmann::ordered_json to_json(const planner_result& r) {
     json cluster = {{"worst_rank", r.worst.worst_rank}, {"worst_rank_bytes", r.worst.worst_bytes}};
     if (r.cluster_fit) {
       cluster["budget_bytes_per_gpu"] = *r.budget_bytes;
-      cluster["max_requests"] = r.cluster_fit->max_requests;
+      cluster["max_requests"] = capped_requests(r, r.cluster_fit->max_requests, r.parallel->dp);
+      if (capped_requests(r, r.cluster_fit->max_requests, r.parallel->dp) != r.cluster_fit->max_requests)
+        cluster["max_requests_by_memory"] = r.cluster_fit->max_requests;
       cluster["max_context_tokens"] = r.cluster_fit->max_context_tokens;
     }
     j["cluster"] = cluster;
@@ -781,17 +807,24 @@ inline std::string to_text(const planner_result& r) {
   if (r.budget_bytes) {
     const request_capacity& rq = *r.requests_fit;
     fmt::format_to(out, "budget {} B ({}):\n", *r.budget_bytes, human_bytes(*r.budget_bytes));
-    if (rq.max_requests == std::numeric_limits<std::int64_t>::max())
+    if (r.max_running > 0 && rq.max_requests > r.max_running)
+      fmt::format_to(out,
+                     "  max requests at {} tokens: {} (the engine runs at most {} at once: --max-running-requests, "
+                     "vLLM's max_num_seqs; memory alone fits {})\n",
+                     p.options.context_tokens, r.max_running, r.max_running,
+                     rq.max_requests == std::numeric_limits<std::int64_t>::max() ? std::string("any number")
+                                                                                 : std::to_string(rq.max_requests));
+    else if (rq.max_requests == std::numeric_limits<std::int64_t>::max())
       fmt::format_to(out,
                      "  max requests at {} tokens: any number (at most {} hold pages at once: the step budget, not "
                      "memory, bounds them; {} B used, {} B left)\n",
                      p.options.context_tokens, p.options.prefill_chunk_tokens, rq.total_bytes, rq.bytes_left);
     else if (rq.max_requests > 0 && shared)
       fmt::format_to(out,
-                     "  max requests at {} tokens: {} ({} B used, {} B left; vLLM needs {} B to start, each request "
-                     "adds at most {} B)\n",
+                     "  max requests at {} tokens: {} ({} B used, {} B left; vLLM needs {} B to start; a request "
+                     "holds at most {} B, with a prompt chunk in flight, {} B on average)\n",
                      p.options.context_tokens, rq.max_requests, rq.total_bytes, rq.bytes_left, rq.fixed_bytes,
-                     rq.bytes_per_request);
+                     rq.bytes_per_request, rq.total_bytes / static_cast<std::uint64_t>(rq.max_requests));
     else if (rq.max_requests > 0)
       fmt::format_to(
           out, "  max requests at {} tokens: {} ({} B used, {} B left; {} B fixed, the first request adds {} B)\n",
@@ -825,9 +858,9 @@ inline std::string to_text(const planner_result& r) {
       fmt::format_to(out,
                      "cluster, {} B per GPU: max requests at {} tokens: {}; max context for {} request(s): {} tokens\n",
                      *r.budget_bytes, p.options.context_tokens,
-                     r.cluster_fit->max_requests == std::numeric_limits<std::int64_t>::max()
+                     capped_requests(r, r.cluster_fit->max_requests, pc.dp) == std::numeric_limits<std::int64_t>::max()
                          ? std::string("any number")
-                         : std::to_string(r.cluster_fit->max_requests),
+                         : std::to_string(capped_requests(r, r.cluster_fit->max_requests, pc.dp)),
                      p.options.requests, r.cluster_fit->max_context_tokens);
   }
   if (r.report) s += engine_report_text(*r.report, p);
@@ -895,12 +928,12 @@ inline void add_parallel_options(CLI::App& app, planner_args& a) {
       ->capture_default_str();
 }
 
-/// Runs the planner on `args` (without the program name). Returns the exit code. `max_sim_work`
-/// bounds the simulations' estimated work (request steps; the fuzz target lowers it).
+/// Runs the planner on `args` (without the program name). Returns the exit code.
+/// `max_sim_visits` bounds the simulations' work (request visits; the fuzz target lowers it).
 inline int run_planner(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
-                       double max_sim_work = kSimulateMaxWork) {
+                       std::int64_t max_sim_visits = kSimulateMaxVisits) {
   planner_args a;
-  a.max_sim_work = max_sim_work;
+  a.max_sim_visits = max_sim_visits;
   CLI::App app{"dsv4-cache-plan: KV-cache layout and memory plan of a DeepSeek V4 model", "dsv4-cache-plan"};
   add_model_options(app, a, "A memory budget in GiB: also print the largest N and L that fit");
   app.add_option("--tokens-per-step", a.tokens_per_step, "Tokens per decode step s (1 + speculative tokens)")
