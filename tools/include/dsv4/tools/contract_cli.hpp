@@ -185,9 +185,9 @@ inline std::string first_wrong_engine(const ojson& e, const ojson& groups, std::
     return fmt::format("{}.structure: '{}', but {} places pages in {}", ep, str_at(e, "structure", ep),
                        cache::engine_label(*spec), cache::to_string(spec->structure));
   const auto unknown_key = [](const ojson& o, std::initializer_list<const char*> keys) -> std::string {
-    for (const auto& [k, v] : o.items()) {
-      (void)v;
-      if (std::find_if(keys.begin(), keys.end(), [&](const char* x) { return k == x; }) == keys.end()) return k;
+    for (const auto& item : o.items()) {
+      const std::string k = item.key();  // not a structured binding: clang 14 cannot capture one
+      if (std::find_if(keys.begin(), keys.end(), [&k](const char* x) { return k == x; }) == keys.end()) return k;
     }
     return {};
   };
