@@ -114,6 +114,12 @@ int run_struct(FuzzedDataProvider& fdp) {
     if (v.available_bytes && v.starts) DSV4_FUZZ_CHECK(v.num_blocks >= v.request_blocks + 1);
     if (r->parallel == std::nullopt) DSV4_FUZZ_CHECK(r->plan.num_blocks >= v.request_blocks + 1);
   }
+  // tokenspeed's figures: it allocates no more parents than the budget holds, and no arena above it.
+  if (r->report && r->report->tokenspeed && r->report->tokenspeed->starts) {
+    const dsv4::cache::tokenspeed_startup_report& t = *r->report->tokenspeed;
+    DSV4_FUZZ_CHECK(t.parents >= 1 && t.parents <= t.budgeted_parents && t.token_capacity >= 1);
+    DSV4_FUZZ_CHECK(t.arena_bytes <= r->report->tokenspeed_budget);
+  }
   DSV4_FUZZ_CHECK(!text.empty());
   return 0;
 }

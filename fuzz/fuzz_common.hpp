@@ -142,6 +142,40 @@ inline void check_shared_plan(const cache::memory_plan& p) {
 }
 
 /// Checks every number of a plan against its definition (memory_plan.hpp), in 128 bits.
+/// A parent-arena plan (tokenspeed) against its definition, in 128-bit arithmetic: every group's
+/// pages H x per request + shared, ceil(pages / K) parents, the groups' parents + the null parent,
+/// a budget at least that, tokenspeed's startup floor and one request alone, total = parents x
+/// parent bytes; and tokenspeed, given the plan's bytes, allocates the groups' parents and admits
+/// a request of L.
+inline void check_parent_plan(const cache::memory_plan& p) {
+  const cache::plan_options& o = p.options;
+  DSV4_FUZZ_CHECK(p.pools.num_groups >= 1 && p.pools.bytes_per_block >= 1);
+  u128 parents = 0;
+  for (int e = 0; e < p.pools.num_groups; ++e) {
+    const cache::engine_group& g = p.pools[e];
+    const cache::engine_group_plan& ep = p.engine_groups[static_cast<std::size_t>(e)];
+    DSV4_FUZZ_CHECK(g.pages_per_block >= 1 && ep.pages_per_request >= 1 && ep.shared_pages >= 0);
+    DSV4_FUZZ_CHECK(static_cast<u128>(ep.blocks) ==
+                    static_cast<u128>(p.holding_requests) * static_cast<u128>(ep.pages_per_request) +
+                        static_cast<u128>(ep.shared_pages));
+    const u128 k = static_cast<u128>(g.pages_per_block);
+    DSV4_FUZZ_CHECK(static_cast<u128>(ep.parents) == (static_cast<u128>(ep.blocks) + k - 1) / k);
+    DSV4_FUZZ_CHECK(p.pools.bytes_per_block % g.pages_per_block == 0);
+    parents += static_cast<u128>(ep.parents);
+  }
+  DSV4_FUZZ_CHECK(static_cast<u128>(p.planned_blocks) == parents + 1);
+  DSV4_FUZZ_CHECK(p.num_blocks >= p.planned_blocks && p.num_blocks >= p.startup_blocks &&
+                  p.num_blocks >= p.admission_blocks);
+  DSV4_FUZZ_CHECK(static_cast<u128>(p.total_bytes) ==
+                  static_cast<u128>(p.num_blocks) * static_cast<u128>(p.pools.bytes_per_block));
+  const cache::tokenspeed_startup_report t =
+      cache::tokenspeed_startup(p.pools, cache::detail::tokenspeed_limits_of(o), p.total_bytes, 1, 0);
+  DSV4_FUZZ_CHECK(t.starts);
+  DSV4_FUZZ_CHECK(t.parents >= p.planned_blocks - 1 && t.parents <= t.budgeted_parents);
+  DSV4_FUZZ_CHECK(t.admits_context);
+  DSV4_FUZZ_CHECK(t.arena_bytes <= p.total_bytes);
+}
+
 inline void check_plan(const cache::memory_plan& p) {
   DSV4_FUZZ_CHECK(p.num_groups >= 1 && p.num_groups <= cache::kMaxGroups);
   const cache::plan_options& o = p.options;
@@ -149,6 +183,10 @@ inline void check_plan(const cache::memory_plan& p) {
   DSV4_FUZZ_CHECK(shared == (o.pools == cache::pools_choice::engine && o.policy.engine == cache::engine_kind::vllm));
   if (shared) {
     check_shared_plan(p);
+    return;
+  }
+  if (p.pools.structure == cache::pool_structure::parent_arena) {
+    check_parent_plan(p);
     return;
   }
   DSV4_FUZZ_CHECK(o.context_tokens >= 1 && o.requests >= 0 && o.tokens_per_step >= 1 && o.prefill_chunk_tokens >= 1);

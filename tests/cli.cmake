@@ -38,9 +38,18 @@ if(TARGET dsv4-cache-plan)
     add_test(NAME oracle.vllm_plan_agrees
              COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/oracle/compare_vllm_plan.py
                      $<TARGET_FILE:dsv4-cache-plan>)
-    set_tests_properties(oracle.vllm_pool_self_test oracle.vllm_plan_agrees PROPERTIES LABELS host)
+    # tokenspeed's parent arena and `Cache profile` against the independent oracle of its recipe
+    # (tests/oracle/tokenspeed_oracle.py, written from tokenspeed's source): 42 cases, and the
+    # oracle's re-derivation of tokenspeed's own memory-plan tests.
+    add_test(NAME oracle.tokenspeed_self_test
+             COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/oracle/tokenspeed_oracle.py --self-test)
+    add_test(NAME oracle.tokenspeed_plan_agrees
+             COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/oracle/compare_tokenspeed_plan.py
+                     $<TARGET_FILE:dsv4-cache-plan>)
+    set_tests_properties(oracle.vllm_pool_self_test oracle.vllm_plan_agrees oracle.tokenspeed_self_test
+                         oracle.tokenspeed_plan_agrees PROPERTIES LABELS host)
   else()
-    message(WARNING "dsv4-cache: no Python 3 interpreter: the vLLM oracle comparison is not run "
+    message(WARNING "dsv4-cache: no Python 3 interpreter: the vLLM and tokenspeed oracle comparisons are not run "
                     "(bash scripts/install-deps.sh installs python3)")
   endif()
 endif()

@@ -243,7 +243,11 @@ TEST(FormatFlags, VllmPoolsRefuseFormatsVllmDoesNotWrite) {
   const cli_out keys = plan({"--indexer-format", "v4.indexer_mxfp4_in_fp8_slot"});
   EXPECT_EQ(keys.rc, 2);
   EXPECT_NE(keys.err.find("v4.c4a.compressed_kv[1]"), std::string::npos) << keys.err;
-  EXPECT_EQ(plan({"--kv-format", "v4.fp8_ds_mla.footer", "--engine", "tokenspeed"}).rc, 0);  // own pools
+  // tokenspeed's arena stores v4.fp8_ds_mla KV rows only; its own pools take any registered format.
+  const cli_out ts = plan({"--kv-format", "v4.fp8_ds_mla.footer", "--engine", "tokenspeed"});
+  EXPECT_EQ(ts.rc, 2);
+  EXPECT_NE(ts.err.find("tokenspeed's V4 recipe stores KV rows as v4.fp8_ds_mla only"), std::string::npos) << ts.err;
+  EXPECT_EQ(plan({"--kv-format", "v4.fp8_ds_mla.footer", "--engine", "tokenspeed", "--pools", "own"}).rc, 0);
 }
 
 TEST(DeepseekV32, PresetEqualsTheConfig) {

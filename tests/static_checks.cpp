@@ -93,4 +93,20 @@ constexpr memory_plan kFlashVllm = build_memory_plan(deepseek_v4_flash);
 static_assert(kFlashVllm.pools.bytes_per_block == 21 * 37'440 + 20 * 1'728 + 21 * 8'640);
 static_assert(kFlashVllm.startup_blocks == 4'096 + 2 * 131 + 2'051 + 1'041 + 1);
 static_assert(kFlashVllm.total_bytes == 7'451ULL * 1'002'240);
+
+// ---- tokenspeed's parent arena (engines/tokenspeed.hpp), the same request, worked by hand ----
+// parent = 2,403,072 B (tokenspeed_engine_test: plane by plane) + the MTP layer's SWA plane
+// (39,168 B) = 2,442,240; the request's pages bind 131 (SWA, K = 1) + 2,051 / 2 -> 1,026 (CSA
+// states) + 2,051 / 8 -> 257 (indexer states) + 1,041 / 2 -> 521 (HCA states) + 4,096 (CSA KV,
+// K = 1) + 4,096 / 32 = 128 (HCA KV) = 6,159 parents, + the null parent.
+constexpr plan_options tokenspeed_options() {
+  plan_options o;
+  o.policy = tokenspeed_policy;
+  return o;
+}
+constexpr memory_plan kFlashTokenspeed = build_memory_plan(deepseek_v4_flash, tokenspeed_options());
+static_assert(kFlashTokenspeed.pools.structure == pool_structure::parent_arena);
+static_assert(kFlashTokenspeed.pools.bytes_per_block == 2'403'072 + 39'168);
+static_assert(kFlashTokenspeed.planned_blocks == 131 + 1'026 + 257 + 521 + 4'096 + 128 + 1);
+static_assert(kFlashTokenspeed.total_bytes == 6'160ULL * 2'442'240);
 }  // namespace

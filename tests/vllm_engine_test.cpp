@@ -368,7 +368,7 @@ TEST(VllmEngine, RegistryNamesAndPresets) {
   ASSERT_NE(find_engine("vllm"), nullptr);
   EXPECT_EQ(find_engine("vllm"), find_engine("vllm@2026.11"));
   EXPECT_EQ(find_engine("vllm")->structure, pool_structure::shared_block_pool);
-  EXPECT_EQ(find_engine("tokenspeed")->structure, pool_structure::own_pools);
+  EXPECT_EQ(find_engine("tokenspeed")->structure, pool_structure::parent_arena);
   EXPECT_EQ(find_engine("vllm@"), nullptr);
   EXPECT_EQ(find_engine("vllm@2020.01"), nullptr);
   EXPECT_EQ(find_engine("sglang"), nullptr);

@@ -318,10 +318,13 @@ TEST(CliEngine, RefusedInputsExit2) {
 }
 
 TEST(CliEngine, StepBudgetBoundsRequestsInTheBudgetLine) {
-  // B = 64: at most 64 requests hold pages; any number of queued requests fits in 1 TiB.
+  // B = 64: at most 64 requests hold pages; any number of queued requests fits in 1 TiB, and
+  // tokenspeed runs at most its max_num_seqs (160 by default) at once.
   const run_result r = run({"--context", "8192", "--prefill-chunk", "64", "--memory-gib", "1024", "--pools", "own",
                             "--engine", "tokenspeed"});
-  EXPECT_NE(r.out.find("max requests at 8192 tokens: any number (at most 64 hold pages at once"), std::string::npos)
+  EXPECT_NE(r.out.find("max requests at 8192 tokens: 160 (the engine runs at most 160 at once: "
+                       "--max-running-requests, tokenspeed's max_num_seqs; memory alone fits any number)"),
+            std::string::npos)
       << r.out;
   // vLLM runs at most max_num_seqs (1,024 by default) at once: the answer says so.
   const run_result v = run({"--context", "8192", "--prefill-chunk", "64", "--memory-gib", "1024"});
@@ -630,6 +633,44 @@ TEST(CliVllm, SimulateCutAtItsWorkLimitIsRefused) {
   EXPECT_TRUE(out.str().empty()) << out.str();  // nothing half-written
 }
 
+// The done-when command: tokenspeed's `Cache profile` figures as tokenspeed computes them
+// (tokenspeed_engine_test and the oracle check the numbers) and what really fits on its arena.
+TEST(CliTokenspeed, CacheProfileAndWhatReallyFits) {
+  const std::vector<std::string> args = {"--preset", "v4-flash",  "--engine", "tokenspeed", "--memory-gib",
+                                         "64",       "--context", "1048576",  "--overlap"};
+  const run_result text = run(args);
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_NE(text.out.find("tokenspeed logs: Cache profile: parent_bytes=2442240, P=256, parents=28136, "
+                          "token_capacity=5810176, layers=44 (draft 1), groups={'v4.c128a.compressed_kv': 32, "),
+            std::string::npos)
+      << text.out;
+  std::vector<std::string> with_json = args;
+  with_json.push_back("--json");
+  const json j = run_json(with_json);
+  const json& e = j["engine_report"];
+  EXPECT_EQ(e["structure"], "parent_arena");
+  EXPECT_EQ(j["plan"]["pools"], "engine");
+  EXPECT_EQ(e["parent_bytes"], 2'442'240);  // 2,403,072 + the draft layer's SWA plane (39,168 B)
+  EXPECT_EQ(e["packing"]["v4.c128a.compressed_kv"], 32);
+  EXPECT_EQ(e["max_num_seqs"], 160);
+  EXPECT_EQ(e["overlap_schedule_depth"], 1);
+  const std::int64_t planned = j["plan"]["max_requests"].get<std::int64_t>();
+  EXPECT_GE(e["simulated_max_requests"].get<std::int64_t>(), planned);  // the plan never promises more
+  EXPECT_GE(planned, 1);
+  // The plan's bytes are a budget tokenspeed starts with and runs one request of L on.
+  const json one = run_json({"--engine", "tokenspeed", "--overlap", "--json"});
+  EXPECT_EQ(one["plan"]["total_bytes"], one["plan"]["num_parents"].get<std::uint64_t>() * 2'442'240ULL);
+  EXPECT_TRUE(one["engine_report"]["starts"].get<bool>());
+  EXPECT_TRUE(one["engine_report"]["budget_is_plan"].get<bool>());
+  EXPECT_GE(one["engine_report"]["max_request_tokens"].get<std::int64_t>(), 1'048'576);
+  // A format tokenspeed's recipe does not write is refused under its arena, named; own pools take it.
+  const run_result bf16 = run({"--engine", "tokenspeed", "--format", "v4.swa_kv=v4.bf16"});
+  EXPECT_EQ(bf16.code, 2);
+  EXPECT_NE(bf16.err.find("tokenspeed's V4 recipe stores KV rows as v4.fp8_ds_mla only"), std::string::npos)
+      << bf16.err;
+  EXPECT_EQ(run({"--engine", "tokenspeed", "--format", "v4.swa_kv=v4.bf16", "--pools", "own"}).code, 0);
+}
+
 TEST(CliVllm, OwnPoolsAndOtherEngines) {
   const json own = run_json({"--memory-gib", "64", "--pools", "own"});
   EXPECT_EQ(own["engine_report"]["structure"], "own_pools");
@@ -638,7 +679,7 @@ TEST(CliVllm, OwnPoolsAndOtherEngines) {
   const json t = run_json({"--engine", "tokenspeed", "--context", "8192"});
   EXPECT_EQ(t["engine_report"]["engine"], "tokenspeed");
   EXPECT_TRUE(t["engine_report"]["preset"].is_null());
-  EXPECT_EQ(t["plan"]["pool_structure"], "own_pools");
+  EXPECT_EQ(t["plan"]["pool_structure"], "parent_arena");
   EXPECT_EQ(run_json({"--engine", "vllm@2026.11"})["plan"], run_json({})["plan"]);
 }
 

@@ -773,7 +773,8 @@ inline double sim_work_estimate(const engine_pools& pools, const allocation_poli
 }
 
 /// What fits a pool: a shared pool of `usable_blocks` blocks (num_blocks - 1: the null block
-/// apart), or own pools of `budget_bytes` bytes.
+/// apart), a parent arena of `usable_blocks` parents (the null parent apart), or own pools of
+/// `budget_bytes` bytes.
 struct sim_capacity {
   std::int64_t usable_blocks = 0;
   std::uint64_t budget_bytes = 0;
@@ -786,9 +787,24 @@ struct sim_work_budget {
   bool exhausted = false;  ///< A probe ran out of it: the searches' answers are lower bounds.
 };
 
+/// A parent arena's peak parents (tokenspeed, engines/tokenspeed.hpp) by the simulation `r`:
+/// sum over groups of ceil(peak pages / K). A group fills its bound parents before it binds a
+/// free one (`BlockPool::AcquireBlocks`), so it never holds more than ceil(its peak pages / K):
+/// an upper bound on the arena's peak, exact when the groups peak together.
+inline std::int64_t sim_peak_parents(const engine_pools& pools, const sim_result& r) {
+  std::int64_t sum = 0;
+  for (int e = 0; e < pools.num_groups; ++e) {
+    const std::int64_t pages = r.peak_pages[static_cast<std::size_t>(r.table_of_group[static_cast<std::size_t>(e)])];
+    const std::int64_t k = pools[e].pages_per_block;
+    sum = checked_add(sum, pages / k + (pages % k != 0 ? 1 : 0));
+  }
+  return sum;
+}
+
 /// Whether the worst case of `simulate_worst_case` fits `cap`: a shared pool's peak blocks and
-/// admission blocks within `usable_blocks` (no preemption, no admission delayed), or own pools'
-/// peak bytes within `budget_bytes`; and N no more than `search.max_running` (when set). With a
+/// admission blocks within `usable_blocks` (no preemption, no admission delayed), a parent
+/// arena's peak parents (`sim_peak_parents`) within `usable_blocks`, or own pools' peak bytes
+/// within `budget_bytes`; and N no more than `search.max_running` (when set). With a
 /// `budget`, the simulation stops when it is spent: then false, and `budget->exhausted`.
 inline bool simulated_fit(const engine_pools& pools, const allocation_policy& p, std::int64_t N, std::int64_t L,
                           std::int64_t s, std::int64_t B, const sim_capacity& cap, const sim_search& search = {},
@@ -812,6 +828,7 @@ inline bool simulated_fit(const engine_pools& pools, const allocation_policy& p,
   }
   if (pools.structure == pool_structure::shared_block_pool)
     return std::max(r.peak_blocks, r.peak_admission_blocks) <= cap.usable_blocks;
+  if (pools.structure == pool_structure::parent_arena) return sim_peak_parents(pools, r) <= cap.usable_blocks;
   return r.peak_bytes <= cap.budget_bytes;
 }
 

@@ -198,7 +198,8 @@ constexpr arena_layout build_arena_layout(const model_config& c, const memory_pl
   require(plan.num_groups > 0 && plan.num_groups <= kMaxGroups, "memory plan has no groups",
           {"num_groups", plan.num_groups});
   require(plan.pools.structure == pool_structure::own_pools,
-          "the arena lays out own pools: plan with pools = pools_choice::own (a shared block pool is not laid out)");
+          "the arena lays out own pools: plan with pools = pools_choice::own (a shared block pool or a parent arena is "
+          "not laid out)");
   validate(c);
   arena_layout a;
   a.plan = plan;

@@ -93,16 +93,26 @@ struct plan_options {
   std::int64_t dcp = 1;
   std::int64_t dcp_interleave_rows = 1;  ///< Rows of a request dealt to one DCP rank in turn (vLLM's interleave).
   /// How pages become bytes: the engine's pool structure (vLLM: one shared block pool; tokenspeed:
-  /// own pools until its arena is modelled), or `own`: every group in a pool of its own.
+  /// its parent arena), or `own`: every group in a pool of its own.
   pools_choice pools = pools_choice::engine;
+  /// The engine's cap on running requests (vLLM's and tokenspeed's max_num_seqs), which
+  /// tokenspeed sizes its arena's windows for; 0: the engine's default
+  /// (`tokenspeed_default_max_num_seqs`).
+  std::int64_t max_running_requests = 0;
   vllm_pool_rules vllm_pools{};  ///< vLLM's pool rules (its version preset), for a shared block pool.
 };
 
-/// The pool structure a plan with options `o` prices: vLLM's shared block pool for a vLLM
-/// policy with `pools_choice::engine`, else own pools.
-constexpr pool_structure plan_structure(const plan_options& o) {
-  return o.pools == pools_choice::engine && o.policy.engine == engine_kind::vllm ? pool_structure::shared_block_pool
-                                                                                 : pool_structure::own_pools;
+/// The pool structure a plan of a `family` model with options `o` prices, with
+/// `pools_choice::engine`: vLLM's shared block pool for a vLLM policy; tokenspeed's parent arena
+/// for a tokenspeed policy on DeepSeek V4 without DCP (`tokenspeed_arena_models`; its arena under
+/// DCP, V4.1 and V3.2 is not modelled); else (and with `pools_choice::own`) own pools.
+constexpr pool_structure plan_structure(const plan_options& o, model_family family) {
+  if (o.pools != pools_choice::engine) return pool_structure::own_pools;
+  if (o.policy.engine == engine_kind::vllm) return pool_structure::shared_block_pool;
+  const bool tokenspeed =
+      o.policy.engine == engine_kind::tokenspeed || o.policy.engine == engine_kind::tokenspeed_default;
+  return tokenspeed && tokenspeed_arena_models(family) && o.dcp == 1 ? pool_structure::parent_arena
+                                                                     : pool_structure::own_pools;
 }
 
 /// One group's share of the plan.
@@ -129,6 +139,7 @@ struct engine_group_plan {
   std::int64_t shared_pages = 0;       ///< Blocks of the prompts a step admits, beyond their rings.
   std::int64_t blocks = 0;             ///< H x pages_per_request + shared_pages (the null block apart).
   std::int64_t charge_blocks = 0;      ///< The engine's startup charge of one request (vLLM).
+  std::int64_t parents = 0;            ///< Parent arena: the parents its blocks bind, ceil(blocks / K).
 };
 
 /// The memory plan: every group's pages and bytes for N requests of L tokens.
@@ -346,6 +357,73 @@ constexpr void size_shared_blocks(const engine_pools& pools, const plan_options&
   plan.total_bytes = g.mul(num, u(pools.bytes_per_block));
 }
 
+/// tokenspeed's scheduler limits for options `o` (engines/tokenspeed.hpp): max_num_seqs
+/// (`o.max_running_requests`, or tokenspeed's default), the prefill chunk, L, s and the overlap.
+constexpr tokenspeed_limits tokenspeed_limits_of(const plan_options& o) {
+  tokenspeed_limits lim;
+  lim.max_num_seqs =
+      o.max_running_requests > 0 ? o.max_running_requests : tokenspeed_default_max_num_seqs(o.tokens_per_step);
+  lim.chunk_tokens = o.prefill_chunk_tokens;
+  lim.context_tokens = o.context_tokens;
+  lim.decode_tokens = o.tokens_per_step;
+  lim.overlap_depth = o.policy.overlap ? 1 : 0;
+  return lim;
+}
+
+/// A parent arena's parents (tokenspeed, see `size_plan`): every engine group's pages by the
+/// policy's rules, ceil(pages / K) parents of each (a group fills its parents before it binds
+/// another, so it never holds more), at least what tokenspeed's recipe needs to start and what
+/// one request of L needs alone, and the budget that makes tokenspeed allocate that many.
+constexpr void size_parent_arena(const engine_pools& pools, const plan_options& o, guard& g, memory_plan& plan) {
+  const std::uint64_t h = holding_requests(o);
+  std::uint64_t parents = 0;
+  for (int e = 0; e < pools.num_groups; ++e) {
+    const engine_group& eg = pools[e];
+    engine_group_plan& ep = plan.engine_groups[static_cast<std::size_t>(e)];
+    const group_pages pg = engine_group_pages(eg, o, g);
+    ep.window_tokens = static_cast<std::int64_t>(pg.window);
+    ep.pages_per_request = static_cast<std::int64_t>(pg.per_request);
+    ep.shared_pages = static_cast<std::int64_t>(pg.shared);
+    const std::uint64_t pages = g.add(g.mul(h, pg.per_request), pg.shared);
+    ep.blocks = static_cast<std::int64_t>(min_u(pages, u(std::numeric_limits<std::int64_t>::max())));
+    ep.parents = static_cast<std::int64_t>(min_u(guard::cdiv(pages, u(eg.pages_per_block)), u(ep.blocks)));
+    parents = g.add(parents, u(ep.parents));
+  }
+  constexpr std::uint64_t kMax = std::int64_t{1} << 62;
+  const tokenspeed_limits lim = tokenspeed_limits_of(o);
+  const std::uint64_t start = tokenspeed_parents_needed(pools, lim, 1);
+  const std::uint64_t alone = tokenspeed_request_parents(pools, lim, u(o.context_tokens));
+  const std::uint64_t need = max_u(max_u(parents, start), alone);
+  if (need >= kMax) g.overflow = true;
+  plan.planned_blocks = static_cast<std::int64_t>(min_u(g.add(parents, 1), kMax));
+  plan.startup_blocks = static_cast<std::int64_t>(min_u(g.add(start, 1), kMax));
+  plan.admission_blocks = static_cast<std::int64_t>(min_u(g.add(alone, 1), kMax));
+  const std::int64_t budgeted = need >= kMax
+                                    ? static_cast<std::int64_t>(kMax)
+                                    : tokenspeed_budgeted_parents_for(pools, lim, static_cast<std::int64_t>(need));
+  plan.num_blocks = static_cast<std::int64_t>(min_u(g.add(u(budgeted), 1), kMax));
+  plan.total_bytes = g.mul(u(plan.num_blocks), u(pools.bytes_per_block));
+}
+
+/// A library group's share of a parent-arena plan: the parents its pages bind (one engine group
+/// per library group).
+constexpr void size_group_in_parent_arena(const engine_pools& pools, const memory_plan& plan, guard& g,
+                                          group_plan& gp) {
+  for (int e = 0; e < pools.num_groups; ++e) {
+    const engine_group& eg = pools[e];
+    if (!(eg.members[0].group == gp.spec.id)) continue;
+    const engine_group_plan& ep = plan.engine_groups[static_cast<std::size_t>(e)];
+    gp.window_tokens = ep.window_tokens;
+    gp.pages_per_request = ep.pages_per_request;
+    gp.shared_pages = ep.shared_pages;
+    gp.pages_per_layer = ep.blocks;
+    for (int m = 0; m < eg.num_members; ++m)
+      gp.pool_pages[static_cast<std::size_t>(eg.members[static_cast<std::size_t>(m)].pool)] = ep.blocks;
+    gp.bytes = g.mul(u(ep.parents), u(pools.bytes_per_block));
+  }
+  g.mul(u(gp.pages_per_layer), u(gp.spec.num_layers));
+}
+
 /// A library group's share of a shared-pool plan: its tensors' pages in the engine groups that
 /// hold them (one rule: the first one's pages per request).
 constexpr void size_group_in_shared_pool(const engine_pools& pools, const memory_plan& plan, guard& g, group_plan& gp) {
@@ -404,7 +482,10 @@ constexpr void size_group_in_own_pools(const plan_options& o, std::uint64_t h, g
 /// least what vLLM's startup check asks (one request's charge + the null block) and, for N >= 2,
 /// what its admission gate asks (N - 1 requests' plan + a newcomer's prompt blocks), each block
 /// `pools.bytes_per_block` bytes. A library group's bytes are then what its tensors occupy of
-/// those blocks.
+/// those blocks. Parent arena (tokenspeed): every engine group holds H x per request + shared
+/// pages by the same rules, ceil(pages / K) parents; the plan's budget makes tokenspeed allocate
+/// at least their sum, what its recipe needs to start and what one request of L needs alone
+/// (`tokenspeed_budgeted_parents_for`), + 1 null parent; a library group's bytes are its parents.
 constexpr bool size_plan(const group_spec_list& specs, const plan_options& o, const engine_pools& pools,
                          memory_plan& plan) {
   guard g;
@@ -422,13 +503,17 @@ constexpr bool size_plan(const group_spec_list& specs, const plan_options& o, co
   plan.admission_blocks = 0;
   plan.num_blocks = 0;
   const bool shared = pools.structure == pool_structure::shared_block_pool;
+  const bool arena = pools.structure == pool_structure::parent_arena;
   if (shared) size_shared_blocks(pools, o, g, plan);
+  if (arena) size_parent_arena(pools, o, g, plan);
   for (int i = 0; i < specs.num_groups; ++i) {
     group_plan& gp = plan.groups[static_cast<std::size_t>(i)];
     gp = {};
     gp.spec = specs[i];
     if (shared) {
       size_group_in_shared_pool(pools, plan, g, gp);
+    } else if (arena) {
+      size_group_in_parent_arena(pools, plan, g, gp);
     } else {
       size_group_in_own_pools(o, h, g, gp);
       plan.total_bytes = g.add(plan.total_bytes, gp.bytes);
@@ -467,11 +552,12 @@ constexpr plan_options resolve(const model_config& c, plan_options o, std::int64
           "this engine decodes only with a whole step of tokens_per_step tokens in the budget: "
           "prefill_chunk_tokens must be >= tokens_per_step",
           {"prefill_chunk_tokens", o.prefill_chunk_tokens}, {"tokens_per_step", o.tokens_per_step});
-  require(o.dcp == 1 || plan_structure(o) != pool_structure::shared_block_pool || c.family == model_family::v3_2,
-          "vLLM rejects decode context parallelism for DeepSeek V4 and V4.1 (its sliding-window specs assert "
-          "decode_context_parallel_size == 1, kv_cache_interface.py SlidingWindowSpec.max_memory_usage_bytes); "
-          "plan own pools (--pools own) for tokenspeed's DCP rule",
-          {"dcp", o.dcp});
+  require(
+      o.dcp == 1 || plan_structure(o, c.family) != pool_structure::shared_block_pool || c.family == model_family::v3_2,
+      "vLLM rejects decode context parallelism for DeepSeek V4 and V4.1 (its sliding-window specs assert "
+      "decode_context_parallel_size == 1, kv_cache_interface.py SlidingWindowSpec.max_memory_usage_bytes); "
+      "plan own pools (--pools own) for tokenspeed's DCP rule",
+      {"dcp", o.dcp});
   return o;
 }
 
@@ -479,12 +565,16 @@ constexpr plan_options resolve(const model_config& c, plan_options o, std::int64
 
 /// The pool structure a plan of `c` with options `o` prices the groups `specs` in
 /// (`plan_structure`): vLLM's shared block pool (`vllm_engine_pools` with the preset's rules
-/// `o.vllm_pools` at s = o.tokens_per_step), or one pool per group. Errors as `vllm_engine_pools`
-/// (a format vLLM does not store).
+/// `o.vllm_pools` at s = o.tokens_per_step), tokenspeed's parent arena
+/// (`tokenspeed_engine_pools`), or one pool per group. Errors as `vllm_engine_pools` (a format
+/// vLLM does not store) and `tokenspeed_engine_pools`.
 constexpr engine_pools plan_pools(const model_config& c, const group_spec_list& specs, const plan_options& o) {
-  return plan_structure(o) == pool_structure::shared_block_pool
-             ? vllm_engine_pools(specs, c.family, o.vllm_pools, o.tokens_per_step)
-             : own_pools_of(specs);
+  switch (plan_structure(o, c.family)) {
+    case pool_structure::shared_block_pool: return vllm_engine_pools(specs, c.family, o.vllm_pools, o.tokens_per_step);
+    case pool_structure::parent_arena: return tokenspeed_engine_pools(specs);
+    case pool_structure::own_pools: break;
+  }
+  return own_pools_of(specs);
 }
 
 /// The memory plan for `specs` (the groups of `c`, built for the same indexer format and MTP
@@ -550,8 +640,9 @@ constexpr request_capacity max_requests_for_budget(const model_config& c, plan_o
   // A plan that overflows 64 bits holds wrapped sums: report those quantities saturated, never wrapped.
   r.fixed_bytes = ok0 ? b0 : kSaturated;
   r.bytes_per_request = ok0 && ok1 ? b1 - b0 : kSaturated;
-  // A shared pool's fixed bytes hold vLLM's startup charge: a request adds at most its own blocks.
-  if (ok0 && ok1 && pools.structure == pool_structure::shared_block_pool)
+  // A shared pool's fixed bytes hold vLLM's startup charge (a parent arena's, tokenspeed's startup
+  // need): a request adds at most its own blocks (parents).
+  if (ok0 && ok1 && pools.structure != pool_structure::own_pools)
     r.bytes_per_request = detail::u(p.planned_blocks - planned0) * detail::u(pools.bytes_per_block);
   if (!ok0 || !ok1 || b1 > budget_bytes) return r;  // not even one request fits
   std::uint64_t bytes = 0;

@@ -16,6 +16,9 @@
 //                      `bytes_per_block` bytes, the widest group's packing; groups overlay the
 //                      slab from byte 0 (`vllm/v1/core/kv_cache_planning.py`,
 //                      `get_kv_cache_config_from_groups`).
+//   parent_arena       tokenspeed: one arena of parents (engines/tokenspeed.hpp); a parent is
+//                      bound to one engine group at a time and holds `pages_per_block` (K) of
+//                      its pages, from any requests; every parent `bytes_per_block` bytes.
 #pragma once
 
 #include <array>
@@ -30,11 +33,16 @@
 namespace dsv4::cache {
 
 /// How an engine turns pages into bytes (see the top of this file).
-enum class pool_structure : std::uint8_t { own_pools, shared_block_pool };
+enum class pool_structure : std::uint8_t { own_pools, shared_block_pool, parent_arena };
 
-/// "own_pools" or "shared_block_pool" (JSON `plan.pools`, `engine_report.structure`).
+/// "own_pools", "shared_block_pool" or "parent_arena" (JSON `plan.pools`, `engine_report.structure`).
 constexpr std::string_view to_string(pool_structure s) {
-  return s == pool_structure::own_pools ? "own_pools" : "shared_block_pool";
+  switch (s) {
+    case pool_structure::own_pools: return "own_pools";
+    case pool_structure::shared_block_pool: return "shared_block_pool";
+    case pool_structure::parent_arena: return "parent_arena";
+  }
+  return "?";
 }
 
 /// Which pool structure a plan prices: the engine's (default) or one pool per group (the planner's
@@ -126,6 +134,8 @@ struct engine_member {
 /// One block table of the engine: its rule and the tensors it holds a page of per block.
 struct engine_group {
   table_rule rule{};
+  /// Pages of this group one block holds: 1 (vLLM, own pools), K (tokenspeed's packing).
+  std::int64_t pages_per_block = 1;
   int num_members = 0;
   std::array<engine_member, kMaxGroupMembers> members{};
 
@@ -148,7 +158,8 @@ struct engine_pools {
   pool_structure structure = pool_structure::own_pools;
   int num_groups = 0;
   std::array<engine_group, kMaxEngineGroups> groups{};
-  /// shared_block_pool: bytes of one block (the widest group's packing); own_pools: 0.
+  /// shared_block_pool: bytes of one block (the widest group's packing); parent_arena: bytes of
+  /// one parent; own_pools: 0.
   std::int64_t bytes_per_block = 0;
 
   [[nodiscard]] constexpr const engine_group* begin() const { return groups.data(); }
@@ -188,6 +199,7 @@ constexpr engine_pools project_pools(const engine_pools& e, const layer_mask& ke
   for (const engine_group& g : e) {
     engine_group ng;
     ng.rule = g.rule;
+    ng.pages_per_block = g.pages_per_block;
     for (int i = 0; i < g.num_members; ++i) {
       engine_member m = g.members[static_cast<std::size_t>(i)];
       for (std::size_t w = 0; w < m.layers.bits.size(); ++w) m.layers.bits[w] &= keep.bits[w];
@@ -198,6 +210,7 @@ constexpr engine_pools project_pools(const engine_pools& e, const layer_mask& ke
   if (out.structure == pool_structure::shared_block_pool)
     for (const engine_group& g : out)
       if (g.bytes() > out.bytes_per_block) out.bytes_per_block = g.bytes();
+  if (out.structure == pool_structure::parent_arena) out.bytes_per_block = e.bytes_per_block;  // one arena
   return out;
 }
 

@@ -5,8 +5,8 @@
 //
 //   vllm@2026.11        vLLM v1 main as read 2026-11: one shared block pool (engines/vllm.hpp);
 //                       `vllm` names it (the newest preset)
-//   tokenspeed          tokenspeed with --enable-mixed-batch, own pools (engines/tokenspeed.hpp)
-//   tokenspeed-default  tokenspeed's default scheduler, own pools
+//   tokenspeed          tokenspeed with --enable-mixed-batch, its parent arena (engines/tokenspeed.hpp)
+//   tokenspeed-default  tokenspeed's default scheduler, its parent arena
 // SGLang is not registered: its pools are sized as ratios of one token capacity, not modelled yet.
 #pragma once
 
@@ -32,7 +32,9 @@ struct engine_spec {
   pool_structure structure = pool_structure::own_pools;
   vllm_pool_rules vllm{};  ///< shared_block_pool: vLLM's pool rules of this preset.
   /// The engine's default cap on running requests (vLLM max_num_seqs: 1024 for `vllm serve` on a
-  /// GPU of 70 GiB or more other than an A100, `EngineArgs.get_batch_defaults`); 0 = none modelled.
+  /// GPU of 70 GiB or more other than an A100, `EngineArgs.get_batch_defaults`; tokenspeed
+  /// max_num_seqs: 160, 80 with speculative decoding, `tokenspeed_default_max_num_seqs`); 0 = none
+  /// modelled.
   std::int64_t default_max_running_requests = 0;
 };
 
@@ -41,10 +43,13 @@ inline constexpr std::array<engine_spec, 3> kEngines = {{
     {"vllm", "2026.11", "vllm-project/vllm main as read 2026-11, files and commits in engines/vllm.hpp",
      "4253bd44243c89bb62c1898399f69236b2b5c721", vllm_policy, pool_structure::shared_block_pool, vllm_pool_rules{},
      1024},
-    {"tokenspeed", "", "lightseekorg/tokenspeed (policy.hpp); its parent arena is not modelled: own pools", "f4d8ec6e",
-     tokenspeed_policy, pool_structure::own_pools, vllm_pool_rules{}, 0},
-    {"tokenspeed-default", "", "lightseekorg/tokenspeed (policy.hpp); its parent arena is not modelled: own pools",
-     "f4d8ec6e", tokenspeed_default_policy, pool_structure::own_pools, vllm_pool_rules{}, 0},
+    {"tokenspeed", "", "lightseekorg/tokenspeed main as read 2026-08-22, files and commits in engines/tokenspeed.hpp",
+     "f4d8ec6e039c028c7ee71317ccfb84e56ae2b45c", tokenspeed_policy, pool_structure::parent_arena, vllm_pool_rules{},
+     160},
+    {"tokenspeed-default", "",
+     "lightseekorg/tokenspeed main as read 2026-08-22, files and commits in engines/tokenspeed.hpp",
+     "f4d8ec6e039c028c7ee71317ccfb84e56ae2b45c", tokenspeed_default_policy, pool_structure::parent_arena,
+     vllm_pool_rules{}, 160},
 }};
 
 /// The engine named `name` ("vllm", the newest preset) or `name@preset` ("vllm@2026.11");

@@ -1,13 +1,76 @@
 // dsv4-cache: tokenspeed as an engine value: its allocation policies (policy.hpp, with their
-// sources) in the library's own per-group pools.
+// sources), its parent arena (the pool structure) and its startup figures (`Cache profile`).
 //
-// tokenspeed (lightseekorg/tokenspeed) sizes one arena of parent (LCM) blocks and packs each
-// group's pages into them; that arena is not modelled yet, so its plans use `own_pools`: every
-// group's pages priced at the group's own page bytes.
+// tokenspeed (lightseekorg/tokenspeed, read whole at f4d8ec6e039c028c7ee71317ccfb84e56ae2b45c,
+// 2026-08-22) sizes ONE arena of parent ("LCM") blocks for every cache group of DeepSeek V4.
+// Paths below are relative to python/tokenspeed/runtime/layers/attention/ ("recipes/" is
+// kv_cache/recipes/); each rule names the file, function and the commit that last touched it.
+//
+//   groups   recipes/deepseek_v4.py @ c731cb88 `DeepseekV4Recipe.groups`: the library's six V4
+//            groups with the same ids and page geometry (64-row SWA pages, 256-token compressed
+//            pages, 4- and 8-row fp32 states); a layer's field of a group sits on plane
+//            "unit.<slot>", slot = the layer's rank among the group's layers, and the index keys
+//            of a CSA layer on plane "unit.<n4 + slot>" (n4: CSA layers), so the groups alias
+//            one parent's planes. MTP layers only with a draft model (recipes/base.py
+//            `num_draft_layers`).
+//   fields   deepseek_v4_geometry.py @ 6083537e: KV pages round_up(rows x 584, 576) B (the
+//            library's v4.fp8_ds_mla pages), page stride alignment 576; index keys rows x 132 B
+//            (MXFP4: 68); fp32 states rows x row B, element size 4.
+//   packing  `DeepseekV4Recipe.packing`: K(g) = the largest power of two <= max_raw // raw(g),
+//            raw(g) = the bytes of one page of g over all its layers (V4-Flash: swa 1, c4kv 1,
+//            c4st 2, idxst 8, c128kv 32, c128st 2): a parent holds K(g) pages of g.
+//   parent   recipes/plan.py @ 6083537e `pack` (alignment 256, recipes/base.py
+//            `CacheRecipe.alignment`; padding limit 2.0, deepseek_v4.py
+//            `_MAX_PADDING_FRACTION`): each plane is max over its groups of K x field bytes,
+//            rounded up to lcm(256, K x element size, K x stride alignment); the parent is the
+//            planes' sum rounded up to lcm(256, every K). V4-Flash: 2,403,072 B (2,442,240
+//            with the MTP layer).
+//   demand   recipes/spec.py @ c731cb88 `compute_cache_group_page_counts` at the scheduler
+//            limits (recipes/base.py `CacheRecipe.scheduler_limits`): N = max_num_seqs, C = the
+//            chunked-prefill size, d = decode input tokens, o = overlap depth (0 or 1),
+//            protected = N x ceil(o x d / b) for a group of b tokens per page:
+//              full history  ceil(T / b) + N + protected + 1
+//              sliding       N x ceil(min(W - 1, ctx) / b) + ceil(min(C, T) / b) + N + protected + 1
+//            parents_needed(T) = sum over groups of ceil((count - 1) / K) (page 0: null).
+//   startup  `DeepseekV4Recipe.num_lcm_blocks` / recipes/base.py `_capacity_from_parents`,
+//            `CacheRecipe.setup`: budgeted = budget // parent_bytes - 1 (one null parent);
+//            cap(n) = the largest T in [1, n x max K x 256] with parents_needed(T) <= n;
+//            parents = parents_needed(cap(budgeted)) (can be below budgeted);
+//            token_capacity = cap(parents). The arena is (parents + 1) parents.
+//   request  tokenspeed-scheduler/csrc/scheduler/scheduler.cpp
+//            `calculateMaxSingleRequestTokens`: the longest request admitted is the largest L
+//            whose own pages (below, `tokenspeed_request_parents`) fit the parents; a longer
+//            one is refused at submission ("request token limit exceeds cache capacity").
+//   runtime  cache/core/block_pool.h `BlockPool`: a parent is bound to one group while any of
+//            its K slots is used; pages of one group from several requests share it; a group
+//            fills its partly used parents before it binds a free one, so the parents a group
+//            holds never exceed ceil(its peak pages / K). The scheduler admits against the
+//            parents, not against token_capacity (which is only logged).
+//   log      registry.py @ 074049d4 `create_attn_components`: "Cache profile:
+//            parent_bytes=%d, P=%d, parents=%d, token_capacity=%d, layers=%d (draft %d),
+//            groups=%s" (the packing as a Python dict, group ids sorted).
+//   defaults utils/server_args.py @ eaf9e503: max_num_seqs 160 (80 with speculative
+//            decoding), chunked prefill 8192, overlap scheduling on (engine/scheduler_utils.py
+//            @ 6083537e: off only with --disable-overlap-schedule or for PD prefill); P = 256 for
+//            DeepSeek V4 (configs/model_config.py @ 6083537e).
+//
+// Not modelled: the budget tokenspeed measures (gpu_memory_utilization profiling: give the KV
+// budget), data-parallel attention (max_num_seqs / dp), `--max-total-tokens`, DeepSeek V4.1 and
+// V3.2 (no tokenspeed code for them at f4d8ec6e: own pools).
 #pragma once
 
+#include <array>
+#include <bit>
 #include <cstdint>
+#include <limits>
+#include <numeric>
+#include <string>
+#include <string_view>
+#include <utility>
 
+#include "dsv4/cache/checked.hpp"
+#include "dsv4/cache/engines/engine.hpp"
+#include "dsv4/cache/group_spec.hpp"
 #include "dsv4/cache/policy.hpp"
 
 namespace dsv4::cache {
@@ -35,5 +98,354 @@ inline constexpr allocation_policy tokenspeed_default_policy = [] {
   p.scheduler = scheduler_kind::prefill_first;
   return p;
 }();
+
+/// tokenspeed's prefix granularity P for DeepSeek V4 (tokens; kernel_page_sizes.py @ ed545eac
+/// DEEPSEEK_V4_PAGE_SIZE). It bounds the capacity search, never the sizing.
+inline constexpr std::int64_t kTokenspeedPrefixTokens = 256;
+/// The parent's and every plane's base alignment (recipes/base.py `CacheRecipe.alignment`), bytes.
+inline constexpr std::int64_t kTokenspeedAlignment = 256;
+/// The page stride alignment of the SWA and compressed-KV fields (576 B: the FP8 NoPE + BF16
+/// RoPE token stride, deepseek_v4_geometry.py `deepseek_v4_swa_token_stride`).
+inline constexpr std::int64_t kTokenspeedKvStrideAlignment = 576;
+/// tokenspeed's padding limit per group: (parent / K - raw) / raw <= 2 (`_MAX_PADDING_FRACTION`).
+inline constexpr std::int64_t kTokenspeedMaxPaddingFraction = 2;
+
+/// tokenspeed's default max_num_seqs (utils/server_args.py @ eaf9e503): 80 with speculative
+/// decoding (s > 1 tokens per step), else 160.
+constexpr std::int64_t tokenspeed_default_max_num_seqs(std::int64_t tokens_per_step) {
+  return tokens_per_step > 1 ? 80 : 160;
+}
+
+/// The scheduler limits tokenspeed sizes its arena with (recipes/base.py
+/// `CacheRecipe.scheduler_limits`), all in requests or tokens.
+struct tokenspeed_limits {
+  std::int64_t max_num_seqs = 160;   ///< N: max_live_requests (max_num_seqs / attention DP).
+  std::int64_t chunk_tokens = 8192;  ///< C: max_scheduled_tokens (the chunked-prefill size).
+  std::int64_t context_tokens = 0;   ///< max_context_len (max_model_len).
+  std::int64_t decode_tokens = 1;    ///< d: decode input tokens (1 + speculative tokens).
+  std::int64_t overlap_depth = 0;    ///< o: 1 with overlap scheduling (tokenspeed's default), else 0.
+};
+
+namespace detail {
+
+constexpr std::uint64_t ts_sat_add(std::uint64_t a, std::uint64_t b) {
+  return a > std::numeric_limits<std::uint64_t>::max() - b ? std::numeric_limits<std::uint64_t>::max() : a + b;
+}
+constexpr std::uint64_t ts_sat_mul(std::uint64_t a, std::uint64_t b) {
+  return b != 0 && a > std::numeric_limits<std::uint64_t>::max() / b ? std::numeric_limits<std::uint64_t>::max()
+                                                                     : a * b;
+}
+constexpr std::uint64_t ts_cdiv(std::uint64_t a, std::uint64_t b) { return a / b + (a % b != 0 ? 1 : 0); }
+constexpr std::int64_t ts_round_up(std::int64_t v, std::int64_t a) { return checked_mul((v + a - 1) / a, a); }
+
+/// The sliding window a tokenspeed group keeps (tokens): its own, or max(W, base + d) for the
+/// CSA states (v4_c4_state_window: max(8, 4 + d)).
+constexpr std::int64_t ts_window(const table_rule& r, std::int64_t d) {
+  if (r.step_window_base_tokens > 0 && r.step_window_base_tokens + d > r.window_tokens)
+    return r.step_window_base_tokens + d;
+  return r.window_tokens;
+}
+
+}  // namespace detail
+
+/// Whether tokenspeed's parent arena models `family`'s groups: DeepSeek V4 only (tokenspeed has
+/// no V4.1 or V3.2 code at f4d8ec6e).
+constexpr bool tokenspeed_arena_models(model_family family) { return family == model_family::v4; }
+
+/// Why tokenspeed does not store pool `k` of group `g` as the library lays it out, or nullptr:
+/// its V4 recipe writes FP8 KV rows of 584 B (v4.fp8_ds_mla pages), FP8 or MXFP4 index keys and
+/// fp32 compressor states (deepseek_v4_geometry.py @ 6083537e), nothing else.
+constexpr const char* tokenspeed_format_mismatch(const paged_cache_group_spec& g, int k) {
+  const format_layout& f = g.pools[static_cast<std::size_t>(k)].format;
+  if (f.role == format_role::state) return nullptr;  // fp32_state
+  if (f.role == format_role::indexer_k)
+    return f.name == "v4.indexer_fp8" || f.name == "v4.indexer_mxfp4"
+               ? nullptr
+               : "tokenspeed stores V4 index keys as 132-B FP8 or 68-B MXFP4 rows only (v4.indexer_fp8, "
+                 "v4.indexer_mxfp4)";
+  return f.name == "v4.fp8_ds_mla" ? nullptr
+                                   : "tokenspeed's V4 recipe stores KV rows as v4.fp8_ds_mla only (584 B, 576-B pages)";
+}
+
+/// tokenspeed's parent arena for the V4 groups `specs` (the MTP layers in them only when a draft
+/// model runs): one engine group per library group (its table rule, K = `pages_per_block`), every
+/// parent `bytes_per_block` bytes (the planes' sum, see the top of this file). Throws
+/// std::invalid_argument if a group breaks tokenspeed's padding or partition check (tokenspeed
+/// refuses the layout) or a layer sits in no group.
+constexpr engine_pools tokenspeed_engine_pools(const group_spec_list& specs) {
+  engine_pools e;
+  e.structure = pool_structure::parent_arena;
+  require(specs.num_groups > 0, "tokenspeed's arena needs at least one cache group", {"groups", specs.num_groups});
+  std::array<std::int64_t, kMaxGroups> raw{};
+  std::int64_t max_raw = 0;
+  int csa_layers = 0;
+  for (int gi = 0; gi < specs.num_groups; ++gi) {
+    const paged_cache_group_spec& g = specs[gi];
+    raw[static_cast<std::size_t>(gi)] = checked_mul(g.page_bytes(), std::int64_t{g.num_layers});
+    if (raw[static_cast<std::size_t>(gi)] > max_raw) max_raw = raw[static_cast<std::size_t>(gi)];
+    if (g.id.kind == group_kind::compressed_kv && g.id.ratio == 4) csa_layers = g.num_layers;
+  }
+  // One engine group per library group, K its packing.
+  for (int gi = 0; gi < specs.num_groups; ++gi) {
+    const paged_cache_group_spec& g = specs[gi];
+    require(raw[static_cast<std::size_t>(gi)] > 0, "a tokenspeed cache group declares no bytes", {"group", gi});
+    engine_group& eg = e.groups[static_cast<std::size_t>(e.num_groups++)];
+    eg.rule = table_rule_of(g);
+    eg.pages_per_block = static_cast<std::int64_t>(
+        std::bit_floor(static_cast<std::uint64_t>(max_raw / raw[static_cast<std::size_t>(gi)])));
+    for (int p = 0; p < g.num_pools; ++p) {
+      engine_member& m = eg.members[static_cast<std::size_t>(eg.num_members++)];
+      m.group = g.id;
+      m.pool = p;
+      for (int i = 0; i < g.num_layers; ++i) m.layers.set(g.layers[static_cast<std::size_t>(i)]);
+      m.rows_per_page = g.pools[static_cast<std::size_t>(p)].rows_per_page;
+      m.page_bytes = g.pools[static_cast<std::size_t>(p)].page_bytes;
+    }
+  }
+  // Planes: "unit.<slot>" (slot: the layer's rank in its group), index keys on unit.<n4 + slot>.
+  constexpr int kPlanes = 2 * kMaxLayers;
+  std::array<std::int64_t, kPlanes> need{};   // max over groups of K x field bytes
+  std::array<std::int64_t, kPlanes> align{};  // lcm of the plane's alignments
+  for (std::int64_t& a : align) a = kTokenspeedAlignment;
+  std::int64_t parent_align = kTokenspeedAlignment;
+  for (int gi = 0; gi < specs.num_groups; ++gi) {
+    const paged_cache_group_spec& g = specs[gi];
+    const std::int64_t k = e.groups[static_cast<std::size_t>(gi)].pages_per_block;
+    parent_align = std::lcm(parent_align, k);
+    for (int slot = 0; slot < g.num_layers; ++slot) {
+      for (int p = 0; p < g.num_pools; ++p) {
+        const format_role role = g.pools[static_cast<std::size_t>(p)].format.role;
+        const int plane = p == 0 ? slot : csa_layers + slot;  // pool 1: the CSA index keys
+        require(plane < kPlanes, "too many tokenspeed planes", {"plane", plane});
+        const std::int64_t bytes = checked_mul(k, g.pools[static_cast<std::size_t>(p)].page_bytes);
+        std::int64_t& n = need[static_cast<std::size_t>(plane)];
+        if (bytes > n) n = bytes;
+        std::int64_t& a = align[static_cast<std::size_t>(plane)];
+        // Element size: fp32 states, uint8 rows; the KV fields' page stride alignment (576 B).
+        a = std::lcm(a, checked_mul(k, std::int64_t{role == format_role::state ? 4 : 1}));
+        if (role == format_role::main_kv) a = std::lcm(a, checked_mul(k, kTokenspeedKvStrideAlignment));
+      }
+    }
+  }
+  std::int64_t sum = 0;
+  for (int pl = 0; pl < kPlanes; ++pl)
+    if (need[static_cast<std::size_t>(pl)] > 0)
+      sum = checked_add(sum,
+                        detail::ts_round_up(need[static_cast<std::size_t>(pl)], align[static_cast<std::size_t>(pl)]));
+  e.bytes_per_block = detail::ts_round_up(sum, parent_align);
+  for (int gi = 0; gi < specs.num_groups; ++gi) {
+    const std::int64_t k = e.groups[static_cast<std::size_t>(gi)].pages_per_block;
+    const std::int64_t r = raw[static_cast<std::size_t>(gi)];
+    require(e.bytes_per_block % k == 0, "tokenspeed: a group's packing does not partition the parent", {"group", gi},
+            {"packing", k}, {"parent_bytes", e.bytes_per_block});
+    require(e.bytes_per_block / k - r <= kTokenspeedMaxPaddingFraction * r,
+            "tokenspeed: a group's padding in the parent exceeds its limit (2x its bytes)", {"group", gi},
+            {"packing", k}, {"parent_bytes", e.bytes_per_block});
+  }
+  return e;
+}
+
+/// tokenspeed's page demand of one group (pages, the null page included) at T tokens of capacity
+/// under `lim` (recipes/spec.py `compute_cache_group_page_counts`, safety margin 0). Saturates.
+constexpr std::uint64_t tokenspeed_group_pages(const engine_group& g, const tokenspeed_limits& lim, std::uint64_t T) {
+  using detail::ts_cdiv;
+  using detail::ts_sat_add;
+  using detail::ts_sat_mul;
+  const auto b = static_cast<std::uint64_t>(g.rule.page_tokens);
+  const auto n = static_cast<std::uint64_t>(lim.max_num_seqs);
+  const std::uint64_t protected_pages =
+      ts_sat_mul(n, ts_cdiv(static_cast<std::uint64_t>(lim.overlap_depth * lim.decode_tokens), b));
+  const std::uint64_t fixed = ts_sat_add(ts_sat_add(n, protected_pages), 1);
+  if (!g.rule.sliding()) return ts_sat_add(ts_cdiv(T, b), fixed);
+  const std::int64_t w = detail::ts_window(g.rule, lim.decode_tokens);
+  const std::int64_t behind = w - 1 < lim.context_tokens ? w - 1 : lim.context_tokens;
+  const std::uint64_t resident = ts_sat_mul(n, ts_cdiv(static_cast<std::uint64_t>(behind > 0 ? behind : 0), b));
+  const auto c = static_cast<std::uint64_t>(lim.chunk_tokens);
+  const std::uint64_t scheduled = ts_cdiv(c < T ? c : T, b);
+  return ts_sat_add(ts_sat_add(resident, scheduled), fixed);
+}
+
+/// Parents tokenspeed's recipe needs for T tokens of capacity: sum over groups of
+/// ceil((pages - 1) / K) (recipes/base.py `CacheRecipe.parents_needed`). Saturates.
+constexpr std::uint64_t tokenspeed_parents_needed(const engine_pools& pools, const tokenspeed_limits& lim,
+                                                  std::uint64_t T) {
+  std::uint64_t sum = 0;
+  for (const engine_group& g : pools)
+    sum = detail::ts_sat_add(
+        sum, detail::ts_cdiv(tokenspeed_group_pages(g, lim, T) - 1, static_cast<std::uint64_t>(g.pages_per_block)));
+  return sum;
+}
+
+/// The largest token capacity T in [1, n x max K x P] whose demand fits `n` parents, 0 if not
+/// even T = 1 fits (recipes/base.py `_capacity_from_parents`, a binary search).
+constexpr std::int64_t tokenspeed_capacity(const engine_pools& pools, const tokenspeed_limits& lim, std::int64_t n) {
+  if (n < 1) return 0;
+  std::int64_t max_k = 1;
+  for (const engine_group& g : pools) max_k = g.pages_per_block > max_k ? g.pages_per_block : max_k;
+  const std::uint64_t upper =
+      detail::ts_sat_mul(detail::ts_sat_mul(static_cast<std::uint64_t>(n), static_cast<std::uint64_t>(max_k)),
+                         static_cast<std::uint64_t>(kTokenspeedPrefixTokens));
+  std::uint64_t lo = 0;
+  std::uint64_t hi = upper < (std::uint64_t{1} << 62) ? upper : (std::uint64_t{1} << 62);
+  while (lo < hi) {
+    const std::uint64_t mid = lo + (hi - lo + 1) / 2;
+    if (tokenspeed_parents_needed(pools, lim, mid) <= static_cast<std::uint64_t>(n))
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return static_cast<std::int64_t>(lo);
+}
+
+/// The parents one request of L tokens (prompt and output) needs alone, the fused role
+/// (tokenspeed-scheduler `singleRequestLcmBlocksRequired`): with w = d, protected = o x w and
+/// p = max(L - w, 0): a full-history group ceil((L + protected) / b) pages; a sliding group
+/// ceil((min(p, C) + w + protected) / b), and when p > C at least look + ceil(C / b) and
+/// look + ceil((min(p - C, C) + w + protected) / b), look = ceil((W - 1) / b); summed as
+/// ceil(pages / K). Saturates.
+constexpr std::uint64_t tokenspeed_request_parents(const engine_pools& pools, const tokenspeed_limits& lim,
+                                                   std::uint64_t L) {
+  using detail::ts_cdiv;
+  using detail::ts_sat_add;
+  const auto w = static_cast<std::uint64_t>(lim.decode_tokens);
+  const std::uint64_t prot = static_cast<std::uint64_t>(lim.overlap_depth) * w;
+  const std::uint64_t p = L > w ? L - w : 0;
+  const auto c = static_cast<std::uint64_t>(lim.chunk_tokens);
+  std::uint64_t sum = 0;
+  for (const engine_group& g : pools) {
+    const auto b = static_cast<std::uint64_t>(g.rule.page_tokens);
+    std::uint64_t pages = 0;
+    if (!g.rule.sliding()) {
+      pages = ts_cdiv(ts_sat_add(L, prot), b);
+    } else {
+      const std::int64_t win = detail::ts_window(g.rule, lim.decode_tokens);
+      const std::uint64_t look = ts_cdiv(static_cast<std::uint64_t>(win > 1 ? win - 1 : 0), b);
+      pages = ts_cdiv(ts_sat_add(ts_sat_add(p < c ? p : c, w), prot), b);
+      if (p > c) {
+        const std::uint64_t later = p - c < c ? p - c : c;
+        const std::uint64_t a = look + ts_cdiv(c, b);
+        const std::uint64_t z = look + ts_cdiv(later + w + prot, b);
+        pages = pages > a ? pages : a;
+        pages = pages > z ? pages : z;
+      }
+    }
+    sum = ts_sat_add(sum, ts_cdiv(pages, static_cast<std::uint64_t>(g.pages_per_block)));
+  }
+  return sum;
+}
+
+/// The longest request (tokens) `n` parents admit alone: the largest L in [0, 2^31 - 1] with
+/// `tokenspeed_request_parents(L) <= n` (`calculateMaxSingleRequestTokens`).
+constexpr std::int64_t tokenspeed_max_request_tokens(const engine_pools& pools, const tokenspeed_limits& lim,
+                                                     std::int64_t n) {
+  std::uint64_t lo = 0;
+  std::uint64_t hi = (std::uint64_t{1} << 31) - 1;
+  if (tokenspeed_request_parents(pools, lim, 0) > static_cast<std::uint64_t>(n)) return -1;
+  while (lo < hi) {
+    const std::uint64_t mid = lo + (hi - lo + 1) / 2;
+    if (tokenspeed_request_parents(pools, lim, mid) <= static_cast<std::uint64_t>(n))
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return static_cast<std::int64_t>(lo);
+}
+
+/// What tokenspeed computes and logs at startup from a KV budget (recipes/base.py
+/// `CacheRecipe.setup`, registry.py `create_attn_components`).
+struct tokenspeed_startup_report {
+  std::int64_t parent_bytes = 0;
+  std::int64_t prefix_tokens = kTokenspeedPrefixTokens;  ///< P.
+  std::int64_t budgeted_parents = 0;                     ///< budget // parent_bytes - 1.
+  std::int64_t parents = 0;                              ///< num_lcm_blocks: parents_needed(cap(budgeted)).
+  std::int64_t token_capacity = 0;                       ///< cap(parents).
+  std::int64_t max_request_tokens = 0;                   ///< The longest request the parents admit alone.
+  std::uint64_t arena_bytes = 0;                         ///< (parents + 1) x parent_bytes.
+  std::int64_t min_parents_to_start = 0;                 ///< parents_needed(1): the recipe's floor.
+  bool starts = false;
+  bool admits_context = false;  ///< A request of max_model_len is admitted (L <= max_request_tokens).
+  std::string log_line;         ///< The `Cache profile` line (when it starts).
+  std::string refusal;          ///< tokenspeed's ValueError (when it does not).
+};
+
+/// The packing as tokenspeed logs it: a Python dict of group id -> K, ids sorted.
+inline std::string tokenspeed_packing_text(const engine_pools& pools) {
+  std::array<std::pair<std::string, std::int64_t>, kMaxEngineGroups> items{};
+  int n = 0;
+  for (const engine_group& g : pools)
+    items[static_cast<std::size_t>(n++)] = {to_string(g.members[0].group), g.pages_per_block};
+  for (int i = 1; i < n; ++i)
+    for (int j = i; j > 0 && items[static_cast<std::size_t>(j)].first < items[static_cast<std::size_t>(j - 1)].first;
+         --j)
+      std::swap(items[static_cast<std::size_t>(j)], items[static_cast<std::size_t>(j - 1)]);
+  std::string s = "{";
+  for (int i = 0; i < n; ++i)
+    s += (i > 0 ? ", '" : "'") + items[static_cast<std::size_t>(i)].first +
+         "': " + std::to_string(items[static_cast<std::size_t>(i)].second);
+  return s + "}";
+}
+
+/// tokenspeed's startup figures for the arena `pools` under `lim` with a KV budget of `budget`
+/// bytes, `layers` cache layers of which `draft_layers` are the draft model's (the log's
+/// "layers=%d (draft %d)"). Refuses as tokenspeed does: a budget below two parents, or parents
+/// that cannot admit one token. Throws std::invalid_argument for limits below 1 (N, C, d) or a
+/// context below 1.
+inline tokenspeed_startup_report tokenspeed_startup(const engine_pools& pools, const tokenspeed_limits& lim,
+                                                    std::uint64_t budget, int layers, int draft_layers) {
+  require(lim.max_num_seqs >= 1 && lim.chunk_tokens >= 1, "tokenspeed's max_num_seqs and chunk must be >= 1",
+          {"max_num_seqs", lim.max_num_seqs}, {"chunk_tokens", lim.chunk_tokens});
+  require(lim.decode_tokens >= 1 && lim.context_tokens >= 1, "tokenspeed's decode tokens and context must be >= 1",
+          {"decode_tokens", lim.decode_tokens}, {"context_tokens", lim.context_tokens});
+  require(pools.structure == pool_structure::parent_arena && pools.bytes_per_block > 0,
+          "tokenspeed_startup needs a parent arena", {"bytes_per_block", pools.bytes_per_block});
+  tokenspeed_startup_report r;
+  r.parent_bytes = pools.bytes_per_block;
+  r.min_parents_to_start = static_cast<std::int64_t>(tokenspeed_parents_needed(pools, lim, 1));
+  const std::uint64_t whole = budget / static_cast<std::uint64_t>(r.parent_bytes);
+  r.budgeted_parents =
+      whole >= 1 ? static_cast<std::int64_t>(whole > (std::uint64_t{1} << 62) ? (std::uint64_t{1} << 62) : whole) - 1
+                 : -1;
+  if (r.budgeted_parents < 1) {
+    r.refusal = "DeepSeek V4 cache budget must hold a null parent and one usable parent";
+    return r;
+  }
+  const std::int64_t cap = tokenspeed_capacity(pools, lim, r.budgeted_parents);
+  if (cap < 1) {
+    r.refusal = "num_lcm_blocks=" + std::to_string(r.budgeted_parents) +
+                " cannot admit one token with the configured deepseek_v4 cache scheduler limits";
+    return r;
+  }
+  r.parents = static_cast<std::int64_t>(tokenspeed_parents_needed(pools, lim, static_cast<std::uint64_t>(cap)));
+  r.token_capacity = tokenspeed_capacity(pools, lim, r.parents);
+  r.max_request_tokens = tokenspeed_max_request_tokens(pools, lim, r.parents);
+  r.arena_bytes =
+      detail::ts_sat_mul(static_cast<std::uint64_t>(r.parents) + 1, static_cast<std::uint64_t>(r.parent_bytes));
+  r.starts = true;
+  r.admits_context = r.max_request_tokens >= lim.context_tokens;
+  r.log_line = "Cache profile: parent_bytes=" + std::to_string(r.parent_bytes) +
+               ", P=" + std::to_string(r.prefix_tokens) + ", parents=" + std::to_string(r.parents) +
+               ", token_capacity=" + std::to_string(r.token_capacity) + ", layers=" + std::to_string(layers) +
+               " (draft " + std::to_string(draft_layers) + "), groups=" + tokenspeed_packing_text(pools);
+  return r;
+}
+
+/// The smallest budgeted parent count m (budget // parent_bytes - 1) whose arena holds at least
+/// `need` parents (tokenspeed allocates parents_needed(cap(m)) <= m of them), and can admit a
+/// token; saturates at 2^62. `need` >= 1.
+constexpr std::int64_t tokenspeed_budgeted_parents_for(const engine_pools& pools, const tokenspeed_limits& lim,
+                                                       std::int64_t need) {
+  const auto start = static_cast<std::int64_t>(tokenspeed_parents_needed(pools, lim, 1));
+  std::int64_t m = need > start ? need : start;
+  if (m < 1) m = 1;
+  // parents_needed is a step function of T: the allocation reaches `need` within a few parents
+  // past it (one step: at most a page of every group at once).
+  for (int i = 0; i < 4096 && m < (std::int64_t{1} << 62); ++i, ++m) {
+    const std::int64_t cap = tokenspeed_capacity(pools, lim, m);
+    if (cap >= 1 &&
+        static_cast<std::int64_t>(tokenspeed_parents_needed(pools, lim, static_cast<std::uint64_t>(cap))) >= need)
+      return m;
+  }
+  return m;
+}
 
 }  // namespace dsv4::cache

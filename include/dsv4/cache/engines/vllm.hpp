@@ -300,11 +300,21 @@ constexpr void collect_tensors(vllm_grouping& w, const group_spec_list& specs, m
     require(g.id.kind != group_kind::v41_global || g.pools[0].format.name.starts_with("v4.1.") == v41_records,
             "vLLM stores a DeepSeek V4.1 model in one kv-cache dtype: the V4.1 records throughout (SWA v4.1.fp8, "
             "global v4.1.fp4 or v4.1.fp8) or V4 rows throughout (v4.fp8_ds_mla)");
-  for (int layer = 0; layer < kMaxLayers; ++layer)
+  // Each group's layers as a mask, and the layers' end: a few steps per (layer, rank, group), so
+  // a constant-evaluated plan stays within clang's default constexpr step limit.
+  std::array<layer_mask, kMaxGroups> masks{};
+  int end = 0;
+  for (int gi = 0; gi < specs.num_groups; ++gi)
+    for (int i = 0; i < specs[gi].num_layers; ++i) {
+      const int layer = specs[gi].layers[static_cast<std::size_t>(i)];
+      masks[static_cast<std::size_t>(gi)].set(layer);
+      end = layer + 1 > end ? layer + 1 : end;
+    }
+  for (int layer = 0; layer < end; ++layer)
     for (int rank = 0; rank <= 4; ++rank)
-      for (const paged_cache_group_spec& g : specs) {
-        bool in = false;
-        for (int i = 0; i < g.num_layers && !in; ++i) in = g.layers[static_cast<std::size_t>(i)] == layer;
+      for (int gi = 0; gi < specs.num_groups; ++gi) {
+        const paged_cache_group_spec& g = specs[gi];
+        const bool in = masks[static_cast<std::size_t>(gi)].test(layer);
         for (int p = 0; in && p < g.num_pools; ++p) {
           if (vllm_registration_rank(g, p) != rank) continue;
           if (const char* why = vllm_format_mismatch(g, p)) fail(why, {"pool", p});

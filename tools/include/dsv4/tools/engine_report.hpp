@@ -57,6 +57,12 @@ struct engine_report {
   std::int64_t engine_requests = 0;  ///< The plan's requests on the busiest engine.
   std::vector<engine_worker> workers;
   std::optional<vllm_startup_report> vllm;
+  /// tokenspeed (a parent arena): its startup figures for the budget, or without one for the
+  /// plan's bytes as the budget (`tokenspeed_budget_is_plan`).
+  std::optional<tokenspeed_startup_report> tokenspeed;
+  tokenspeed_limits tokenspeed_lim{};
+  bool tokenspeed_budget_is_plan = false;
+  std::uint64_t tokenspeed_budget = 0;
   std::optional<engine_fit> fit;
 };
 
@@ -101,6 +107,15 @@ inline engine_report compute_engine_report(const model_config& m, const memory_p
     for (const engine_worker& w : r.workers) bpb.push_back(w.bytes_per_block);
     r.vllm = vllm_startup(pools, bpb, o.context_tokens, o.prefill_chunk_tokens, o.policy.overlap, dcp, budget);
   }
+  // tokenspeed's recipe: its layers (the draft model's MTP layers when cached) and limits.
+  const int layers = m.num_hidden_layers + (o.cache_mtp ? m.num_nextn_predict_layers : 0);
+  const int draft = o.cache_mtp ? m.num_nextn_predict_layers : 0;
+  if (r.structure == pool_structure::parent_arena) {
+    r.tokenspeed_lim = detail::tokenspeed_limits_of(o);
+    r.tokenspeed_budget_is_plan = !budget;
+    r.tokenspeed_budget = budget ? *budget : plan.total_bytes;
+    r.tokenspeed = tokenspeed_startup(pools, r.tokenspeed_lim, r.tokenspeed_budget, layers, draft);
+  }
   if (!budget) return r;
   // What really fits: the engine's own scheduling replayed on one engine's pool.
   engine_fit fit;
@@ -116,6 +131,8 @@ inline engine_report compute_engine_report(const model_config& m, const memory_p
     sim_capacity cap;
     cap.budget_bytes = *budget;
     if (r.vllm) cap.usable_blocks = r.vllm->starts ? r.vllm->num_blocks - 1 : -1;
+    if (r.tokenspeed)
+      cap.usable_blocks = r.tokenspeed->starts && r.tokenspeed->admits_context ? r.tokenspeed->parents : -1;
     // Start the search at the plan's own answer (the plan bounds the simulated peak); the whole
     // search runs within a work budget (its answers are lower bounds past it).
     const request_capacity planned = max_requests_for_budget(m, o, *budget);
@@ -127,7 +144,7 @@ inline engine_report compute_engine_report(const model_config& m, const memory_p
     sim_work_budget work{max_sim_visits / 2, 0, false};
     sim_work_budget ctx_work{max_sim_visits - max_sim_visits / 2, 0, false};
     constexpr std::int64_t kSimMax = std::int64_t{1} << 40;  // the simulator's bound on tokens
-    if (!ranks.empty() && r.vllm == std::nullopt) {
+    if (!ranks.empty() && r.vllm == std::nullopt) {          // own pools or a parent arena per rank
       fit.why_not = "what fits each rank's own pools is not simulated (one shared pool per engine only)";
     } else if (dcp > 1) {
       fit.why_not = "the simulator does not shard a request over decode-context-parallel ranks";
@@ -138,7 +155,7 @@ inline engine_report compute_engine_report(const model_config& m, const memory_p
       // The plan's answer fits (its pages bound the simulated peak): at the running cap there is
       // nothing above it to search; below it, the simulation searches upward from it and never
       // answers less than it (a search cut at its work limit).
-      if (r.vllm && !r.vllm->starts) {
+      if ((r.vllm && !r.vllm->starts) || (r.tokenspeed && cap.usable_blocks < 0)) {
         fit.max_requests = 0;
       } else if (hint >= top) {
         fit.max_requests = hint;
@@ -154,6 +171,12 @@ inline engine_report compute_engine_report(const model_config& m, const memory_p
       // The largest max_model_len with which vLLM starts and n requests of it fit (its own cap on
       // the blocks: num_blocks does not depend on max_model_len).
       const auto starts = [&](std::int64_t len) {
+        if (r.tokenspeed) {  // tokenspeed starts at any max_model_len; a request longer than it admits is refused
+          tokenspeed_limits lim = r.tokenspeed_lim;
+          lim.context_tokens = len;
+          const tokenspeed_startup_report t = tokenspeed_startup(pools, lim, *budget, layers, draft);
+          return t.starts && t.admits_context;
+        }
         if (!r.vllm) return true;
         std::vector<std::int64_t> bpb;
         for (const engine_worker& w : r.workers) bpb.push_back(w.bytes_per_block);
@@ -161,6 +184,7 @@ inline engine_report compute_engine_report(const model_config& m, const memory_p
       };
       sim_capacity ctx_cap = cap;
       if (r.vllm) ctx_cap.usable_blocks = r.vllm->num_blocks - 1;
+      if (r.tokenspeed) ctx_cap.usable_blocks = r.tokenspeed->parents;
       fit.max_context_tokens = max_context_simulated(pools, o.policy, n, m.max_position_embeddings, o.tokens_per_step,
                                                      o.prefill_chunk_tokens, ctx_cap, search, starts, &ctx_work);
       fit.simulated = true;
@@ -239,6 +263,49 @@ inline nlohmann::ordered_json engine_report_json(const engine_report& r, const m
       }
     }
   }
+  if (r.tokenspeed) {
+    const tokenspeed_startup_report& t = *r.tokenspeed;
+    const tokenspeed_limits& lim = r.tokenspeed_lim;
+    j["overlap_scheduling_default"] = true;
+    j["max_num_seqs"] = lim.max_num_seqs;
+    j["chunked_prefill_tokens"] = lim.chunk_tokens;
+    j["decode_input_tokens"] = lim.decode_tokens;
+    j["overlap_schedule_depth"] = lim.overlap_depth;
+    j["parent_bytes"] = t.parent_bytes;
+    j["prefix_granularity"] = t.prefix_tokens;
+    json packing = json::object();
+    json groups = json::array();
+    for (int g = 0; g < plan.pools.num_groups; ++g) {
+      const engine_group& eg = plan.pools[g];
+      const engine_group_plan& ep = plan.engine_groups[static_cast<std::size_t>(g)];
+      packing[to_string(eg.members[0].group)] = eg.pages_per_block;
+      groups.push_back({{"group", to_string(eg.members[0].group)},
+                        {"table", std::string(to_string(eg.rule.kind))},
+                        {"page_tokens", eg.rule.page_tokens},
+                        {"window_tokens", eg.rule.sliding() ? json(ep.window_tokens) : json(nullptr)},
+                        {"packing", eg.pages_per_block},
+                        {"page_bytes", eg.bytes()},
+                        {"planned_pages", ep.blocks},
+                        {"planned_parents", ep.parents}});
+    }
+    j["packing"] = packing;
+    j["groups"] = groups;
+    j["min_parents_to_start"] = t.min_parents_to_start;
+    j["budget_bytes"] = r.tokenspeed_budget;
+    j["budget_is_plan"] = r.tokenspeed_budget_is_plan;
+    j["starts"] = t.starts;
+    if (t.starts) {
+      j["budgeted_parents"] = t.budgeted_parents;
+      j["parents"] = t.parents;
+      j["token_capacity"] = t.token_capacity;
+      j["max_request_tokens"] = t.max_request_tokens;
+      j["arena_bytes"] = t.arena_bytes;
+      j["log_lines"] = json::array({t.log_line});
+    } else {
+      j["refusal"] = t.refusal;
+      j["log_lines"] = json::array({"ValueError: " + t.refusal});
+    }
+  }
   if (r.fit) {
     if (r.fit->simulated) {
       j["simulated_max_requests"] = r.fit->max_requests * r.dp;
@@ -262,8 +329,53 @@ inline std::string engine_report_text(const engine_report& r, const memory_plan&
   const engine_spec& e = *r.engine;
   const plan_options& o = plan.options;
   fmt::format_to(out, "\nengine {} ({})\n", engine_label(e), e.source);
-  if (!r.vllm) {
-    fmt::format_to(out, "  own pools: every group's pages in a pool of its own (its arena is not modelled yet)\n");
+  if (r.tokenspeed) {
+    const tokenspeed_startup_report& t = *r.tokenspeed;
+    const tokenspeed_limits& lim = r.tokenspeed_lim;
+    fmt::format_to(out,
+                   "  one parent arena: {} cache groups in parents of {} B (P = {} tokens); a parent holds K pages of "
+                   "one group at a time\n",
+                   plan.pools.num_groups, vllm_thousands(t.parent_bytes), t.prefix_tokens);
+    fmt::format_to(out, "  {:<32} {:<14} {:>6} {:>6} {:>3} {:>11} {:>9} {:>9}\n", "group", "table", "page", "window",
+                   "K", "page B", "pages", "parents");
+    for (int g = 0; g < plan.pools.num_groups; ++g) {
+      const engine_group& eg = plan.pools[g];
+      const engine_group_plan& ep = plan.engine_groups[static_cast<std::size_t>(g)];
+      fmt::format_to(out, "  {:<32} {:<14} {:>6} {:>6} {:>3} {:>11} {:>9} {:>9}\n", to_string(eg.members[0].group),
+                     to_string(eg.rule.kind), eg.rule.page_tokens,
+                     eg.rule.sliding() ? std::to_string(ep.window_tokens) : std::string("-"), eg.pages_per_block,
+                     vllm_thousands(eg.bytes()), vllm_thousands(ep.blocks), vllm_thousands(ep.parents));
+    }
+    fmt::format_to(out,
+                   "  (page, window: tokens; page B: one page of the group over its layers; pages, parents: the "
+                   "plan's for {} request(s), ceil(pages / K) parents)\n",
+                   vllm_thousands(o.requests));
+    fmt::format_to(out,
+                   "  the recipe sizes for max_num_seqs {}, chunked prefill {}, {} decode token(s), overlap "
+                   "scheduling {}{}; it needs {} parents to start and {} for one request of {} tokens alone\n",
+                   lim.max_num_seqs, vllm_thousands(lim.chunk_tokens), lim.decode_tokens,
+                   lim.overlap_depth > 0 ? "on" : "off",
+                   lim.overlap_depth > 0 ? std::string() : " (tokenspeed's default is on: plan that with --overlap)",
+                   vllm_thousands(t.min_parents_to_start), vllm_thousands(plan.admission_blocks - 1),
+                   vllm_thousands(o.context_tokens));
+    fmt::format_to(out, "  with {} B of KV cache{}: {} parents budgeted (budget // parent - 1)\n",
+                   vllm_thousands(static_cast<std::int64_t>(r.tokenspeed_budget)),
+                   r.tokenspeed_budget_is_plan ? " (the plan's bytes)" : " per GPU",
+                   vllm_thousands(t.budgeted_parents < 0 ? 0 : t.budgeted_parents));
+    if (t.starts) {
+      fmt::format_to(out, "  tokenspeed logs: {}\n", t.log_line);
+      fmt::format_to(
+          out, "  it allocates {} parents ({} B with the null parent); the longest request it admits: {} tokens{}\n",
+          vllm_thousands(t.parents), vllm_thousands(static_cast<std::int64_t>(t.arena_bytes)),
+          vllm_thousands(t.max_request_tokens),
+          t.admits_context ? std::string()
+                           : fmt::format(" (below {}: longer requests are refused at submission)",
+                                         vllm_thousands(o.context_tokens)));
+    } else {
+      fmt::format_to(out, "  tokenspeed refuses to start: ValueError: {}\n", t.refusal);
+    }
+  } else if (!r.vllm) {
+    fmt::format_to(out, "  own pools: every group's pages in a pool of its own\n");
   } else {
     const vllm_startup_report& v = *r.vllm;
     fmt::format_to(out, "  one shared block pool: {} block tables (groups) over {} B per block (the widest group)\n",

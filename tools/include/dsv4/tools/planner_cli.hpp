@@ -402,13 +402,19 @@ inline planner_result compute(const planner_args& a) {
     if (!a.pp_layers.empty()) parse_pp_layers(a.pp_layers, pc);
     r.parallel = pc;
   }
-  r.max_running = a.max_running.value_or(r.engine->default_max_running_requests);
-  try {  // errors from here on depend on the model: say which one
+  const bool tokenspeed =
+      o.policy.engine == engine_kind::tokenspeed || o.policy.engine == engine_kind::tokenspeed_default;
+  r.max_running = a.max_running.value_or(tokenspeed ? tokenspeed_default_max_num_seqs(o.tokens_per_step)
+                                                    : r.engine->default_max_running_requests);
+  o.max_running_requests = r.max_running;  // tokenspeed sizes its arena's windows for max_num_seqs
+  try {                                    // errors from here on depend on the model: say which one
     r.schema = build_model_schema(r.model, r.model.family == model_family::v3_2 ? indexer_format::fp8 : o.indexer);
-    if (plan_structure(o) == pool_structure::shared_block_pool)
+    const pool_structure structure = plan_structure(o, r.model.family);
+    if (structure != pool_structure::own_pools)
       for (const paged_cache_group_spec& g : plan_cache_specs(r.model, o))
         for (int k = 0; k < g.num_pools; ++k)
-          if (const char* why = vllm_format_mismatch(g, k))
+          if (const char* why = structure == pool_structure::shared_block_pool ? vllm_format_mismatch(g, k)
+                                                                               : tokenspeed_format_mismatch(g, k))
             throw std::invalid_argument(
                 fmt::format("--engine {}: row format '{}' of {}{}: {}; plan it with --pools own (or another engine)",
                             engine_label(*r.engine), g.pools[static_cast<std::size_t>(k)].format.name, to_string(g.id),
@@ -476,10 +482,10 @@ inline std::int64_t capped_requests(const planner_result& r, std::int64_t n, std
 }
 
 /// The simulator's peak pages of library group `gi` in the units of its `pages_per_layer`: own
-/// pools, its peak + its null page; a shared pool, the peak blocks of its engine group's table
-/// (the pool's one null block apart).
+/// pools, its peak + its null page; a shared pool (a parent arena), the peak blocks (pages) of its
+/// engine group's table (the pool's one null block, the arena's null parent apart).
 inline std::int64_t simulated_group_pages(const memory_plan& p, const sim_result& sim, int gi) {
-  if (p.pools.structure != pool_structure::shared_block_pool) return sim.peak_pages[static_cast<std::size_t>(gi)] + 1;
+  if (p.pools.structure == pool_structure::own_pools) return sim.peak_pages[static_cast<std::size_t>(gi)] + 1;
   const group_id id = p.groups[static_cast<std::size_t>(gi)].spec.id;
   for (int e = 0; e < p.pools.num_groups; ++e)
     for (int m = 0; m < p.pools[e].num_members; ++m)
@@ -623,6 +629,13 @@ inline nlohmann::ordered_json to_json(const planner_result& r) {
     plan["planned_blocks"] = p.planned_blocks;
     plan["startup_blocks"] = p.startup_blocks;
   }
+  if (p.pools.structure == pool_structure::parent_arena) {  // the null parent included in each
+    plan["parent_bytes"] = p.pools.bytes_per_block;
+    plan["num_parents"] = p.num_blocks;
+    plan["planned_parents"] = p.planned_blocks;
+    plan["startup_parents"] = p.startup_blocks;
+    plan["request_parents"] = p.admission_blocks;
+  }
   if (r.simulated) {
     plan["simulated_peak_bytes"] = r.simulated->peak_bytes;
     plan["simulations"] = r.simulated->simulations;
@@ -630,6 +643,8 @@ inline nlohmann::ordered_json to_json(const planner_result& r) {
       plan["simulated_peak_blocks"] = r.simulated->peak_blocks + 1;  // the null block included, as num_blocks
       plan["simulated_peak_admission_blocks"] = r.simulated->peak_admission_blocks + 1;
     }
+    if (p.pools.structure == pool_structure::parent_arena)
+      plan["simulated_peak_parents"] = sim_peak_parents(p.pools, *r.simulated) + 1;  // the null parent included
   }
   if (p.options.role != deployment_role::colocated) {
     plan["role"] = std::string(to_string(p.options.role));
@@ -757,7 +772,14 @@ inline std::string to_text(const planner_result& r) {
     fmt::format_to(out, "\n");
   }
   const bool shared = p.pools.structure == pool_structure::shared_block_pool;
-  if (shared)
+  const bool arena = p.pools.structure == pool_structure::parent_arena;
+  if (arena)
+    fmt::format_to(out,
+                   "(rows, tokens: per page of the library's layout; window: tokens a sliding group keeps per request; "
+                   "page B: one page of one layer, all pools; pages/L: the group's pages (each over all its layers), "
+                   "H x per request + prompt pages; bytes: the parents its pages bind{})\n",
+                   r.simulated ? "; sim/L: the simulator's peak pages of the group; slack: pages/L - sim/L" : "");
+  else if (shared)
     fmt::format_to(out,
                    "(rows, tokens: per page of the library's layout; window: tokens a sliding group keeps per request; "
                    "page B: one page of one layer, all pools, as {} pads it; pages/L: blocks of its engine group "
@@ -794,6 +816,17 @@ inline std::string to_text(const planner_result& r) {
                    p.startup_blocks > p.planned_blocks
                        ? fmt::format(", raised to vLLM's startup need of {} blocks", p.startup_blocks)
                        : std::string());
+  if (arena)
+    fmt::format_to(
+        out,
+        "  = {} parents x {} B: the groups' {} parents + 1 null parent{} (tokenspeed's parent arena, --pools "
+        "own for one pool per group)\n",
+        p.num_blocks, p.pools.bytes_per_block, p.planned_blocks - 1,
+        p.num_blocks > p.planned_blocks
+            ? fmt::format(", raised to what tokenspeed needs to start ({}) and to admit one request of {} "
+                          "tokens ({}), as it allocates them",
+                          p.startup_blocks - 1, p.options.context_tokens, p.admission_blocks - 1)
+            : std::string());
   if (r.simulated) {
     fmt::format_to(out, "  simulated peak {} B ({}) over {} workloads; plan / peak {:.3f}\n", r.simulated->peak_bytes,
                    human_bytes(r.simulated->peak_bytes), r.simulated->simulations,
@@ -802,6 +835,9 @@ inline std::string to_text(const planner_result& r) {
       fmt::format_to(out,
                      "  simulated peak {} blocks in use, {} at an admission (vLLM's gate), the null block included\n",
                      r.simulated->peak_blocks + 1, r.simulated->peak_admission_blocks + 1);
+    if (arena)
+      fmt::format_to(out, "  simulated peak {} parents (sum of ceil(peak pages / K)), the null parent included\n",
+                     sim_peak_parents(p.pools, *r.simulated) + 1);
   }
   fmt::format_to(out, "  (ideal: the requests' exact rows, without page rounding, prefill chunk or null pages)\n");
   if (r.budget_bytes) {
@@ -810,8 +846,9 @@ inline std::string to_text(const planner_result& r) {
     if (r.max_running > 0 && rq.max_requests > r.max_running)
       fmt::format_to(out,
                      "  max requests at {} tokens: {} (the engine runs at most {} at once: --max-running-requests, "
-                     "vLLM's max_num_seqs; memory alone fits {})\n",
+                     "{}'s max_num_seqs; memory alone fits {})\n",
                      p.options.context_tokens, r.max_running, r.max_running,
+                     p.options.policy.engine == engine_kind::vllm ? "vLLM" : "tokenspeed",
                      rq.max_requests == std::numeric_limits<std::int64_t>::max() ? std::string("any number")
                                                                                  : std::to_string(rq.max_requests));
     else if (rq.max_requests == std::numeric_limits<std::int64_t>::max())
@@ -819,12 +856,13 @@ inline std::string to_text(const planner_result& r) {
                      "  max requests at {} tokens: any number (at most {} hold pages at once: the step budget, not "
                      "memory, bounds them; {} B used, {} B left)\n",
                      p.options.context_tokens, p.options.prefill_chunk_tokens, rq.total_bytes, rq.bytes_left);
-    else if (rq.max_requests > 0 && shared)
+    else if (rq.max_requests > 0 && (shared || arena))
       fmt::format_to(out,
-                     "  max requests at {} tokens: {} ({} B used, {} B left; vLLM needs {} B to start; a request "
+                     "  max requests at {} tokens: {} ({} B used, {} B left; {} needs {} B to start; a request "
                      "holds at most {} B, with a prompt chunk in flight, {} B on average)\n",
-                     p.options.context_tokens, rq.max_requests, rq.total_bytes, rq.bytes_left, rq.fixed_bytes,
-                     rq.bytes_per_request, rq.total_bytes / static_cast<std::uint64_t>(rq.max_requests));
+                     p.options.context_tokens, rq.max_requests, rq.total_bytes, rq.bytes_left,
+                     shared ? "vLLM" : "tokenspeed", rq.fixed_bytes, rq.bytes_per_request,
+                     rq.total_bytes / static_cast<std::uint64_t>(rq.max_requests));
     else if (rq.max_requests > 0)
       fmt::format_to(
           out, "  max requests at {} tokens: {} ({} B used, {} B left; {} B fixed, the first request adds {} B)\n",

@@ -1,0 +1,272 @@
+// tokenspeed as an engine (engines/tokenspeed.hpp): its parent arena (packing, planes, parent
+// bytes), its startup figures (`Cache profile`), the plan in its parents, and the simulator on
+// its arena. Expected values are hand sums (shown), tokenspeed's own memory-plan tests (their
+// inputs and expected values, cited), and the independent Python oracle
+// tests/oracle/tokenspeed_oracle.py (written from tokenspeed's source apart from the C++; ctest
+// oracle.tokenspeed_plan_agrees runs it live on 42 cases).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+
+#include "dsv4/cache/alloc_sim.hpp"
+#include "dsv4/cache/engines/registry.hpp"
+#include "dsv4/cache/memory_plan.hpp"
+#include "test_util.hpp"
+
+namespace dsv4::cache {
+namespace {
+using testing::expect_invalid;
+
+constexpr std::uint64_t kGiB = std::uint64_t{1} << 30;
+
+plan_options ts_options(bool mtp = false, bool overlap = false) {
+  plan_options o;
+  o.policy = policy_for(engine_kind::tokenspeed, overlap);
+  o.cache_mtp = mtp;
+  o.context_tokens = 1'048'576;
+  return o;
+}
+
+engine_pools ts_pools(const model_config& m, const plan_options& o) { return plan_pools(m, plan_cache_specs(m, o), o); }
+
+const engine_group& group_of(const engine_pools& p, const char* id) {
+  for (const engine_group& g : p)
+    if (g.members[0].group == parse_group_id(id)) return g;
+  ADD_FAILURE() << "no group " << id;
+  return p[0];
+}
+
+tokenspeed_limits limits(bool overlap, std::int64_t seqs = 160) {
+  tokenspeed_limits lim;
+  lim.max_num_seqs = seqs;
+  lim.chunk_tokens = 8192;
+  lim.context_tokens = 1'048'576;
+  lim.decode_tokens = 1;
+  lim.overlap_depth = overlap ? 1 : 0;
+  return lim;
+}
+
+TEST(TokenspeedEngine, PackingAndParentBytesByHand) {
+  // V4-Flash without the draft layer: raw bytes of one page of each group over its layers:
+  //   swa     43 x 37,440          = 1,609,920   K = floor2(1,609,920 / 1,609,920) = 1
+  //   c4kv    21 x (37,440 + 8,448) =  963,648   K = floor2(1.67) = 1
+  //   c4st    21 x 32,768          =   688,128   K = floor2(2.34) = 2
+  //   idxst   21 x 8,192           =   172,032   K = floor2(9.36) = 8
+  //   c128kv  20 x 1,728           =    34,560   K = floor2(46.6) = 32
+  //   c128st  20 x 32,768          =   655,360   K = floor2(2.46) = 2
+  // (tokenspeed logs swa 1, c4kv 1, c4st 2, idxst 8, c128kv 32, c128st 2 for V4-Flash.)
+  const engine_pools p = ts_pools(deepseek_v4_flash, ts_options());
+  EXPECT_EQ(p.structure, pool_structure::parent_arena);
+  EXPECT_EQ(group_of(p, "v4.swa_kv").pages_per_block, 1);
+  EXPECT_EQ(group_of(p, "v4.c4a.compressed_kv").pages_per_block, 1);
+  EXPECT_EQ(group_of(p, "v4.c4a.compressor_state").pages_per_block, 2);
+  EXPECT_EQ(group_of(p, "v4.c4a.indexer_compressor_state").pages_per_block, 8);
+  EXPECT_EQ(group_of(p, "v4.c128a.compressed_kv").pages_per_block, 32);
+  EXPECT_EQ(group_of(p, "v4.c128a.compressor_state").pages_per_block, 2);
+  // Planes unit.0..19 hold c128kv (32 x 1,728 = 55,296, alignment lcm(256, 32 x 576) = 18,432)
+  // and three 65,536-B state packings: round_up(65,536, 18,432) = 73,728 each; unit.20 (no
+  // c128 layer): 65,536 rounded to lcm(256, 576) = 2,304 is 66,816; unit.21..41 (index keys
+  // 8,448 beside SWA 37,440) and unit.42 (SWA alone): 37,440 -> 39,168.
+  // 20 x 73,728 + 66,816 + 22 x 39,168 = 1,474,560 + 66,816 + 861,696 = 2,403,072 (a multiple
+  // of lcm(256, 32) = 256).
+  EXPECT_EQ(p.bytes_per_block, 2'403'072);
+  // The draft (MTP) layer adds an SWA-only plane: unit.43, 39,168 B.
+  EXPECT_EQ(ts_pools(deepseek_v4_flash, ts_options(true)).bytes_per_block, 2'403'072 + 39'168);
+}
+
+TEST(TokenspeedEngine, StartupFiguresByHand) {
+  const engine_pools p = ts_pools(deepseek_v4_flash, ts_options());
+  // 64 GiB, overlap on: budgeted = 68,719,476,736 // 2,403,072 - 1 = 28,595. Demand at T >
+  // 8,192 (N = 160, protected = 160 pages per group), pages - 1 over K: swa 160 x 2 + 128 + 160 +
+  // 160 = 768 parents; c4st 160 x 2 + 2,048 + 320 = 2,688 -> 1,344; idxst 2,688 -> 336; c128st
+  // 160 x 16 + 1,024 + 320 = 3,904 -> 1,952: 4,400 in all; the history groups x = ceil(T / 256) +
+  // 320 pages: x + ceil(x / 32) parents. 4,400 + x + ceil(x / 32) <= 28,595: x = 23,461, so
+  // ceil(T / 256) <= 23,141, T = 5,924,096; parents_needed = 28,595.
+  const tokenspeed_startup_report on = tokenspeed_startup(p, limits(true), 64 * kGiB, 43, 0);
+  ASSERT_TRUE(on.starts) << on.refusal;
+  EXPECT_EQ(on.budgeted_parents, 28'595);
+  EXPECT_EQ(on.parents, 28'595);
+  EXPECT_EQ(on.token_capacity, 5'924'096);
+  EXPECT_EQ(on.arena_bytes, 28'596ULL * 2'403'072);
+  EXPECT_EQ(on.log_line,
+            "Cache profile: parent_bytes=2403072, P=256, parents=28595, token_capacity=5924096, layers=43 (draft 0), "
+            "groups={'v4.c128a.compressed_kv': 32, 'v4.c128a.compressor_state': 2, 'v4.c4a.compressed_kv': 1, "
+            "'v4.c4a.compressor_state': 2, 'v4.c4a.indexer_compressor_state': 8, 'v4.swa_kv': 1}");
+  // The longest request alone: sliding groups 131 + 1,026 + 257 + 521 = 1,935 parents, the
+  // history groups x + ceil(x / 32) <= 26,660: x = 25,852 pages, L + 1 <= 25,852 x 256.
+  EXPECT_EQ(on.max_request_tokens, 25'852 * 256 - 1);
+  EXPECT_TRUE(on.admits_context);
+  // 8 GiB, overlap on: 3,573 budgeted; at T = 3,192 the demand is 690 + 719 + 180 + 1,640 + 333 +
+  // 11 = 3,573, at 3,193 c4st needs 720 parents: token_capacity 3,192.
+  const tokenspeed_startup_report small = tokenspeed_startup(p, limits(true), 8 * kGiB, 43, 0);
+  EXPECT_EQ(small.parents, 3'573);
+  EXPECT_EQ(small.token_capacity, 3'192);
+  EXPECT_EQ(small.max_request_tokens, 1'588 * 256 - 1);  // x + ceil(x / 32) <= 1,638: x = 1,588
+  EXPECT_FALSE(small.admits_context);                    // a 1M-token request is refused at submission
+  // Overlap off: the demand jumps past 3,573 (from 3,572), so tokenspeed allocates 3,572 parents,
+  // one fewer than the budget holds.
+  const tokenspeed_startup_report off = tokenspeed_startup(p, limits(false), 8 * kGiB, 43, 0);
+  EXPECT_EQ(off.budgeted_parents, 3'573);
+  EXPECT_EQ(off.parents, 3'572);
+  EXPECT_EQ(off.token_capacity, 5'312);
+}
+
+TEST(TokenspeedEngine, RefusalsAsTokenspeedWords) {
+  const engine_pools p = ts_pools(deepseek_v4_flash, ts_options());
+  // One token needs 641 + 321 + 81 + 1,441 + 321 + 11 = 2,816 parents (overlap on, N = 160).
+  EXPECT_EQ(tokenspeed_parents_needed(p, limits(true), 1), 2'816U);
+  EXPECT_TRUE(tokenspeed_startup(p, limits(true), 2'817ULL * 2'403'072, 43, 0).starts);
+  const tokenspeed_startup_report below = tokenspeed_startup(p, limits(true), 2'817ULL * 2'403'072 - 1, 43, 0);
+  EXPECT_FALSE(below.starts);
+  EXPECT_EQ(below.refusal,
+            "num_lcm_blocks=2815 cannot admit one token with the configured deepseek_v4 cache scheduler limits");
+  EXPECT_EQ(tokenspeed_startup(p, limits(true), 2 * 2'403'072 - 1, 43, 0).refusal,
+            "DeepSeek V4 cache budget must hold a null parent and one usable parent");
+  // V4-Pro at 8 GiB with overlap: 8,589,934,592 // 3,460,608 - 1 = 2,481 budgeted, too few.
+  const engine_pools pro = ts_pools(deepseek_v4_pro, ts_options());
+  EXPECT_EQ(pro.bytes_per_block, 3'460'608);
+  EXPECT_EQ(tokenspeed_startup(pro, limits(true), 8 * kGiB, 61, 0).refusal,
+            "num_lcm_blocks=2481 cannot admit one token with the configured deepseek_v4 cache scheduler limits");
+  expect_invalid([&] { (void)tokenspeed_startup(p, limits(true, 0), 8 * kGiB, 43, 0); },
+                 {"max_num_seqs and chunk must be >= 1", "max_num_seqs=0"});
+}
+
+// test/runtime/test_v4_sliding_window_groups_smoke.py @ c731cb88 (lightseekorg/tokenspeed), its
+// inputs and expected values re-derived on this library's group rules.
+TEST(TokenspeedEngine, TokenspeedsOwnPageCountTests) {
+  // test_sliding_window_scheduled_tokens_are_global_and_capped: a sliding group of 4 rows x 1
+  // token, window 8, 10 live requests, 100 scheduled tokens, T = 20: 10 x 2 + 5 + 10 + 1 = 36.
+  engine_group sl;
+  sl.rule = {table_kind::sliding_window, 4, 8, 0, false};
+  tokenspeed_limits lim;
+  lim.max_num_seqs = 10;
+  lim.chunk_tokens = 100;
+  lim.context_tokens = 4096;
+  lim.decode_tokens = 1;
+  EXPECT_EQ(tokenspeed_group_pages(sl, lim, 20), 36U);
+  // test_overlap_page_budget_is_parameterized_by_verify_width_and_depth: overlap adds 3 x
+  // ceil(depth x width / b) pages to both a full and a sliding group (3 live requests).
+  constexpr std::int64_t kShapes[][2] = {{4, 1}, {4, 2}, {16, 4}, {2, 128}};  // rows x tokens per row
+  for (const auto& shape : kShapes) {
+    const std::int64_t rows = shape[0];
+    const std::int64_t stride = shape[1];
+    const std::int64_t b = rows * stride;
+    engine_group full;
+    full.rule = {table_kind::full_history, b, 0, 0, false};
+    engine_group slide;
+    slide.rule = {table_kind::sliding_window, b, 3 * b + 1, 0, false};
+    for (const std::int64_t width : {1, 2, 4, 8}) {
+      tokenspeed_limits l;
+      l.max_num_seqs = 3;
+      l.chunk_tokens = 1024;
+      l.context_tokens = 4096;
+      l.decode_tokens = width;
+      l.overlap_depth = 0;
+      const std::uint64_t f0 = tokenspeed_group_pages(full, l, 4096);
+      const std::uint64_t s0 = tokenspeed_group_pages(slide, l, 4096);
+      l.overlap_depth = 1;
+      const auto prot = static_cast<std::uint64_t>(3 * ((width + b - 1) / b));
+      EXPECT_EQ(tokenspeed_group_pages(full, l, 4096), f0 + prot) << rows << "x" << stride << " w" << width;
+      EXPECT_EQ(tokenspeed_group_pages(slide, l, 4096), s0 + prot) << rows << "x" << stride << " w" << width;
+    }
+  }
+  // test_c4_state_window_covers_wide_verify_blocks: the CSA state windows are 8 at one decode
+  // token and 10 at six (max(8, 4 + t)).
+  plan_options o = ts_options();
+  o.tokens_per_step = 6;
+  const memory_plan wide = build_memory_plan(deepseek_v4_flash, o);
+  for (int e = 0; e < wide.pools.num_groups; ++e) {
+    const group_id id = wide.pools[e].members[0].group;
+    if (id == parse_group_id("v4.c4a.compressor_state") || id == parse_group_id("v4.c4a.indexer_compressor_state")) {
+      EXPECT_EQ(wide.engine_groups[static_cast<std::size_t>(e)].window_tokens, 10);
+    }
+  }
+  // test_lcm_capacity_is_the_inverse_of_parent_demand: with the test's packing (swa 1, c4st 4,
+  // c4kv 2, c128st 1, c128kv 8, idxst 4), one live request, 256 scheduled tokens, 100 parents.
+  engine_pools p = ts_pools(deepseek_v4_flash, ts_options());
+  for (int e = 0; e < p.num_groups; ++e) {
+    const std::string id = to_string(p.groups[static_cast<std::size_t>(e)].members[0].group);
+    p.groups[static_cast<std::size_t>(e)].pages_per_block = id == "v4.swa_kv"                   ? 1
+                                                            : id == "v4.c4a.compressor_state"   ? 4
+                                                            : id == "v4.c4a.compressed_kv"      ? 2
+                                                            : id == "v4.c128a.compressor_state" ? 1
+                                                            : id == "v4.c128a.compressed_kv"    ? 8
+                                                                                                : 4;
+  }
+  tokenspeed_limits one;
+  one.max_num_seqs = 1;
+  one.chunk_tokens = 256;
+  one.context_tokens = 4096;
+  const std::int64_t cap = tokenspeed_capacity(p, one, 100);
+  ASSERT_GT(cap, 0);
+  EXPECT_LE(tokenspeed_parents_needed(p, one, static_cast<std::uint64_t>(cap)), 100U);
+  EXPECT_GT(tokenspeed_parents_needed(p, one, static_cast<std::uint64_t>(cap) + 1), 100U);
+}
+
+TEST(TokenspeedEngine, PlanInParents) {
+  // One request of 1,048,576 tokens, no overlap: its pages (131 SWA, 2,051 + 2,051 CSA and
+  // indexer states, 1,041 HCA states, 4,096 + 4,096 compressed) bind 131 + 1,026 + 257 + 521 +
+  // 4,096 + 128 = 6,159 parents, also what tokenspeed's scheduler says the request needs alone;
+  // + the null parent: 6,160 x 2,403,072 B.
+  const memory_plan p = build_memory_plan(deepseek_v4_flash, ts_options());
+  EXPECT_EQ(p.pools.structure, pool_structure::parent_arena);
+  EXPECT_EQ(p.planned_blocks, 6'160);
+  EXPECT_EQ(p.admission_blocks, 6'160);  // one request alone (tokenspeed's own count) + null
+  EXPECT_EQ(p.startup_blocks, 2'312);    // the recipe's floor at N = 160, no overlap, + null
+  EXPECT_EQ(p.num_blocks, 6'160);
+  EXPECT_EQ(p.total_bytes, 6'160ULL * 2'403'072);
+  std::int64_t parents = 0;
+  for (int e = 0; e < p.pools.num_groups; ++e) {
+    const engine_group_plan& ep = p.engine_groups[static_cast<std::size_t>(e)];
+    const std::int64_t k = p.pools[e].pages_per_block;
+    EXPECT_EQ(ep.parents, (ep.blocks + k - 1) / k);
+    parents += ep.parents;
+  }
+  EXPECT_EQ(parents, 6'159);
+  // tokenspeed given the plan's bytes allocates at least the plan's parents and admits L.
+  const tokenspeed_startup_report t =
+      tokenspeed_startup(p.pools, detail::tokenspeed_limits_of(p.options), p.total_bytes, 43, 0);
+  EXPECT_GE(t.parents, p.planned_blocks - 1);
+  EXPECT_TRUE(t.admits_context);
+  // Small requests: tokenspeed's startup floor (2,311 parents at N = 160) is the plan.
+  plan_options small = ts_options();
+  small.context_tokens = 4096;
+  EXPECT_EQ(build_memory_plan(deepseek_v4_flash, small).num_blocks, 2'312);
+  small.max_running_requests = 8;  // fewer windows to size for
+  EXPECT_LT(build_memory_plan(deepseek_v4_flash, small).num_blocks, 2'312);
+  // Own pools keep the library's per-group pricing.
+  EXPECT_EQ(build_memory_plan(deepseek_v4_flash, testing::own(ts_options())).pools.structure,
+            pool_structure::own_pools);
+}
+
+TEST(TokenspeedEngine, PlanNeverBelowTheSimulatedParents) {
+  for (const bool overlap : {false, true}) {
+    plan_options o = ts_options(false, overlap);
+    o.requests = 8;
+    o.context_tokens = 65'536;
+    const memory_plan p = build_memory_plan(deepseek_v4_flash, o);
+    const sim_result r = simulate_worst_case(p.pools, o.policy, o.requests, o.context_tokens, 1, 8192);
+    const std::int64_t peak = sim_peak_parents(p.pools, r);
+    EXPECT_GE(p.planned_blocks - 1, peak) << overlap;
+    EXPECT_LE(p.planned_blocks - 1, peak + peak / 10) << overlap;  // and not far above it
+    // On the arena the plan's budget gives, the plan's requests fit.
+    const tokenspeed_startup_report t =
+        tokenspeed_startup(p.pools, detail::tokenspeed_limits_of(p.options), p.total_bytes, 43, 0);
+    sim_capacity cap;
+    cap.usable_blocks = t.parents;
+    EXPECT_TRUE(simulated_fit(p.pools, o.policy, o.requests, o.context_tokens, 1, 8192, cap)) << overlap;
+  }
+}
+
+TEST(TokenspeedEngine, OtherFamiliesAndDcpKeepOwnPools) {
+  plan_options o = ts_options();
+  o.context_tokens = 65'536;
+  EXPECT_EQ(build_memory_plan(deepseek_v4_1_flash, o).pools.structure, pool_structure::own_pools);
+  o.dcp = 2;
+  EXPECT_EQ(plan_structure(o, model_family::v4), pool_structure::own_pools);
+  EXPECT_EQ(plan_structure(ts_options(), model_family::v4), pool_structure::parent_arena);
+}
+
+}  // namespace
+}  // namespace dsv4::cache
