@@ -12,6 +12,7 @@
 #include "dsv4/cache/alloc_sim.hpp"
 #include "dsv4/cache/engines/registry.hpp"
 #include "dsv4/cache/memory_plan.hpp"
+#include "dsv4/cache/parallel.hpp"
 #include "test_util.hpp"
 
 namespace dsv4::cache {
@@ -256,6 +257,26 @@ TEST(TokenspeedEngine, PlanNeverBelowTheSimulatedParents) {
     sim_capacity cap;
     cap.usable_blocks = t.parents;
     EXPECT_TRUE(simulated_fit(p.pools, o.policy, o.requests, o.context_tokens, 1, 8192, cap)) << overlap;
+  }
+}
+
+// Each pipeline stage builds its recipe from its own layers: its own packing, planes and parents.
+TEST(TokenspeedEngine, PipelineStagesHaveTheirOwnArena) {
+  parallel_config pc;
+  pc.pp = 2;
+  const plan_options o = ts_options();
+  const memory_plan whole = build_memory_plan(deepseek_v4_flash, o);
+  for (std::int64_t rank = 0; rank < 2; ++rank) {
+    const rank_plan_result r = rank_plan(deepseek_v4_flash, o, pc, rank);
+    EXPECT_EQ(r.plan.pools.structure, pool_structure::parent_arena);
+    // The stage's own arena, as tokenspeed builds it from the stage's groups.
+    group_spec_list specs;
+    specs.num_groups = r.plan.num_groups;
+    for (int g = 0; g < r.plan.num_groups; ++g)
+      specs.groups[static_cast<std::size_t>(g)] = r.plan.groups[static_cast<std::size_t>(g)].spec;
+    EXPECT_EQ(r.plan.pools.bytes_per_block, tokenspeed_engine_pools(specs).bytes_per_block) << rank;
+    EXPECT_LT(r.plan.pools.bytes_per_block, whole.pools.bytes_per_block) << rank;
+    EXPECT_LT(r.plan.total_bytes, whole.total_bytes) << rank;
   }
 }
 

@@ -622,6 +622,10 @@ TEST(CliVllm, FitSearchCutAtItsWorkLimitAnswersAtLeastThePlan) {
   EXPECT_EQ(capped["engine_report"]["simulated_max_requests"], 16);
   EXPECT_TRUE(capped["engine_report"]["max_requests_by_plan"].get<bool>());
   EXPECT_FALSE(capped["engine_report"]["simulated_lower_bound"].get<bool>());
+  // Above the simulator's 2^20 requests (a running cap of 2,000,000): at least 2^20, said so.
+  const json huge = run_json({"--context", "8192", "--memory-gib", "1000000000", "--max-running-requests", "2000000"});
+  EXPECT_EQ(huge["engine_report"]["simulated_max_requests"], 1 << 20);
+  EXPECT_TRUE(huge["engine_report"]["simulated_lower_bound"].get<bool>());
 }
 
 // `--simulate` cut at its work limit is an error naming the limit, never a peak of part of the
@@ -669,6 +673,12 @@ TEST(CliTokenspeed, CacheProfileAndWhatReallyFits) {
   EXPECT_NE(bf16.err.find("tokenspeed's V4 recipe stores KV rows as v4.fp8_ds_mla only"), std::string::npos)
       << bf16.err;
   EXPECT_EQ(run({"--engine", "tokenspeed", "--format", "v4.swa_kv=v4.bf16", "--pools", "own"}).code, 0);
+  // Pipeline stages: each its own arena, the report of the widest stage's; its layers and draft.
+  const json pp = run_json({"--engine", "tokenspeed", "--pp", "2", "--memory-gib", "64"});
+  EXPECT_EQ(pp["engine_report"]["pipeline_stage"], 1);  // 21 main layers + the MTP layer
+  EXPECT_LT(pp["engine_report"]["parent_bytes"].get<std::int64_t>(), 2'442'240);
+  EXPECT_NE(pp["engine_report"]["log_lines"][0].get<std::string>().find("layers=22 (draft 1)"), std::string::npos);
+  EXPECT_LT(pp["ranks"][0]["total_bytes"].get<std::uint64_t>(), one["plan"]["total_bytes"].get<std::uint64_t>());
 }
 
 TEST(CliVllm, OwnPoolsAndOtherEngines) {

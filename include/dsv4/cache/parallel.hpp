@@ -199,11 +199,14 @@ constexpr bool try_rank_plan(const model_config& c, plan_options o, const parall
   const group_spec_list specs = stage_specs(all, r.main_layers, r.mtp_layers, c.num_hidden_layers);
   // The engine groups of the whole model, projected onto the stage (vLLM forms them for the
   // whole model; a stage's block is its widest group, and every group's blocks come from the
-  // one pool the scheduler shares over all stages).
+  // one pool the scheduler shares over all stages). tokenspeed builds each stage's recipe from
+  // the stage's own layers: its own arena (packing, planes, parent bytes).
   layer_mask mine;
   for (int l = r.main_layers.first; l < r.main_layers.end; ++l) mine.set(l);
   if (r.mtp_layers)
     for (int l = c.num_hidden_layers; l < c.num_layers(); ++l) mine.set(l);
+  if (plan_structure(o, c.family) == pool_structure::parent_arena)
+    return size_plan(specs, o, plan_pools(c, specs, o), r.plan);
   return size_plan(specs, o, project_pools(plan_pools(c, all, o), mine), r.plan);
 }
 }  // namespace detail

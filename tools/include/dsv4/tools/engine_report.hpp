@@ -61,6 +61,10 @@ struct engine_report {
   /// plan's bytes as the budget (`tokenspeed_budget_is_plan`).
   std::optional<tokenspeed_startup_report> tokenspeed;
   tokenspeed_limits tokenspeed_lim{};
+  /// With pipeline stages: the stage plan whose arena the figures are of (the widest parent; each
+  /// stage builds its own arena from its layers); else none (the plan's own).
+  std::optional<memory_plan> tokenspeed_stage_plan;
+  std::int64_t tokenspeed_stage = 0;
   bool tokenspeed_budget_is_plan = false;
   std::uint64_t tokenspeed_budget = 0;
   std::optional<engine_fit> fit;
@@ -112,9 +116,27 @@ inline engine_report compute_engine_report(const model_config& m, const memory_p
   const int draft = o.cache_mtp ? m.num_nextn_predict_layers : 0;
   if (r.structure == pool_structure::parent_arena) {
     r.tokenspeed_lim = detail::tokenspeed_limits_of(o);
+    const memory_plan* sp = &plan;
+    for (const rank_plan_result& rp : ranks)
+      if (sp == &plan || rp.plan.pools.bytes_per_block > sp->pools.bytes_per_block) {
+        sp = &rp.plan;
+        r.tokenspeed_stage = rp.coords.stage;
+      }
+    int stage_layers = layers;
+    int stage_draft = draft;
+    if (sp != &plan) {  // the stage's own layers (every layer has an SWA page), its MTP layers the draft's
+      r.tokenspeed_stage_plan = *sp;
+      layer_mask all;
+      for (const engine_group& g : sp->pools)
+        for (int k = 0; k < g.num_members; ++k)
+          for (std::size_t w = 0; w < all.bits.size(); ++w)
+            all.bits[w] |= g.members[static_cast<std::size_t>(k)].layers.bits[w];
+      stage_layers = all.count();
+      stage_draft = all.count() - all.within(0, m.num_hidden_layers).count();
+    }
     r.tokenspeed_budget_is_plan = !budget;
-    r.tokenspeed_budget = budget ? *budget : plan.total_bytes;
-    r.tokenspeed = tokenspeed_startup(pools, r.tokenspeed_lim, r.tokenspeed_budget, layers, draft);
+    r.tokenspeed_budget = budget ? *budget : sp->total_bytes;
+    r.tokenspeed = tokenspeed_startup(sp->pools, r.tokenspeed_lim, r.tokenspeed_budget, stage_layers, stage_draft);
   }
   if (!budget) return r;
   // What really fits: the engine's own scheduling replayed on one engine's pool.
@@ -160,6 +182,8 @@ inline engine_report compute_engine_report(const model_config& m, const memory_p
       } else if (hint >= top) {
         fit.max_requests = hint;
         fit.requests_by_plan = true;
+        // Capped by the simulator's 2^20 requests, not the running cap: at least that many.
+        fit.lower_bound = planned.max_requests > top && !(search.max_running > 0 && search.max_running <= top);
       } else {
         fit.max_requests = max_requests_simulated(pools, o.policy, L, o.tokens_per_step, o.prefill_chunk_tokens, cap,
                                                   search, std::max<std::int64_t>(hint, 1), top, &work);
@@ -188,7 +212,7 @@ inline engine_report compute_engine_report(const model_config& m, const memory_p
       fit.max_context_tokens = max_context_simulated(pools, o.policy, n, m.max_position_embeddings, o.tokens_per_step,
                                                      o.prefill_chunk_tokens, ctx_cap, search, starts, &ctx_work);
       fit.simulated = true;
-      fit.lower_bound = work.exhausted;
+      fit.lower_bound = fit.lower_bound || work.exhausted;
       fit.context_lower_bound = ctx_work.exhausted;
     }
     fit.work = work.spent + ctx_work.spent;
@@ -266,6 +290,8 @@ inline nlohmann::ordered_json engine_report_json(const engine_report& r, const m
   if (r.tokenspeed) {
     const tokenspeed_startup_report& t = *r.tokenspeed;
     const tokenspeed_limits& lim = r.tokenspeed_lim;
+    const memory_plan& tplan = r.tokenspeed_stage_plan ? *r.tokenspeed_stage_plan : plan;
+    if (r.tokenspeed_stage_plan) j["pipeline_stage"] = r.tokenspeed_stage;
     j["overlap_scheduling_default"] = true;
     j["max_num_seqs"] = lim.max_num_seqs;
     j["chunked_prefill_tokens"] = lim.chunk_tokens;
@@ -275,9 +301,9 @@ inline nlohmann::ordered_json engine_report_json(const engine_report& r, const m
     j["prefix_granularity"] = t.prefix_tokens;
     json packing = json::object();
     json groups = json::array();
-    for (int g = 0; g < plan.pools.num_groups; ++g) {
-      const engine_group& eg = plan.pools[g];
-      const engine_group_plan& ep = plan.engine_groups[static_cast<std::size_t>(g)];
+    for (int g = 0; g < tplan.pools.num_groups; ++g) {
+      const engine_group& eg = tplan.pools[g];
+      const engine_group_plan& ep = tplan.engine_groups[static_cast<std::size_t>(g)];
       packing[to_string(eg.members[0].group)] = eg.pages_per_block;
       groups.push_back({{"group", to_string(eg.members[0].group)},
                         {"table", std::string(to_string(eg.rule.kind))},
@@ -332,15 +358,19 @@ inline std::string engine_report_text(const engine_report& r, const memory_plan&
   if (r.tokenspeed) {
     const tokenspeed_startup_report& t = *r.tokenspeed;
     const tokenspeed_limits& lim = r.tokenspeed_lim;
-    fmt::format_to(out,
-                   "  one parent arena: {} cache groups in parents of {} B (P = {} tokens); a parent holds K pages of "
-                   "one group at a time\n",
-                   plan.pools.num_groups, vllm_thousands(t.parent_bytes), t.prefix_tokens);
+    const memory_plan& tplan = r.tokenspeed_stage_plan ? *r.tokenspeed_stage_plan : plan;
+    fmt::format_to(
+        out,
+        "  one parent arena{}: {} cache groups in parents of {} B (P = {} tokens); a parent holds K pages of "
+        "one group at a time\n",
+        r.tokenspeed_stage_plan ? fmt::format(" per pipeline stage (stage {}, the widest, below)", r.tokenspeed_stage)
+                                : std::string(),
+        tplan.pools.num_groups, vllm_thousands(t.parent_bytes), t.prefix_tokens);
     fmt::format_to(out, "  {:<32} {:<14} {:>6} {:>6} {:>3} {:>11} {:>9} {:>9}\n", "group", "table", "page", "window",
                    "K", "page B", "pages", "parents");
-    for (int g = 0; g < plan.pools.num_groups; ++g) {
-      const engine_group& eg = plan.pools[g];
-      const engine_group_plan& ep = plan.engine_groups[static_cast<std::size_t>(g)];
+    for (int g = 0; g < tplan.pools.num_groups; ++g) {
+      const engine_group& eg = tplan.pools[g];
+      const engine_group_plan& ep = tplan.engine_groups[static_cast<std::size_t>(g)];
       fmt::format_to(out, "  {:<32} {:<14} {:>6} {:>6} {:>3} {:>11} {:>9} {:>9}\n", to_string(eg.members[0].group),
                      to_string(eg.rule.kind), eg.rule.page_tokens,
                      eg.rule.sliding() ? std::to_string(ep.window_tokens) : std::string("-"), eg.pages_per_block,
@@ -349,14 +379,14 @@ inline std::string engine_report_text(const engine_report& r, const memory_plan&
     fmt::format_to(out,
                    "  (page, window: tokens; page B: one page of the group over its layers; pages, parents: the "
                    "plan's for {} request(s), ceil(pages / K) parents)\n",
-                   vllm_thousands(o.requests));
+                   vllm_thousands(tplan.options.requests));
     fmt::format_to(out,
                    "  the recipe sizes for max_num_seqs {}, chunked prefill {}, {} decode token(s), overlap "
                    "scheduling {}{}; it needs {} parents to start and {} for one request of {} tokens alone\n",
                    lim.max_num_seqs, vllm_thousands(lim.chunk_tokens), lim.decode_tokens,
                    lim.overlap_depth > 0 ? "on" : "off",
                    lim.overlap_depth > 0 ? std::string() : " (tokenspeed's default is on: plan that with --overlap)",
-                   vllm_thousands(t.min_parents_to_start), vllm_thousands(plan.admission_blocks - 1),
+                   vllm_thousands(t.min_parents_to_start), vllm_thousands(tplan.admission_blocks - 1),
                    vllm_thousands(o.context_tokens));
     fmt::format_to(out, "  with {} B of KV cache{}: {} parents budgeted (budget // parent - 1)\n",
                    vllm_thousands(static_cast<std::int64_t>(r.tokenspeed_budget)),
@@ -375,7 +405,11 @@ inline std::string engine_report_text(const engine_report& r, const memory_plan&
       fmt::format_to(out, "  tokenspeed refuses to start: ValueError: {}\n", t.refusal);
     }
   } else if (!r.vllm) {
-    fmt::format_to(out, "  own pools: every group's pages in a pool of its own\n");
+    const bool ts = e.policy.engine == engine_kind::tokenspeed || e.policy.engine == engine_kind::tokenspeed_default;
+    fmt::format_to(out, "  own pools: every group's pages in a pool of its own{}\n",
+                   ts && o.pools == pools_choice::engine
+                       ? " (tokenspeed's parent arena is modelled for DeepSeek V4 without DCP only)"
+                       : std::string());
   } else {
     const vllm_startup_report& v = *r.vllm;
     fmt::format_to(out, "  one shared block pool: {} block tables (groups) over {} B per block (the widest group)\n",

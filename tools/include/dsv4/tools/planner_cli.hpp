@@ -827,7 +827,14 @@ inline std::string to_text(const planner_result& r) {
                           "tokens ({}), as it allocates them",
                           p.startup_blocks - 1, p.options.context_tokens, p.admission_blocks - 1)
             : std::string());
-  if (r.simulated) {
+  if (r.simulated && arena) {  // pages bind parents: the peak in parents, the plan's groups' parents beside it
+    const std::int64_t peak = sim_peak_parents(p.pools, *r.simulated) + 1;
+    fmt::format_to(out,
+                   "  simulated peak {} parents ({} B, sum of ceil(peak pages / K), the null parent included) over {} "
+                   "workloads; the groups' parents / peak {:.3f}\n",
+                   peak, static_cast<std::uint64_t>(peak) * static_cast<std::uint64_t>(p.pools.bytes_per_block),
+                   r.simulated->simulations, static_cast<double>(p.planned_blocks) / static_cast<double>(peak));
+  } else if (r.simulated) {
     fmt::format_to(out, "  simulated peak {} B ({}) over {} workloads; plan / peak {:.3f}\n", r.simulated->peak_bytes,
                    human_bytes(r.simulated->peak_bytes), r.simulated->simulations,
                    static_cast<double>(p.total_bytes) / static_cast<double>(r.simulated->peak_bytes));
@@ -835,9 +842,6 @@ inline std::string to_text(const planner_result& r) {
       fmt::format_to(out,
                      "  simulated peak {} blocks in use, {} at an admission (vLLM's gate), the null block included\n",
                      r.simulated->peak_blocks + 1, r.simulated->peak_admission_blocks + 1);
-    if (arena)
-      fmt::format_to(out, "  simulated peak {} parents (sum of ceil(peak pages / K)), the null parent included\n",
-                     sim_peak_parents(p.pools, *r.simulated) + 1);
   }
   fmt::format_to(out, "  (ideal: the requests' exact rows, without page rounding, prefill chunk or null pages)\n");
   if (r.budget_bytes) {
@@ -858,11 +862,12 @@ inline std::string to_text(const planner_result& r) {
                      p.options.context_tokens, p.options.prefill_chunk_tokens, rq.total_bytes, rq.bytes_left);
     else if (rq.max_requests > 0 && (shared || arena))
       fmt::format_to(out,
-                     "  max requests at {} tokens: {} ({} B used, {} B left; {} needs {} B to start; a request "
+                     "  max requests at {} tokens: {} ({} B used, {} B left; {} needs {} B to start{}; a request "
                      "holds at most {} B, with a prompt chunk in flight, {} B on average)\n",
                      p.options.context_tokens, rq.max_requests, rq.total_bytes, rq.bytes_left,
-                     shared ? "vLLM" : "tokenspeed", rq.fixed_bytes, rq.bytes_per_request,
-                     rq.total_bytes / static_cast<std::uint64_t>(rq.max_requests));
+                     shared ? "vLLM" : "tokenspeed", rq.fixed_bytes,
+                     shared ? "" : fmt::format(" and admit one request of {} tokens", p.options.context_tokens),
+                     rq.bytes_per_request, rq.total_bytes / static_cast<std::uint64_t>(rq.max_requests));
     else if (rq.max_requests > 0)
       fmt::format_to(
           out, "  max requests at {} tokens: {} ({} B used, {} B left; {} B fixed, the first request adds {} B)\n",
