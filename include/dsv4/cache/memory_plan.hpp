@@ -389,7 +389,7 @@ constexpr void size_parent_arena(const engine_pools& pools, const plan_options& 
     ep.parents = static_cast<std::int64_t>(min_u(guard::cdiv(pages, u(eg.pages_per_block)), u(ep.blocks)));
     parents = g.add(parents, u(ep.parents));
   }
-  constexpr std::uint64_t kMax = std::int64_t{1} << 62;
+  constexpr std::uint64_t kMax = (std::uint64_t{1} << 62) - 2;  // below tokenspeed_startup's 2^62 cap
   const tokenspeed_limits lim = tokenspeed_limits_of(o);
   const std::uint64_t start = tokenspeed_parents_needed(pools, lim, 1);
   const std::uint64_t alone = tokenspeed_request_parents(pools, lim, u(o.context_tokens));
@@ -398,9 +398,22 @@ constexpr void size_parent_arena(const engine_pools& pools, const plan_options& 
   plan.planned_blocks = static_cast<std::int64_t>(min_u(g.add(parents, 1), kMax));
   plan.startup_blocks = static_cast<std::int64_t>(min_u(g.add(start, 1), kMax));
   plan.admission_blocks = static_cast<std::int64_t>(min_u(g.add(alone, 1), kMax));
-  const std::int64_t budgeted = need >= kMax
-                                    ? static_cast<std::int64_t>(kMax)
-                                    : tokenspeed_budgeted_parents_for(pools, lim, static_cast<std::int64_t>(need));
+  std::int64_t budgeted = need >= kMax ? static_cast<std::int64_t>(kMax)
+                                       : tokenspeed_budgeted_parents_for(pools, lim, static_cast<std::int64_t>(need));
+  if (budgeted >= 0 && budgeted < static_cast<std::int64_t>(kMax)) {
+    // What tokenspeed allocates with that budget must hold the plan's parents and admit a request
+    // of L (the checks tokenspeed_startup makes); else the plan cannot be met.
+    const std::int64_t cap = tokenspeed_capacity(pools, lim, budgeted);
+    const auto alloc =
+        static_cast<std::int64_t>(tokenspeed_parents_needed(pools, lim, static_cast<std::uint64_t>(cap)));
+    if (cap < 1 || alloc < static_cast<std::int64_t>(need) ||
+        tokenspeed_max_request_tokens(pools, lim, alloc) < o.context_tokens)
+      budgeted = -1;
+  }
+  if (budgeted < 0) {  // tokenspeed never allocates that many parents: the plan cannot be met
+    g.overflow = true;
+    budgeted = static_cast<std::int64_t>(kMax);
+  }
   plan.num_blocks = static_cast<std::int64_t>(min_u(g.add(u(budgeted), 1), kMax));
   plan.total_bytes = g.mul(u(plan.num_blocks), u(pools.bytes_per_block));
 }

@@ -139,11 +139,11 @@ constexpr std::uint64_t ts_cdiv(std::uint64_t a, std::uint64_t b) { return a / b
 constexpr std::int64_t ts_round_up(std::int64_t v, std::int64_t a) { return checked_mul((v + a - 1) / a, a); }
 
 /// The sliding window a tokenspeed group keeps (tokens): its own, or max(W, base + d) for the
-/// CSA states (v4_c4_state_window: max(8, 4 + d)).
+/// CSA states (v4_c4_state_window: max(8, 4 + d)); saturates at INT64_MAX for a huge d.
 constexpr std::int64_t ts_window(const table_rule& r, std::int64_t d) {
-  if (r.step_window_base_tokens > 0 && r.step_window_base_tokens + d > r.window_tokens)
-    return r.step_window_base_tokens + d;
-  return r.window_tokens;
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  if (r.step_window_base_tokens <= 0 || d <= r.window_tokens - r.step_window_base_tokens) return r.window_tokens;
+  return d > kMax - r.step_window_base_tokens ? kMax : r.step_window_base_tokens + d;
 }
 
 }  // namespace detail
@@ -253,8 +253,9 @@ constexpr std::uint64_t tokenspeed_group_pages(const engine_group& g, const toke
   using detail::ts_sat_mul;
   const auto b = static_cast<std::uint64_t>(g.rule.page_tokens);
   const auto n = static_cast<std::uint64_t>(lim.max_num_seqs);
-  const std::uint64_t protected_pages =
-      ts_sat_mul(n, ts_cdiv(static_cast<std::uint64_t>(lim.overlap_depth * lim.decode_tokens), b));
+  const std::uint64_t protected_pages = ts_sat_mul(n, ts_cdiv(ts_sat_mul(static_cast<std::uint64_t>(lim.overlap_depth),
+                                                                         static_cast<std::uint64_t>(lim.decode_tokens)),
+                                                              b));
   const std::uint64_t fixed = ts_sat_add(ts_sat_add(n, protected_pages), 1);
   if (!g.rule.sliding()) return ts_sat_add(ts_cdiv(T, b), fixed);
   const std::int64_t w = detail::ts_window(g.rule, lim.decode_tokens);
@@ -308,7 +309,7 @@ constexpr std::uint64_t tokenspeed_request_parents(const engine_pools& pools, co
   using detail::ts_cdiv;
   using detail::ts_sat_add;
   const auto w = static_cast<std::uint64_t>(lim.decode_tokens);
-  const std::uint64_t prot = static_cast<std::uint64_t>(lim.overlap_depth) * w;
+  const std::uint64_t prot = detail::ts_sat_mul(static_cast<std::uint64_t>(lim.overlap_depth), w);
   const std::uint64_t p = L > w ? L - w : 0;
   const auto c = static_cast<std::uint64_t>(lim.chunk_tokens);
   std::uint64_t sum = 0;
@@ -323,8 +324,8 @@ constexpr std::uint64_t tokenspeed_request_parents(const engine_pools& pools, co
       pages = ts_cdiv(ts_sat_add(ts_sat_add(p < c ? p : c, w), prot), b);
       if (p > c) {
         const std::uint64_t later = p - c < c ? p - c : c;
-        const std::uint64_t a = look + ts_cdiv(c, b);
-        const std::uint64_t z = look + ts_cdiv(later + w + prot, b);
+        const std::uint64_t a = ts_sat_add(look, ts_cdiv(c, b));
+        const std::uint64_t z = ts_sat_add(look, ts_cdiv(ts_sat_add(ts_sat_add(later, w), prot), b));
         pages = pages > a ? pages : a;
         pages = pages > z ? pages : z;
       }
@@ -431,9 +432,11 @@ inline tokenspeed_startup_report tokenspeed_startup(const engine_pools& pools, c
 
 /// The smallest budgeted parent count m (budget // parent_bytes - 1) whose arena holds at least
 /// `need` parents (tokenspeed allocates parents_needed(cap(m)) <= m of them), and can admit a
-/// token; saturates at 2^62. `need` >= 1.
+/// token; -1 if no budget makes tokenspeed allocate that many (a recipe without a full-history
+/// group demands a bounded number of parents at any capacity). `need` >= 1.
 constexpr std::int64_t tokenspeed_budgeted_parents_for(const engine_pools& pools, const tokenspeed_limits& lim,
                                                        std::int64_t need) {
+  if (tokenspeed_parents_needed(pools, lim, std::uint64_t{1} << 62) < static_cast<std::uint64_t>(need)) return -1;
   const auto start = static_cast<std::int64_t>(tokenspeed_parents_needed(pools, lim, 1));
   std::int64_t m = need > start ? need : start;
   if (m < 1) m = 1;
@@ -445,7 +448,7 @@ constexpr std::int64_t tokenspeed_budgeted_parents_for(const engine_pools& pools
         static_cast<std::int64_t>(tokenspeed_parents_needed(pools, lim, static_cast<std::uint64_t>(cap))) >= need)
       return m;
   }
-  return m;
+  return -1;  // not within 4,096 parents past `need` (never for the demand's unit steps)
 }
 
 }  // namespace dsv4::cache
