@@ -136,7 +136,9 @@ constexpr std::uint64_t ts_sat_mul(std::uint64_t a, std::uint64_t b) {
                                                                      : a * b;
 }
 constexpr std::uint64_t ts_cdiv(std::uint64_t a, std::uint64_t b) { return a / b + (a % b != 0 ? 1 : 0); }
-constexpr std::int64_t ts_round_up(std::int64_t v, std::int64_t a) { return checked_mul((v + a - 1) / a, a); }
+constexpr std::int64_t ts_round_up(std::int64_t v, std::int64_t a) {
+  return checked_mul(checked_add(v, a - 1) / a, a);  // throws past 2^63 - 1, never wraps
+}
 
 /// The sliding window a tokenspeed group keeps (tokens): its own, or max(W, base + d) for the
 /// CSA states (v4_c4_state_window: max(8, 4 + d)); saturates at INT64_MAX for a huge d.
