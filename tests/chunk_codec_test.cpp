@@ -191,7 +191,7 @@ TEST(ChunkCodec, IndexerRowsMatchTheRowCodec) {
                 const std::uint8_t byte =
                     quantize_e4m3_chunk(load_chunk(in.data(), c), m, pol.indexer_fp8_amax_floor, pol.nan, codes);
                 // Key value j's code at byte j; block b's fp32 scale in little-endian word b.
-                const std::uint32_t scale = indexer_fp8_scale_bits(byte);
+                const std::uint32_t scale = indexer_fp8_scale_bits(byte, m, pol.nan);
                 ASSERT_EQ(scale, le32(scales_want + 4 * blk)) << "chunk " << c;
                 for (int i = 0; i < 8; ++i)
                   ASSERT_EQ(code_at(codes, i), values_want[c * 8 + i]) << "chunk " << c << " " << i;

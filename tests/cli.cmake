@@ -28,7 +28,13 @@ if(TARGET dsv4-cache-plan)
   target_compile_definitions(golden_test PRIVATE DSV4_LAYOUT_BIN="$<TARGET_FILE:dsv4-cache-layout>")
   add_dependencies(golden_test dsv4-cache-layout)
   target_compile_definitions(golden_test PRIVATE DSV4_PYTHON3="${dsv4_golden_python}"
-                                                 DSV4_GOLDEN_WRITER_PY="${CMAKE_CURRENT_SOURCE_DIR}/golden/fp8_ds_mla_writer.py")
+                                                 DSV4_GOLDEN_WRITER_PY="${CMAKE_CURRENT_SOURCE_DIR}/golden/fp8_ds_mla_writer.py"
+                                                 DSV4_GOLDEN_WRITERS_PY="${CMAKE_CURRENT_SOURCE_DIR}/golden/golden_writer.py")
+  # The independent writer's own hand-derived cases (zero blocks per writer, ties, +-inf, NaN).
+  if(Python3_Interpreter_FOUND)
+    add_test(NAME golden.writer_self_test
+             COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/golden/golden_writer.py --self-test)
+  endif()
   # vLLM's startup figures against the independent Python oracle of vLLM's sizing
   # (tests/oracle/vllm_pool_oracle.py, written from vLLM's source): 24 cases, and the oracle's own
   # hand-checked values. Python 3 comes with scripts/install-deps.sh.

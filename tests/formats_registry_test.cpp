@@ -49,6 +49,51 @@ TEST(FormatRegistry, NamesAndLookups) {
   EXPECT_THROW(visit_format(static_cast<int>(kFormats.size()), []<row_format F>() {}), std::invalid_argument);
 }
 
+// Writers as values: every format names at least one, its default policy is its first writer's,
+// no producer twice, every source names a repository; the lookups answer as documented.
+TEST(FormatRegistry, WritersAreValues) {
+  for (int i = 0; i < static_cast<int>(kFormats.size()); ++i) {
+    const auto ws = kFormatWriters[static_cast<std::size_t>(i)];
+    SCOPED_TRACE(std::string(kFormats[static_cast<std::size_t>(i)].name));
+    ASSERT_FALSE(ws.empty());
+    visit_format(i, [&]<row_format F>() {
+      EXPECT_EQ(F::default_policy.fp8_amax_floor, ws[0].policy.fp8_amax_floor);
+      EXPECT_EQ(F::default_policy.mxfp4_amax_floor, ws[0].policy.mxfp4_amax_floor);
+      EXPECT_EQ(F::default_policy.mxfp4_rounding, ws[0].policy.mxfp4_rounding);
+      EXPECT_EQ(F::default_policy.fp8_exp, ws[0].policy.fp8_exp);
+    });
+    std::set<writer_id> seen;
+    for (const format_writer& w : ws) {
+      EXPECT_TRUE(seen.insert(w.producer).second) << to_string(w.producer) << " twice";
+      EXPECT_NE(w.source.find('/'), std::string_view::npos) << w.source;
+      EXPECT_EQ(find_writer(i, w.producer), &w);
+    }
+  }
+  // The defaults of writer-rules.md: FlashMLA's for its pages, vLLM's for the indexer keys,
+  // TensorRT-LLM's for the footer page.
+  const auto default_of = [](std::string_view f) {
+    return kFormatWriters[static_cast<std::size_t>(format_index(f))][0].producer;
+  };
+  EXPECT_EQ(default_of("v4.fp8_ds_mla"), writer_id::flashmla);
+  EXPECT_EQ(default_of("v3.2.fp8_ds_mla"), writer_id::flashmla);
+  EXPECT_EQ(default_of("v4.1.fp8"), writer_id::flashmla);
+  EXPECT_EQ(default_of("v4.1.fp8.interleaved"), writer_id::flashmla);
+  EXPECT_EQ(default_of("v4.1.fp4"), writer_id::flashmla);
+  EXPECT_EQ(default_of("v4.indexer_fp8"), writer_id::vllm);
+  EXPECT_EQ(default_of("v4.indexer_mxfp4"), writer_id::vllm);
+  EXPECT_EQ(default_of("v4.fp8_ds_mla.footer"), writer_id::trtllm);
+  EXPECT_EQ(find_writer(format_index("v4.bf16"), writer_id::flashmla), nullptr);
+  EXPECT_EQ(find_writer(-1, writer_id::vllm), nullptr);
+  writer_id w{};
+  EXPECT_TRUE(writer_from_name("tokenspeed", w));
+  EXPECT_EQ(w, writer_id::tokenspeed);
+  EXPECT_FALSE(writer_from_name("trt-llm", w));
+}
+// Usable in constant expressions.
+static_assert(formats::v4_fp8_ds_mla::writers[0].producer == writer_id::flashmla);
+static_assert(find_writer(format_index("v4.indexer_mxfp4"), writer_id::tokenspeed)->policy.mxfp4_rounding ==
+              e2m1_rounding::ties_toward_zero);
+
 TEST(FormatRegistry, RowsStayInsideTheirPage) {
   // The last row's data, scales and RoPE end inside the page, for several page sizes.
   for (const format_layout& base : kFormats) {

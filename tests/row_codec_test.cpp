@@ -328,16 +328,21 @@ TEST(NanPolicy, IgnoreKeepsTheNanLocal) {
   EXPECT_EQ(ip[3] & 0xF, 0x7);  // element 6: low nibble of byte 3
 }
 
-TEST(InfPolicy, InfinitySaturatesAndClampsTheScale) {
+// The references (FlashMLA tests/quant.py, vLLM's Triton writer, tokenspeed's batched writer;
+// writer-rules.md 2, run on such a block) take the scale from amax = inf: UE8M0 0xFF, and
+// E4M3(x / inf) per element: inf / inf = NaN (0x7F), 1 / inf = +0.
+TEST(InfPolicy, InfinityGivesTheScaleOfInfLikeTheReferences) {
   auto in = row_of(512, 1.0f);
   in[0] = bf16{0x7F80};  // +inf
   in[1] = bf16{0xFF80};  // -inf
+  in[2] = bf16{0xC000};  // -2
   const auto page = quantize_mla(in);
-  EXPECT_EQ(mla_scales(page)[0], 254);  // e clamps to 127
-  EXPECT_EQ(mla_codes(page)[0], 0x7E);
-  EXPECT_EQ(mla_codes(page)[1], 0xFE);
-  EXPECT_EQ(mla_codes(page)[2], 0x00);  // 1 x 2^-127 underflows
-  EXPECT_EQ(mla_scales(page)[1], 119);  // other blocks unaffected
+  EXPECT_EQ(mla_scales(page)[0], 0xFF);
+  EXPECT_EQ(mla_codes(page)[0], 0x7F);
+  EXPECT_EQ(mla_codes(page)[1], 0x7F);
+  EXPECT_EQ(mla_codes(page)[2], 0x80);  // -2 / inf = -0
+  EXPECT_EQ(mla_codes(page)[3], 0x00);  // 1 / inf = +0
+  EXPECT_EQ(mla_scales(page)[1], 119);  // other blocks unaffected: 1 / 448 -> 2^-8
 }
 
 // ---------------------------------------------------------------- round trips
@@ -552,6 +557,13 @@ std::uint8_t reference_fp8_block(const bf16* in, int n, std::uint8_t* out, float
   const bf16_amax m = amax_bf16(in, n);
   if (m.has_nan && nan == nan_policy::propagate) {
     for (int i = 0; i < n; ++i) out[i] = kE4m3NanCode;
+    return kE8m0NanCode;
+  }
+  if (std::isinf(m.amax)) {  // the references' scale inf (writer-rules 2): code E4M3(x / inf)
+    for (int i = 0; i < n; ++i) {
+      const float q = bf16_to_float(in[i]) / m.amax;                            // IEEE: NaN or +-0
+      out[i] = std::isnan(q) ? kE4m3NanCode : (std::signbit(q) ? 0x80 : 0x00);  // canonical NaN code
+    }
     return kE8m0NanCode;
   }
   const int e = scale_exponent_for_amax(m.amax, kE4m3Max, floor);

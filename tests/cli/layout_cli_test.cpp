@@ -235,8 +235,9 @@ TEST(LayoutCli, BadInputIsOneLineOnStderrAndExitCode2) {
       {{"formats", "--rows", "0x10"}, "got '0x10'"},
       {{"formats", "--rows", ""}, "got an empty value"},
       {{"formats", "--rows", "6\n4"}, "got '6\\x0A4'"},  // still one line
-      {{}, "a subcommand is required (subcommands: formats, describe, fingerprint, diff, check, golden)"},
-      {{"bogus"}, "unknown subcommand 'bogus' (subcommands: formats, describe, fingerprint, diff, check, golden)"},
+      {{}, "a subcommand is required (subcommands: formats, describe, fingerprint, diff, check, golden, writers)"},
+      {{"bogus"},
+       "unknown subcommand 'bogus' (subcommands: formats, describe, fingerprint, diff, check, golden, writers)"},
       {{"-x"}, "unexpected argument '-x' before a subcommand"},
       {{"bogus", "formats"}, "bogus"},
       {{"formats", "--bogus"}, "--bogus"},
@@ -255,6 +256,46 @@ TEST(LayoutCli, BadInputIsOneLineOnStderrAndExitCode2) {
   // The rule is named along with the value.
   EXPECT_NE(run({"formats", "--rows", "0"}).err.find("rows per page must be a decimal integer in [1, 1048576]"),
             std::string::npos);
+}
+
+TEST(LayoutCli, WritersListsEveryFormatAndAWitnessPerRule) {
+  const json j = run_json({"writers"});
+  EXPECT_EQ(j["schema"], "dsv4-cache-writers/1");
+  ASSERT_EQ(j["formats"].size(), dsv4::cache::kFormats.size());
+  std::size_t rules = 0;
+  for (const json& f : j["formats"]) {
+    ASSERT_GE(f["writers"].size(), 1U) << f["format"];
+    EXPECT_TRUE(f["writers"][0]["default"].get<bool>());
+    EXPECT_FALSE(f["writers"][0]["source"].get<std::string>().empty());
+    // Every pair of modelled writers differs, and every rule has a witness.
+    EXPECT_EQ(f["differences"].size(), f["writers"].size() * (f["writers"].size() - 1) / 2) << f["format"];
+    for (const json& d : f["differences"]) {
+      ASSERT_FALSE(d["rules"].empty()) << f["format"];
+      for (const json& r : d["rules"]) {
+        ++rules;
+        ASSERT_FALSE(r["witness"].is_null()) << f["format"] << ": " << r["rule"];
+      }
+    }
+  }
+  EXPECT_EQ(rules, 6U);  // v4.fp8_ds_mla, v4.1.fp8 (x2 page rules), v4.indexer_fp8, v4.indexer_mxfp4 (x2)
+  // Hand-derived witnesses: the all-zero block's scale under each floor (writer-rules 3, 4).
+  const auto witness = [&](const std::string& format, std::size_t rule) {
+    for (const json& f : j["formats"])
+      if (f["format"] == format) return f["differences"][0]["rules"][rule]["witness"];
+    return json();
+  };
+  EXPECT_EQ(witness("v4.fp8_ds_mla", 0)["scale_bytes"], json::array({"72", "69"}));  // 114 vs 105
+  EXPECT_EQ(witness("v4.indexer_fp8", 0)["scale_bytes"], json::array({"00 00 80 34", "00 00 00 2f"}));
+  EXPECT_EQ(witness("v4.indexer_mxfp4", 0)["scale_bytes"], json::array({"01", "70"}));
+  const json ties = witness("v4.indexer_mxfp4", 1);
+  EXPECT_EQ(ties["code_bytes"], json::array({"27 64 88 64", "17 53 00 64"}));
+  EXPECT_EQ(ties["decoded"][0], json::array({"6", "1", "2", "4", "-0", "-0", "2", "4"}));
+  EXPECT_EQ(ties["decoded"][1], json::array({"6", "0.5", "1.5", "3", "0", "0", "2", "4"}));
+  // The text names the default (*) and the compared (=) writers.
+  const run_result t = run({"writers"});
+  EXPECT_EQ(t.code, 0) << t.err;
+  EXPECT_NE(t.out.find("v4.indexer_mxfp4               vllm*, tokenspeed="), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("rule: E2M1 rounding"), std::string::npos);
 }
 
 TEST(LayoutCli, HelpExits0) {

@@ -28,9 +28,9 @@
 //   Every BF16 every positive finite BF16 value as a block amax of every scaled field (every
 //              scale byte a BF16 input can produce), every BF16 value as an element of the
 //              unscaled formats: pages, reader and round trip as above.
-//   Policies   zero-block bytes (105 / 114 / 92, 2^-13, 2^-22, 0, 1, 0x00, V4.1 FP4 0x01), NaN
+//   Policies   zero-block bytes (105 / 114 / 92, 2^-13, 2^-22, 1, 0x00, V4.1 FP4 0x01), NaN
 //              blocks under the default nan_policy::propagate (documented result per header), V4.1
-//              FP4 tiles poisoned by NaN, +inf or -inf (scale 0x7F, codes 0), legacy_amax fp32
+//              FP4 tiles poisoned by NaN only (scale 0x7F, codes 0; +-inf: 0x7E, +-6), legacy_amax fp32
 //              scales, per-tensor scales, TensorRT-LLM's float-log2 exponent (constructed case,
 //              every BF16 amax, a sweep of a few million amax values against ceil(log2f(x))).
 //   Offsets    each layout's row-1 data / scale / RoPE offsets and page bytes for N = 64, N = 1
@@ -226,7 +226,6 @@ struct field {
   double amax_floor = 0.0;   ///< floor on amax
   double ratio_floor = 0.0;  ///< floor on amax / 448 (or amax / 6 for nvfp4)
   bool float_log2 = false;   ///< exponent ceil(log2f(x)) in float math (TensorRT-LLM)
-  bool inf_poisons = false;  ///< an infinite value poisons its block as a NaN does (V4.1 FP4, LV 7)
   float tensor_scale = 1.0f;
   int decoded = -1;  ///< values the reader takes from this field (-1: all)
 
@@ -289,7 +288,7 @@ std::vector<ref_format> ref_formats() {
                  .block = 64,
                  .at = {.r = 576},
                  .scale_at = {.n = 576, .r = 8},
-                 .amax_floor = 1e-4},
+                 .ratio_floor = 1e-4},  // the default writer, FlashMLA's (writer-rules 3): 114
                 {.what = "RoPE bf16", .k = kind::bf16, .first = 448, .count = 64, .at = {.r = 576, .c = 448}},
                 {.what = "scale pad byte (0x00)", .k = kind::zeros, .count = 1, .at = {.n = 576, .r = 8, .c = 7}}}});
   // LV 2.1 (B1): same row, page [N x 576][N x 8] unpadded; EPS 1e-8, log2 in float math; the
@@ -408,7 +407,8 @@ std::vector<ref_format> ref_formats() {
                  .ratio_floor = 1e-4}}});
   // LV 1.5 / 1.6 (a) / 7 (A2, split): data [N x 256] = 512 e2m1 (all dims, RoPE included, even dim
   // in the low nibble, tiles of 16), scales [N x 32] e4m3 at N x 256 + r x 32, page padded to a
-  // multiple of 512; scale e4m3(clamp(amax / 6, 2^-9, 448)), a NaN or an inf poisons its tile.
+  // multiple of 512; scale e4m3(clamp(amax / 6, 2^-9, 448)), a NaN poisons its tile; an inf does
+  // not (writer-rules 1: amax from nan_to_num, inf -> FLT_MAX, so the scale clamps to 448).
   const field v41_fp4{.what = "values e2m1 (NoPE + RoPE)",
                       .k = kind::nvfp4,
                       .first = 0,
@@ -416,8 +416,7 @@ std::vector<ref_format> ref_formats() {
                       .block = 16,
                       .at = {.r = 256},
                       .scale_at = {.n = 256, .r = 32},
-                      .ratio_floor = 0x1p-9,
-                      .inf_poisons = true};
+                      .ratio_floor = 0x1p-9};
   v.push_back({"v4.1.fp4", 512, false, 288, 512, {v41_fp4}});
   // LV 1.6 (a) / 7: the same page padded to a multiple of 256 (SGLang, vLLM deepseek_v4_1).
   v.push_back({"v4.1.fp4.align256", 512, false, 288, 256, {v41_fp4}});
@@ -437,18 +436,19 @@ std::vector<ref_format> ref_formats() {
                           .scale_at = {.n = 128, .r = 4},
                           .amax_floor = 1e-4};
   v.push_back({"v4.indexer_fp8", 128, false, 132, 1, {indexer_fp8}});
-  // LV 1.7: [N x 64 e2m1][N x 4 ue8m0], 2^ceil(log2(amax / 6)), e in [-127, 127], no floor.
+  // LV 1.7: [N x 64 e2m1][N x 4 ue8m0], 2^ceil(log2(amax / 6)), e in [-127, 127]; the default
+  // writer, vLLM's, floors amax at 6 x 2^-126 (writer-rules 4).
   const field indexer_mxfp4{.what = "key e2m1",
                             .k = kind::mxfp4_ceil,
                             .first = 0,
                             .count = 128,
                             .block = 32,
                             .at = {.r = 64},
-                            .scale_at = {.n = 64, .r = 4}};
+                            .scale_at = {.n = 64, .r = 4},
+                            .amax_floor = 6.0 * std::ldexp(1.0, -126)};
   v.push_back({"v4.indexer_mxfp4", 128, false, 68, 1, {indexer_mxfp4}});
   // LV 2.7 (B8): the same writer in an N x 132 page, amax floor 6 x 2^-126; [68N, 132N) unused.
-  field slot = indexer_mxfp4;
-  slot.amax_floor = 6.0 * std::ldexp(1.0, -126);
+  const field slot = indexer_mxfp4;
   v.push_back({"v4.indexer_mxfp4_in_fp8_slot", 128, false, 132, 1, {slot}});
   // LV 3.2 (C1): [0,512) e4m3 | [512,528) 4 fp32 at 512 + 4k | [528,656) 64 bf16; FlashMLA
   // 2^ceil(log2(max(amax / 448, 1e-4))).
@@ -525,7 +525,8 @@ amax_t block_amax(const float* x, int n) {
 /// rule is taken literally instead: the division and log2f in float, as `std::log2(float)`.
 int fp8_exponent(float amax, const field& f) {
   if (f.float_log2) {
-    const float x = std::max(amax, static_cast<float>(f.amax_floor)) / 448.0f;
+    const float x =
+        std::max(std::max(amax, static_cast<float>(f.amax_floor)) / 448.0f, static_cast<float>(f.ratio_floor));
     return clamp_exponent(static_cast<double>(std::ceil(std::log2(x))));
   }
   const double a = std::max(std::max(static_cast<double>(amax), f.amax_floor) / 448.0, f.ratio_floor);
@@ -570,13 +571,21 @@ void encode_field(const field& f, std::uint8_t* page, std::int64_t rows, std::in
         std::uint8_t* cb = d + b * f.block;
         const amax_t a = block_amax(xb, f.block);
         // NaN block (headers' rule under nan_policy::propagate; the doc is silent): every code
-        // 0x7F, scale E8M0 0xFF or fp32 NaN (0x7FC00000).
-        const int e = a.nan ? 0 : fp8_exponent(a.amax, f);
-        for (int i = 0; i < f.block; ++i) cb[i] = a.nan ? 0x7F : conv::e4m3(scaled_pow2(xb[i], e));
+        // 0x7F, scale E8M0 0xFF or fp32 NaN (0x7FC00000). An amax of +-inf (writer-rules 2, the
+        // references run): the scale is inf (E8M0 0xFF, fp32 0x7F800000) and each code is
+        // E4M3(x / inf): NaN (0x7F) for an inf, +-0 for a finite value.
+        const bool inf = !a.nan && std::isinf(a.amax);
+        const int e = a.nan || inf ? 0 : fp8_exponent(a.amax, f);
+        for (int i = 0; i < f.block; ++i)
+          cb[i] = a.nan ? 0x7F : inf ? conv::e4m3(xb[i] / a.amax) : conv::e4m3(scaled_pow2(xb[i], e));
         if (f.k == kind::fp8_e8m0)
-          s[b] = a.nan ? 0xFF : static_cast<std::uint8_t>(e + 127);
+          s[b] = a.nan || inf ? 0xFF : static_cast<std::uint8_t>(e + 127);
         else
-          put_le(s + 4 * b, a.nan ? 0x7FC00000U : bits_of(static_cast<float>(std::ldexp(1.0, e))), 4);
+          put_le(s + 4 * b,
+                 a.nan ? 0x7FC00000U
+                 : inf ? 0x7F800000U
+                       : bits_of(static_cast<float>(std::ldexp(1.0, e))),
+                 4);
       }
       return;
     case kind::fp8_fp32_legacy:
@@ -615,8 +624,9 @@ void encode_field(const field& f, std::uint8_t* page, std::int64_t rows, std::in
       for (int b = 0; b < blocks; ++b) {
         const float* xb = v + b * f.block;
         const amax_t a = block_amax(xb, f.block);
-        // NaN (and, where inf_poisons, inf): E4M3 NaN 0x7F, zero codes (LV 7; headers' sign choice).
-        const bool poisoned = a.nan || (f.inf_poisons && std::isinf(a.amax));
+        // NaN: E4M3 NaN 0x7F, zero codes (LV 7; headers' sign choice). An inf clamps the scale
+        // to 448 (V4.1, writer-rules 1) or saturates it.
+        const bool poisoned = a.nan;
         const std::uint8_t sb = poisoned ? 0x7F : nvfp4_scale_byte(a.amax, f);
         const float sc = conv::e4m3_value(sb);
         s[b] = sb;
@@ -1387,8 +1397,8 @@ TEST(FormatPagesPolicies, AllZeroBlocks) {
     std::vector<std::uint8_t> bytes;  // expected from `at` (0xA5: never written)
     const char* source;
   };
-  dc::format_policy floor_0448{};
-  floor_0448.fp8_amax_floor = 0.0448f;
+  dc::format_policy floor_1e4{};
+  floor_1e4.fp8_amax_floor = 1e-4f;
   dc::format_policy legacy = lib("v3.2.fp8_ds_mla").policy;
   legacy.fp32_scale = dc::fp32_scale_rule::legacy_amax;
   dc::format_policy legacy_idx = lib("v3.2.indexer_fp8").policy;
@@ -1396,8 +1406,8 @@ TEST(FormatPagesPolicies, AllZeroBlocks) {
   std::vector<std::uint8_t> idx_legacy(4);
   put_le(idx_legacy.data(), bits_of(1e-4f / 448.0f), 4);
   const row table[] = {
-      {"v4.fp8_ds_mla", {}, true, 36872, {105, 105, 105, 105, 105, 105, 105, 0x00}, "facts 4 / LV 2.8: 105, pad 0"},
-      {"v4.fp8_ds_mla", floor_0448, false, 36872, {114, 114, 114, 114, 114, 114, 114, 0x00}, "LV 2.8: FlashMLA 114"},
+      {"v4.fp8_ds_mla", {}, true, 36872, {114, 114, 114, 114, 114, 114, 114, 0x00}, "LV 2.8: FlashMLA 114, pad 0"},
+      {"v4.fp8_ds_mla", floor_1e4, false, 36872, {105, 105, 105, 105, 105, 105, 105, 0x00}, "facts 4: vLLM 105"},
       {"v4.fp8_ds_mla.footer", {}, true, 36872, {92, 92, 92, 92, 92, 92, 92, 0xA5}, "LV 2.1: 92, pad never written"},
       {"v3.2.fp8_ds_mla",
        {},
@@ -1414,7 +1424,7 @@ TEST(FormatPagesPolicies, AllZeroBlocks) {
       {"v3.2.indexer_fp8", {}, true, 8196, {0, 0, 0x80, 0x34}, "LV 3.3: 2^-22"},
       {"v3.2.indexer_fp8", legacy_idx, false, 8196, idx_legacy, "LV 3.3: max(amax, 1e-4) / 448 as is"},
       {"v4.indexer_fp8", {}, true, 8196, {0, 0, 0x80, 0x34}, "facts 4 (floor 1e-4): 2^-22"},
-      {"v4.indexer_mxfp4", {}, true, 4100, {0, 0, 0, 0}, "LV 1.7 / header: no floor, byte 0"},
+      {"v4.indexer_mxfp4", {}, true, 4100, {1, 1, 1, 1}, "writer-rules 4: vLLM floor 6 x 2^-126, byte 1"},
       {"v4.indexer_mxfp4_in_fp8_slot", {}, true, 4100, {1, 1, 1, 1}, "LV 2.7: floor 6 x 2^-126, byte 1"},
       {"v4.mxfp4_kv", {}, true, 592, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xA5, 0xA5}, "LV 2.4: byte 0, pad"},
       {"v4.nvfp4_kv", {}, true, 22560, std::vector<std::uint8_t>(32, 0), "LV 7: 0x00, 4 trailing zeros"},
@@ -1467,10 +1477,12 @@ TEST(FormatPagesPolicies, AllZeroV41RowsHaveZeroCodes) {
   }
 }
 
-/// V4.1 FP4 poisoning (LV 1.5, 7; FlashMLA tests/quant.py `nan_to_num(|x|, nan=inf)`): a NaN,
-/// +inf or -inf anywhere in a 16-value tile makes its scale byte 0x7F and its 8 code bytes 0x00,
-/// and the reader gives NaN for exactly that tile's 16 values; a neighbouring finite tile is
-/// unaffected. Pages of 64 and 3 rows against the reference, then literal bytes at row 1.
+/// V4.1 FP4 poisoning (LV 1.5, 7; FlashMLA tests/quant.py `nan_to_num(|x|, nan=inf)`): a NaN
+/// anywhere in a 16-value tile makes its scale byte 0x7F and its 8 code bytes 0x00, and the
+/// reader gives NaN for exactly that tile's 16 values. +inf or -inf does not poison (writer-rules
+/// 1, the reference run on such a tile): `nan_to_num` maps it to +-FLT_MAX, the scale clamps to
+/// 448 (0x7E) and the inf codes +-6. Pages of 64 and 3 rows against the reference, then literal
+/// bytes at row 1.
 TEST(FormatPagesPolicies, V41Fp4NanAndInfPoisonTheirTile) {
   for (const char* name : {"v4.1.fp4", "v4.1.fp4.align256", "v4.1.fp4.interleaved"}) {
     SCOPED_TRACE(name);
@@ -1493,17 +1505,20 @@ TEST(FormatPagesPolicies, V41Fp4NanAndInfPoisonTheirTile) {
       const std::int64_t data = inter ? 288 : 256;                      // row 1's data
       const std::int64_t scales = inter ? 288 + 256 : rows * 256 + 32;  // row 1's scales
       const std::uint8_t* pg = w.page();
-      for (const int t : {3, 9, 20, 29}) {
+      for (const int t : {20, 29}) {  // a NaN
         EXPECT_EQ(pg[scales + t], 0x7F) << "N = " << rows << " tile " << t << " scale";
         for (int k = 0; k < 8; ++k) EXPECT_EQ(pg[data + 8 * t + k], 0x00) << "N = " << rows << " tile " << t;
       }
+      for (const int t : {3, 9}) EXPECT_EQ(pg[scales + t], 0x7E) << "N = " << rows << " inf tile " << t;
+      EXPECT_EQ(pg[data + 8 * 3 + 2] & 0xF0, 0x70) << "tile 3 value 5 (+inf): +6 in the high nibble";
+      EXPECT_EQ(pg[data + 8 * 9] & 0x0F, 0x0F) << "tile 9 value 0 (-inf): -6";
+      EXPECT_EQ(pg[data + 8 * 9 + 7] & 0xF0, 0x70) << "tile 9 value 15 (+inf): +6";
       for (const int t : {2, 4, 8, 10, 19, 21, 28, 30})
         EXPECT_NE(pg[scales + t], 0x7F) << "N = " << rows << " finite tile " << t << " poisoned";
       const auto out = lib_dequantize<float>(lf, pg, rows, 1, 512, lf.policy);
       for (int i = 0; i < 512; ++i) {
         const int t = i / 16;
-        EXPECT_EQ(std::isnan(out[static_cast<std::size_t>(i)]), t == 3 || t == 9 || t == 20 || t == 29)
-            << "N = " << rows << " value " << i;
+        EXPECT_EQ(std::isnan(out[static_cast<std::size_t>(i)]), t == 20 || t == 29) << "N = " << rows << " value " << i;
       }
     }
   }
@@ -1519,11 +1534,11 @@ TEST(FormatPagesPolicies, PagesUnderOtherPolicies) {
   };
   std::vector<variant> vs;
   {
-    // LV 1.4 / 2.8: FlashMLA's floor on amax / 448 (1e-4) instead of the floor on amax.
-    variant v{"v4.fp8_ds_mla", "fp8_amax_floor 0.0448", lib("v4.fp8_ds_mla").policy, ref_by_name("v4.fp8_ds_mla")};
-    v.policy.fp8_amax_floor = 0.0448f;
-    v.ref.get(kind::fp8_e8m0).amax_floor = 0.0;
-    v.ref.get(kind::fp8_e8m0).ratio_floor = 1e-4;
+    // Facts 4 / LV 2.8: vLLM's floor on amax (1e-4) instead of FlashMLA's on amax / 448.
+    variant v{"v4.fp8_ds_mla", "fp8_amax_floor 1e-4", lib("v4.fp8_ds_mla").policy, ref_by_name("v4.fp8_ds_mla")};
+    v.policy.fp8_amax_floor = 1e-4f;
+    v.ref.get(kind::fp8_e8m0).amax_floor = 1e-4;
+    v.ref.get(kind::fp8_e8m0).ratio_floor = 0.0;
     vs.push_back(v);
   }
   {

@@ -249,7 +249,9 @@ TEST(V41Fp4Golden, HandComputedRow) {
   set(64, 3072);
   set(65, -1024);
   // Tile 5 (dims 80..95) all zero: 2^-9, byte 0x01, codes 0. Tile 6: a NaN -> poisoned (0x7F,
-  // codes 0); tile 7: -inf -> poisoned. Tiles 8..30 zero.
+  // codes 0); tile 7: -inf does not poison (writer-rules 1: nan_to_num maps it to -FLT_MAX):
+  //   FLT_MAX / 6 clamps to 448 (0x7E); -inf / 448 -> -6 (0xF), 2 / 448 -> +0: byte 0x0F.
+  //   Tiles 8..30 zero.
   in[96] = 0x7FC0;
   set(97, 1);
   in[112] = 0xFF80;
@@ -268,9 +270,10 @@ TEST(V41Fp4Golden, HandComputedRow) {
   want[16] = 0xB7;
   want[24] = 0xB0;
   want[32] = 0xC7;
+  want[56] = 0x0F;
   want[255] = 0xF0;
   std::fill(want.begin() + 256, want.begin() + 288, 0x01);
-  const std::uint8_t scales[8] = {0x40, 0x39, 0x03, 0x01, 0x7E, 0x01, 0x7F, 0x7F};
+  const std::uint8_t scales[8] = {0x40, 0x39, 0x03, 0x01, 0x7E, 0x01, 0x7F, 0x7E};
   std::copy(scales, scales + 8, want.begin() + 256);
   want[256 + 31] = 0x1B;
 
@@ -300,9 +303,11 @@ TEST(V41Fp4Golden, HandComputedRow) {
   EXPECT_EQ(out[32], 18 * 0x1p-9f);     // 6 x 3 x 2^-9
   EXPECT_EQ(out[33], -4.5f * 0x1p-9f);  // -1.5 x 3 x 2^-9
   EXPECT_EQ(out[49], -1.5f * 0x1p-9f);
-  EXPECT_EQ(out[64], 2688.0f);  // 6 x 448
-  EXPECT_EQ(out[65], -896.0f);  // -2 x 448
-  for (int i = 96; i < 128; ++i) EXPECT_TRUE(std::isnan(out[static_cast<std::size_t>(i)])) << i;
+  EXPECT_EQ(out[64], 2688.0f);                                                                    // 6 x 448
+  EXPECT_EQ(out[65], -896.0f);                                                                    // -2 x 448
+  for (int i = 96; i < 112; ++i) EXPECT_TRUE(std::isnan(out[static_cast<std::size_t>(i)])) << i;  // tile 6
+  EXPECT_EQ(out[112], -2688.0f);  // tile 7: -6 x 448 (the -inf saturated)
+  for (int i = 113; i < 128; ++i) EXPECT_EQ(out[static_cast<std::size_t>(i)], 0.0f) << i;
   EXPECT_EQ(out[511], -0.515625f);  // -6 x 0.0859375
   EXPECT_EQ(bits_of(out[510]), 0U);
 }

@@ -82,9 +82,17 @@ DSV4_HOST_DEVICE constexpr std::uint8_t quantize_e4m3_chunk(const bf16x8& x, ama
     codes[0] = codes[1] = 0x7F7F7F7FU;  // kE4m3NanCode in every byte
     return kE8m0NanCode;
   }
+  codes[0] = codes[1] = 0;
+  if (block.finite == 0x7F80U) {  // amax +-inf: scale inf, inf and NaN elements 0x7F, finite ones +-0
+    for (int i = 0; i < kChunkValues; ++i) {
+      const std::uint32_t b = x.at(i).bits;
+      const std::uint32_t q = (b & 0x7FFFU) >= 0x7F80U ? kE4m3NanCode : (b >> 8) & 0x80U;
+      codes[i / 4] |= q << (8 * (i % 4));
+    }
+    return kE8m0NanCode;
+  }
   const int e = scale_exponent_for_amax(block.amax(), kE4m3Max, amax_floor);
   const float inv_scale = exp2i(-e);
-  codes[0] = codes[1] = 0;
   for (int i = 0; i < kChunkValues; ++i) {
     const std::uint32_t q = float_to_e4m3(bf16_to_float(x.at(i)) * inv_scale);
     codes[i / 4] |= q << (8 * (i % 4));
@@ -125,9 +133,11 @@ DSV4_HOST_DEVICE constexpr void dequantize_e2m1_chunk(std::uint32_t packed, floa
     out[i] = canonical_nan(e2m1_to_float(static_cast<std::uint8_t>((packed >> (4 * i)) & 0xFU)) * scale);
 }
 
-/// The fp32 scale stored by an FP8 indexer key for E8M0 byte `byte`: 2^(byte - 127), or NaN.
-DSV4_HOST_DEVICE constexpr std::uint32_t indexer_fp8_scale_bits(std::uint8_t byte) {
-  return detail::float_bits(e8m0_to_float(byte));
+/// The fp32 scale bits stored by an FP8 indexer key for E8M0 byte `byte` of a block `block`
+/// under `nan`: `fp8_block_fp32_scale` (2^(byte - 127); for 0xFF NaN if the block held a NaN
+/// under propagate, else +inf).
+DSV4_HOST_DEVICE constexpr std::uint32_t indexer_fp8_scale_bits(std::uint8_t byte, amax_bits block, nan_policy nan) {
+  return detail::float_bits(fp8_block_fp32_scale(byte, block.has_nan() && nan == nan_policy::propagate));
 }
 
 /// Packs 8 floats as BF16 (round to nearest even, as the row dequantizers' BF16 output) into

@@ -62,8 +62,15 @@ enum class mxfp4_scale_rule : std::uint8_t {
 };
 
 /// The choices the engines disagree on, with the DeepSeek V4 behaviour as default.
-/// Infinities need no policy: an inf makes amax inf, the exponent clamps to 127, the inf
-/// saturates (E4M3 +-448, E2M1 +-6) and the finite values of its block underflow to +-0.
+/// Infinities need no policy; every reference writer does the same (writer-rules.md 2):
+/// - an E4M3 block with a power-of-two scale whose amax is +-inf takes its scale from amax = inf:
+///   UE8M0 byte 0xFF (an fp32 scale +inf), every +-inf element the NaN code 0x7F (inf / inf)
+///   and every finite element +-0 (0x00 / 0x80, x / inf) (`quantize_fp8_block`);
+/// - an MXFP4 block: the exponent clamps to 127, the inf saturates to +-6 and the finite values
+///   of its block underflow to +-0.
+/// The scalar helpers keep their saturating rules (`float_to_ue8m0_ceil`: 0xFE for inf, as
+/// `__nv_cvt_float_to_e8m0(.., __NV_SATFINITE, ..)`; `scale_exponent_for_amax`: 127): only the
+/// FP8 block writers take the references' inf rule.
 struct quant_policy {
   nan_policy nan = nan_policy::propagate;
   /// amax floor of an fp8_ds_mla block (facts section 4): an all-zero block gets e = -22, byte 105.
@@ -162,6 +169,15 @@ DSV4_HOST_DEVICE constexpr bool e4m3_block_is_normal(const bf16_block_stats& st,
          st.min_nonzero_minus_one + 1U >= static_cast<std::uint32_t>((e + 121) << 7);
 }
 
+/// The codes of an E4M3 block whose amax is +-inf, as the references write it (scale from amax
+/// = inf, UE8M0 0xFF): NaN and +-inf elements the NaN code 0x7F, every finite element +-0 (x /
+/// inf, sign kept: 0x00 or 0x80). Returns kE8m0NanCode. writer-rules.md 2.
+DSV4_HOST_DEVICE constexpr std::uint8_t e4m3_inf_block(const bf16* in, int n, std::uint8_t* out) noexcept {
+  for (int i = 0; i < n; ++i)
+    out[i] = (in[i].bits & 0x7FFFU) >= 0x7F80U ? kE4m3NanCode : static_cast<std::uint8_t>((in[i].bits >> 8) & 0x80U);
+  return kE8m0NanCode;
+}
+
 /// E4M3 codes of in[i] x inv_scale for any block (NaN, inf, E4M3 subnormals): 32-bit lanes.
 template <int N>
 DSV4_HOST_DEVICE constexpr void e4m3_block_any(const bf16* in, float inv_scale, std::uint8_t* out) noexcept {
@@ -187,6 +203,7 @@ DSV4_HOST_DEVICE constexpr std::uint8_t quantize_fp8_block_fixed(const bf16* in,
     }
     amax = amax_bf16(in, N).amax;
   }
+  if ((float_bits(amax) & kF32AbsMask) == kF32Inf) return e4m3_inf_block(in, N, out_e4m3);
 #if DSV4_HOST_SIMD
   const int e = host_simd_path(true) ? simd::block_scale_exponent(amax, kE4m3Max, amax_floor)
                                      : scale_exponent_for_amax(amax, kE4m3Max, amax_floor);
@@ -215,7 +232,9 @@ DSV4_HOST_DEVICE constexpr std::uint8_t quantize_fp8_block_fixed(const bf16* in,
 /// - in: `n` BF16 values; out_e4m3: `n` bytes, code i = E4M3(in[i] x 2^-e), RNE, saturating.
 /// - e = scale_exponent_for_amax(amax, 448, amax_floor), in [-127, 127].
 /// - Returns the scale as an E8M0 byte e + 127, or 0xFF when the block holds a NaN and `nan` is
-///   `propagate` (then every code is 0x7F). `e8m0_to_float(byte)` is the fp32 scale 2^e.
+///   `propagate` (then every code is 0x7F), or 0xFF when its amax is +-inf (the references'
+///   scale inf: inf elements 0x7F, finite ones +-0; `detail::e4m3_inf_block`).
+///   `fp8_block_fp32_scale(byte, ..)` is the fp32 scale: 2^e, NaN or +inf.
 /// n = 64 and n = 128 take vectorizable fixed-size paths (detail::quantize_fp8_block_fixed);
 /// every n gives the codes of `float_to_e4m3(bf16_to_float(in[i]) * 2^-e)`.
 DSV4_HOST_DEVICE constexpr std::uint8_t quantize_fp8_block(const bf16* in, int n, std::uint8_t* out_e4m3,
@@ -228,12 +247,23 @@ DSV4_HOST_DEVICE constexpr std::uint8_t quantize_fp8_block(const bf16* in, int n
     for (int i = 0; i < n; ++i) out_e4m3[i] = kE4m3NanCode;
     return kE8m0NanCode;
   }
+  if ((detail::float_bits(m.amax) & detail::kF32AbsMask) == detail::kF32Inf)
+    return detail::e4m3_inf_block(in, n, out_e4m3);
   const int e = scale_exponent_for_amax(m.amax, kE4m3Max, amax_floor);
   const float inv_scale = exp2i(-e);  // exact: x x 2^-e loses nothing unless it underflows
   for (int i = 0; i < n; ++i) {
     out_e4m3[i] = static_cast<std::uint8_t>(detail::e4m3_code_branchless(bf16_to_float(in[i]) * inv_scale));
   }
   return static_cast<std::uint8_t>(e + 127);
+}
+
+/// The fp32 scale of an E4M3 power-of-two block from its E8M0 byte (what the V3.2 and indexer
+/// FP8 rows store): 2^(byte - 127); for byte 0xFF the canonical NaN when `nan_scale` (the block
+/// held a NaN under nan_policy::propagate), else +inf (an amax of +-inf: the references' fp32
+/// scale, bytes 00 00 80 7F).
+DSV4_HOST_DEVICE constexpr float fp8_block_fp32_scale(std::uint8_t byte, bool nan_scale) noexcept {
+  if (byte == kE8m0NanCode && !nan_scale) return detail::bits_float(detail::kF32Inf);
+  return e8m0_to_float(byte);
 }
 
 /// The MXFP4 block exponent of `rule` for a NaN-free amax, clamped to [-127, 127].
@@ -462,7 +492,9 @@ DSV4_HOST_DEVICE constexpr void quantize_indexer_fp8_row(const indexer_page_layo
   for (std::int64_t b = 0; b < blocks; ++b) {
     const std::uint8_t byte = detail::quantize_fp8_block_fixed<static_cast<int>(kFp8IndexerBlock)>(
         in + b * kFp8IndexerBlock, values + b * kFp8IndexerBlock, pol.indexer_fp8_amax_floor, pol.nan);
-    const std::uint32_t bits = detail::float_bits(e8m0_to_float(byte));  // 2^e, or NaN
+    const bool nan_scale = byte == kE8m0NanCode && pol.nan == nan_policy::propagate &&
+                           amax_bf16(in + b * kFp8IndexerBlock, static_cast<int>(kFp8IndexerBlock)).has_nan;
+    const std::uint32_t bits = detail::float_bits(fp8_block_fp32_scale(byte, nan_scale));  // 2^e, NaN or +inf
     for (int k = 0; k < 4; ++k) scales[b * kFp8ScaleBytes + k] = static_cast<std::uint8_t>(bits >> (8 * k));
   }
 }

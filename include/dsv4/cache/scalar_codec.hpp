@@ -190,7 +190,9 @@ inline constexpr std::uint8_t kE8m0NanCode = 0xFF;  ///< The one E8M0 NaN.
 /// float32 -> E8M0 (UE8M0) byte, rounding up: 2^ceil(log2|x|) as byte ceil + 127, clamped to
 /// [0x00, 0xFE]. |x| <= 2^-127 (zero included) gives 0x00 (2^-127); |x| > 2^127 and +-inf give
 /// 0xFE (2^127, saturating); NaN gives 0xFF. Sign ignored. Bit-exact with
-/// `__nv_cvt_float_to_e8m0(x, __NV_SATFINITE, cudaRoundPosInf)` for all 2^32 inputs.
+/// `__nv_cvt_float_to_e8m0(x, __NV_SATFINITE, cudaRoundPosInf)` for all 2^32 inputs. Unchanged by
+/// the references' inf rule (writer-rules.md 2): an FP8 block writer whose amax is +-inf writes
+/// 0xFF itself (`quantize_fp8_block`), it does not call this for it.
 DSV4_HOST_DEVICE constexpr std::uint8_t float_to_ue8m0_ceil(float x) noexcept {
   const std::uint32_t a = detail::float_bits(x) & detail::kF32AbsMask;
   if (a > detail::kF32Inf) return kE8m0NanCode;
@@ -241,6 +243,27 @@ DSV4_HOST_DEVICE constexpr std::uint8_t float_to_e2m1(float x) noexcept {
   return static_cast<std::uint8_t>(code);
 }
 
+/// float32 -> E2M1 code by tokenspeed's comparisons (`e2m1_rounding::ties_toward_zero`):
+/// magnitude |x| <= 0.25 -> 0, <= 0.75 -> 0.5, <= 1.25 -> 1, <= 1.75 -> 1.5, <= 2.5 -> 2,
+/// <= 3.5 -> 3, <= 5 -> 4, else 6 (+-inf too; NaN compares false everywhere: 6), sign bit 3
+/// from the sign of x except that a zero magnitude is always +0 (0x0). Differs from
+/// `float_to_e2m1` only at the ties 0.75, 1.75 and 3.5 (one code lower) and for negative values
+/// that round to zero (0x0, not 0x8). Source: lightseekorg/tokenspeed deepseek_v4_ops.py
+/// (writer-rules.md 4).
+DSV4_HOST_DEVICE constexpr std::uint8_t float_to_e2m1_ties_toward_zero(float x) noexcept {
+  const float a = detail::bits_float(detail::float_bits(x) & detail::kF32AbsMask);
+  const std::uint8_t mag = a <= 0.25f   ? 0
+                           : a <= 0.75f ? 1
+                           : a <= 1.25f ? 2
+                           : a <= 1.75f ? 3
+                           : a <= 2.5f  ? 4
+                           : a <= 3.5f  ? 5
+                           : a <= 5.0f  ? 6
+                                        : 7;
+  const auto sign = static_cast<std::uint8_t>((detail::float_bits(x) >> 28) & 0x8U);
+  return mag == 0 ? std::uint8_t{0} : static_cast<std::uint8_t>(mag | sign);
+}
+
 /// E2M1 code (low nibble; the high nibble is ignored) -> float32, exact:
 /// 0x0..0x7 = 0, 0.5, 1, 1.5, 2, 3, 4, 6; 0x8..0xF the same negated (0x8 is -0).
 DSV4_HOST_DEVICE constexpr float e2m1_to_float(std::uint8_t code) noexcept {
@@ -267,8 +290,10 @@ DSV4_HOST_DEVICE constexpr float e2m1_to_float(std::uint8_t code) noexcept {
 ///   `amax_floor`: >= 0, keeps an all-zero block finite (1e-4 gives e = -22 for E4M3,
 ///   scale byte 105, facts section 5.1).
 /// - Clamped to [-127, 127] so that e + 127 is a finite E8M0 byte and 2^e, 2^-e are normal or
-///   2^-127: amax = 0 with a zero floor gives -127; amax = +inf gives 127. A NaN amax is
-///   replaced by the floor (`max` ignores it); NaN policy is the caller's (see row_codec.hpp).
+///   2^-127: amax = 0 with a zero floor gives -127; amax = +inf gives 127 (the MXFP4 writers'
+///   clamp; the FP8 block writers handle an inf amax before, as the references do: scale inf,
+///   row_codec.hpp). A NaN amax is replaced by the floor (`max` ignores it); NaN policy is the
+///   caller's (see row_codec.hpp).
 DSV4_HOST_DEVICE constexpr int scale_exponent_for_amax(float amax, float format_max, float amax_floor) noexcept {
   const float m = amax > amax_floor ? amax : amax_floor;
   const int e = ceil_log2(m / format_max);

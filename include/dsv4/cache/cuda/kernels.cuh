@@ -184,7 +184,7 @@ __device__ __forceinline__ void insert_indexer_row(const pool_view<F>& p, std::u
       *reinterpret_cast<uint2*>(values + c * kChunkValues) = make_uint2(codes[0], codes[1]);
       if (c % T::kBlockLanes == 0)
         *reinterpret_cast<std::uint32_t*>(scales + (c / T::kBlockLanes) * kFp8ScaleBytes) =
-            indexer_fp8_scale_bits(byte);
+            indexer_fp8_scale_bits(byte, block, pol.nan);
     } else {
       std::uint32_t packed = 0;
       const std::uint8_t byte = quantize_e2m1_chunk(x, block, pol.mxfp4_amax_floor, pol.mxfp4_scale, pol.nan, packed);

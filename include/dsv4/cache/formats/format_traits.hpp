@@ -5,7 +5,8 @@
 //
 // A format is a type with
 //   static constexpr format_layout layout;          the value form (fp32_state: row bytes 0, bound per group)
-//   static constexpr format_policy default_policy;  what its main producer kernel does
+//   static constexpr std::array<format_writer, K> writers;  its producers' writers, the default first
+//   static constexpr format_policy default_policy;  writers[0].policy, what its default writer does
 //   using input_type = bf16 (or float for fp32_state)
 //   static int units(const format_layout&);         independent work units of one row
 //   static void quantize_unit(L, page, rows, r, in, policy, unit);
@@ -27,6 +28,7 @@
 // Sources per format in its header; the facts are in docs/layout-variants.md.
 #pragma once
 
+#include <array>
 #include <concepts>
 #include <cstdint>
 #include <cstring>
@@ -155,8 +157,20 @@ enum class fp32_scale_rule : std::uint8_t {
   legacy_amax
 };
 
-/// The quantization choices writers differ on. Each format's `default_policy` is its producer's;
-/// fields a format does not read are ignored by it.
+/// How an MXFP4 block rounds x / 2^e to an E2M1 code.
+enum class e2m1_rounding : std::uint8_t {
+  /// Round to nearest, ties to the even code, saturating at +-6, sign kept (a negative value that
+  /// rounds to zero is 0x8): PTX `cvt.rn.satfinite.e2m1x2.f32`, vLLM's and FlashMLA's writers.
+  nearest_even,
+  /// tokenspeed's comparisons: |v| <= 0.25 -> 0, <= 0.75 -> 0.5, <= 1.25 -> 1, <= 1.75 -> 1.5,
+  /// <= 2.5 -> 2, <= 3.5 -> 3, <= 5 -> 4, else 6: every tie toward zero (0.75, 1.75 and 3.5
+  /// differ from nearest-even), and a zero code is written +0 (0x0) whatever the sign
+  /// (`float_to_e2m1_ties_toward_zero`).
+  ties_toward_zero
+};
+
+/// The quantization choices writers differ on. Each format's `default_policy` is its default
+/// writer's (`writers[0]`); fields a format does not read are ignored by it.
 struct format_policy {
   nan_policy nan = nan_policy::propagate;
   /// FP8 power-of-two blocks: the amax floor. 1e-4 gives an all-zero block byte 105 (vLLM V4
@@ -167,11 +181,44 @@ struct format_policy {
   /// MXFP4 (E8M0) blocks: the amax floor (0: none, an all-zero block gets byte 0).
   float mxfp4_amax_floor = 0.0f;
   mxfp4_scale_rule mxfp4_scale = mxfp4_scale_rule::deepseek_ceil;
+  /// MXFP4 (E8M0) blocks: the rounding of x / 2^e to E2M1.
+  e2m1_rounding mxfp4_rounding = e2m1_rounding::nearest_even;
   /// V3.2 fp32 scales.
   fp32_scale_rule fp32_scale = fp32_scale_rule::power_of_two;
   /// Per-tensor scale of an unscaled FP8 format (v4.fp8_uniform, v3.2.fp8_flat): stored code =
   /// E4M3(x / tensor_scale), read back as code x tensor_scale. 1.0 in SGLang and vLLM.
   float tensor_scale = 1.0f;
+};
+
+/// The producers whose writers a format models (see `format_writer`).
+enum class writer_id : std::uint8_t { flashmla, vllm, sglang, tokenspeed, trtllm, flashinfer };
+
+/// "flashmla", "vllm", "sglang", "tokenspeed", "trtllm" or "flashinfer" (the `--writer` names).
+constexpr std::string_view to_string(writer_id w) {
+  switch (w) {
+    case writer_id::flashmla: return "flashmla";
+    case writer_id::vllm: return "vllm";
+    case writer_id::sglang: return "sglang";
+    case writer_id::tokenspeed: return "tokenspeed";
+    case writer_id::trtllm: return "trtllm";
+    case writer_id::flashinfer: return "flashinfer";
+  }
+  return "?";
+}
+
+/// One producer's writer of a format, as a value: the policy that reproduces its bytes and
+/// where that writer is. A format lists its writers in `F::writers`, the default first
+/// (`F::default_policy` is `F::writers[0].policy`); `writers` in `dsv4-cache-layout` prints the
+/// pairs that differ with a witness block.
+struct format_writer {
+  writer_id producer = writer_id::vllm;
+  format_policy policy{};
+  /// Repository, path and commit of the producer's writer the policy follows.
+  std::string_view source;
+  /// Whether this writer's bytes were compared, byte for byte, with the producer's own writer
+  /// run on the golden inputs and the hard cases (`../shared/spec/writer-rules.md`, 2026-12-01);
+  /// false: read from its code (or named from the format's source) but not yet run against it.
+  bool compared = false;
 };
 
 namespace detail {
@@ -212,7 +259,19 @@ DSV4_HOST_DEVICE constexpr int fp8_block_exponent(float amax, const format_polic
 }
 
 /// Quantizes N BF16 values to E4M3 with a power-of-two scale chosen under `p`; returns the E8M0
-/// byte e + 127, or 0xFF with every code 0x7F for a NaN block under nan_policy::propagate.
+/// byte e + 127, or 0xFF with every code 0x7F for a NaN block under nan_policy::propagate, or
+/// 0xFF for a block whose amax is +-inf (the references' scale inf: inf elements 0x7F, finite
+/// ones +-0; `e4m3_inf_block`, writer-rules.md 2).
+template <int N>
+DSV4_HOST_DEVICE constexpr std::uint8_t fp8_pow2_block(const bf16* in, std::uint8_t* out,
+                                                       const format_policy& p) noexcept;
+
+/// As `fp8_pow2_block`, storing the block's scale as a little-endian fp32 at `scale` (V3.2 and
+/// indexer FP8 rows): 2^e, the canonical NaN for a NaN block under propagate, +inf for an amax
+/// of +-inf (`fp8_block_fp32_scale`).
+template <int N>
+DSV4_HOST_DEVICE constexpr void fp8_pow2_block_f32(const bf16* in, std::uint8_t* out, std::uint8_t* scale,
+                                                   const format_policy& p) noexcept;
 template <int N>
 DSV4_HOST_DEVICE constexpr std::uint8_t fp8_pow2_block(const bf16* in, std::uint8_t* out,
                                                        const format_policy& p) noexcept {
@@ -224,6 +283,7 @@ DSV4_HOST_DEVICE constexpr std::uint8_t fp8_pow2_block(const bf16* in, std::uint
     return kE8m0NanCode;
   }
   const float amax = has_nan ? amax_bf16(in, N).amax : bf16_to_float(bf16{static_cast<std::uint16_t>(st.max_all)});
+  if ((float_bits(amax) & kF32AbsMask) == kF32Inf) return e4m3_inf_block(in, N, out);
   const int e = fp8_block_exponent(amax, p);
   // log2 rounded to float lowers e only where amax / 448 is within 2^-17 above 2^e: the scaled
   // values stay below 448.01, which rounds to 448, so the normal-range kernel still applies.
@@ -264,6 +324,14 @@ DSV4_HOST_DEVICE constexpr void store_f32(std::uint8_t* p, float v) noexcept {
 DSV4_HOST_DEVICE constexpr float load_f32(const std::uint8_t* p) noexcept {
   return bits_float(static_cast<std::uint32_t>(p[0]) | (static_cast<std::uint32_t>(p[1]) << 8) |
                     (static_cast<std::uint32_t>(p[2]) << 16) | (static_cast<std::uint32_t>(p[3]) << 24));
+}
+
+template <int N>
+DSV4_HOST_DEVICE constexpr void fp8_pow2_block_f32(const bf16* in, std::uint8_t* out, std::uint8_t* scale,
+                                                   const format_policy& p) noexcept {
+  const std::uint8_t byte = fp8_pow2_block<N>(in, out, p);
+  const bool nan_scale = byte == kE8m0NanCode && p.nan == nan_policy::propagate && amax_bf16(in, N).has_nan;
+  store_f32(scale, fp8_block_fp32_scale(byte, nan_scale));
 }
 
 /// Copies n BF16 values to the page, little-endian.
@@ -406,6 +474,8 @@ concept row_format = requires(const format_layout& l, std::uint8_t* page, const 
                               const format_policy& p, int unit) {
   { F::layout } -> std::convertible_to<format_layout>;
   { F::default_policy } -> std::convertible_to<format_policy>;
+  { F::writers[0] } -> std::convertible_to<format_writer>;
+  { F::writers.size() } -> std::convertible_to<std::size_t>;
   { F::units(l) } -> std::same_as<int>;
   F::quantize_unit(l, page, rows, r, in, p, unit);
   F::dequantize_unit(l, cpage, rows, r, outf, p, unit);

@@ -33,7 +33,11 @@ struct fp32_state {
       .scales = {},
       .rope = {},
   };
-  static constexpr format_policy default_policy{};
+  /// Its writers, the default first (format_writer; writer-rules.md).
+  static constexpr std::array<format_writer, 1> writers{{
+      format_writer{writer_id::vllm, format_policy{}, "vllm-project/vllm CompressorStateCache (fp32 copy)", false},
+  }};
+  static constexpr format_policy default_policy = writers[0].policy;
 
   DSV4_HOST_DEVICE static constexpr int units(const format_layout& l) {
     return static_cast<int>(l.values / kUnitFloats);

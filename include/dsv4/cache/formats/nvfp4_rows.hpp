@@ -42,7 +42,6 @@ DSV4_HOST_DEVICE constexpr std::uint8_t nvfp4_block(const bf16* x, std::uint8_t*
 template <int Blocks>
 struct nvfp4_rope_units {
   using input_type = bf16;
-  static constexpr format_policy default_policy{};
   static constexpr int kBlocks = Blocks;
   static constexpr int kNopeBlocks = 448 / kNvfp4Block;
 

@@ -24,10 +24,13 @@
 //   v4.1.fp4.align256             288 B  split, padded to 256  18,432   SGLang, vLLM deepseek_v4_1
 //   v4.1.fp4.interleaved          288 B  interleaved           18,432   FlashMLA 2026.09.30
 // Left out: SGLang ROCm's unified two-pool FP8 layout (row-addressed pools, not pages).
+// Each format lists its producers' writers, the default first (`F::writers`, `kFormatWriters`;
+// `dsv4-cache-layout writers` prints them and where they differ).
 #pragma once
 
 #include <array>
 #include <cstddef>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -79,12 +82,39 @@ template <class... F>
 constexpr std::array<format_policy, sizeof...(F)> policy_table(format_list<F...> /*list*/) {
   return {F::default_policy...};
 }
+template <class... F>
+constexpr std::array<std::span<const format_writer>, sizeof...(F)> writer_table(format_list<F...> /*list*/) {
+  return {std::span<const format_writer>(F::writers)...};
+}
 }  // namespace detail
 
 /// The layouts of every registered format, in registry order (fp32_state with row bytes 0).
 inline constexpr auto kFormats = detail::format_table(registered_formats{});
 /// Their default (producer) policies, index for index.
 inline constexpr auto kFormatPolicies = detail::policy_table(registered_formats{});
+
+/// Their writers (`F::writers`, the default first), index for index.
+inline constexpr auto kFormatWriters = detail::writer_table(registered_formats{});
+
+/// The writer `producer` of the format at registry index `index`, or nullptr if the format does
+/// not model that producer's writer (or the index is outside the registry).
+constexpr const format_writer* find_writer(int index, writer_id producer) {
+  if (index < 0 || static_cast<std::size_t>(index) >= kFormatWriters.size()) return nullptr;
+  for (const format_writer& w : kFormatWriters[static_cast<std::size_t>(index)])
+    if (w.producer == producer) return &w;
+  return nullptr;
+}
+
+/// The writer id named `name` ("flashmla", "vllm", ...), or false if none is.
+constexpr bool writer_from_name(std::string_view name, writer_id& out) {
+  for (const writer_id w : {writer_id::flashmla, writer_id::vllm, writer_id::sglang, writer_id::tokenspeed,
+                            writer_id::trtllm, writer_id::flashinfer})
+    if (to_string(w) == name) {
+      out = w;
+      return true;
+    }
+  return false;
+}
 
 /// Registry index of the format named `name`, or -1 if none is.
 constexpr int format_index(std::string_view name) {

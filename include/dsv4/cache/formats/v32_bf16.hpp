@@ -27,7 +27,11 @@ struct v32_bf16 : detail::plain_bf16_row {
       .scales = {},
       .rope = {element_type::bf16, 64, 0},
   };
-  static constexpr format_policy default_policy{};
+  /// Its writers, the default first (format_writer; writer-rules.md).
+  static constexpr std::array<format_writer, 1> writers{{
+      format_writer{writer_id::vllm, format_policy{}, "vllm-project/vllm MLA backends (bf16 KV, a copy)", false},
+  }};
+  static constexpr format_policy default_policy = writers[0].policy;
 };
 
 }  // namespace dsv4::cache::formats

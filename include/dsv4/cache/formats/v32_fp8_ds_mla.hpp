@@ -37,7 +37,12 @@ struct v32_fp8_ds_mla {
       .scales = {element_type::fp32, 4, 128},
       .rope = {element_type::bf16, 64, 0},
   };
-  static constexpr format_policy default_policy{.fp8_amax_floor = 0.0448f};
+  /// Its writers, the default first (format_writer; writer-rules.md).
+  static constexpr std::array<format_writer, 1> writers{{
+      format_writer{writer_id::flashmla, format_policy{.fp8_amax_floor = 0.0448f},
+                    "deepseek-ai/FlashMLA tests/quant.py @9241ae3 (V32_FP8Sparse)", true},
+  }};
+  static constexpr format_policy default_policy = writers[0].policy;
   static constexpr int kBlocks = 4;
   static constexpr int kBlock = 128;
 
@@ -54,7 +59,7 @@ struct v32_fp8_ds_mla {
     std::uint8_t* codes = data + std::int64_t{unit} * kBlock;
     std::uint8_t* scale = page + l.scale_offset(rows, r) + std::int64_t{4} * unit;
     if (p.fp32_scale == fp32_scale_rule::power_of_two) {
-      cache::detail::store_f32(scale, e8m0_to_float(cache::detail::fp8_pow2_block<kBlock>(x, codes, p)));
+      cache::detail::fp8_pow2_block_f32<kBlock>(x, codes, scale, p);
       return;
     }
     const bf16_amax m = amax_bf16(x, kBlock);

@@ -28,7 +28,12 @@ struct v32_fp8_flat : detail::plain_e4m3_row {
       .scales = {},
       .rope = {element_type::e4m3, 64, 0},
   };
-  static constexpr format_policy default_policy{};
+  /// Its writers, the default first (format_writer; writer-rules.md).
+  static constexpr std::array<format_writer, 1> writers{{
+      format_writer{writer_id::vllm, format_policy{}, "vllm-project/vllm dense MLA FP8 KV (per-tensor scale 1.0)",
+                    false},
+  }};
+  static constexpr format_policy default_policy = writers[0].policy;
 };
 
 }  // namespace dsv4::cache::formats

@@ -20,6 +20,13 @@ struct v32_indexer_fp8 : v4_indexer_fp8 {
     l.source = "vllm-project/vllm indexer_k_quant_and_cache (csrc/cache_kernels.cu)";
     return l;
   }();
+  /// Its writer (vLLM's; tokenspeed's V4 writer is not used for V3.2).
+  static constexpr std::array<format_writer, 1> writers{{
+      format_writer{writer_id::vllm, format_policy{.fp8_amax_floor = 1e-4f},
+                    "vllm-project/vllm csrc/cache_kernels.cu indexer_k_quant_and_cache @9d7beab9 (zero key 2^-22)",
+                    true},
+  }};
+  static constexpr format_policy default_policy = writers[0].policy;
 };
 
 }  // namespace dsv4::cache::formats

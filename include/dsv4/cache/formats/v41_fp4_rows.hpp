@@ -12,17 +12,22 @@
 //   codes = E2M1_RNE_satfinite(x / scale)          (x / scale one IEEE float division, not
 //           x x (1 / scale); ties to the even code, |x / scale| > 6 saturates to +-6, sign kept,
 //           so -0 and small negatives give 0x8)
-// An all-zero tile gets 2^-9 (byte 0x01) and zero codes. A tile holding a NaN or an infinity is
-// poisoned: scale byte 0x7F (E4M3 NaN) and every code 0x0 (nan_policy::propagate, the default).
+// An all-zero tile gets 2^-9 (byte 0x01) and zero codes. Only a NaN poisons a tile: scale byte
+// 0x7F (E4M3 NaN) and every code 0x0 (nan_policy::propagate, the default). An infinity does not:
+// `nan_to_num` maps it to FLT_MAX, so amax / 6 clamps to 448 (byte 0x7E), the inf codes +-6
+// (0x7 / 0xF) and the others E2M1(x / 448) (+-0 for |x| <= 112).
 // Dequant: E2M1 value x E4M3 scale, exact in float and in BF16 (at most 2 + 4 significant bits,
 // 2^-10 <= |product| <= 2,688); a NaN scale byte (0x7F / 0xFF) gives NaN for its 16 values.
 //
 // Confirmed from deepseek-ai/FlashMLA tests/quant.py @9a7d253a (V41_FP4Sparse) and
 // vllm-project/FlashMLA tests/quant.py @02137a43 (V41_FP4), which agree on every rule above:
-// * amax in float32 after `nan_to_num(|x|, nan=inf)`, so a NaN or inf element makes amax inf;
+// * amax in float32 after `nan_to_num(|x|, nan=inf)`: a NaN element makes amax inf (and the tile
+//   NaN), while `nan_to_num` also maps +-inf to +-FLT_MAX, so an inf element makes amax FLT_MAX,
+//   a finite amax (writer-rules.md 1: run on the references, scale 0x7E and codes +-6 / +-0);
 // * `clamp(amax / 6.0, 2**-9, 448.0).to(float8_e4m3fn)`: a float32 division, then torch's RNE
 //   cast (the clamp keeps it from overflowing to NaN);
-// * a tile with amax inf gets `float("nan")` cast to float8_e4m3fn, i.e. byte 0x7F (positive NaN;
+// * a tile holding a NaN (amax inf after `nan_to_num`) gets `float("nan")` cast to float8_e4m3fn, i.e. byte 0x7F
+// (positive NaN;
 //   the Ascend path writes 0x7F explicitly);
 // * codes of `x / scale.float()` by `_quantize_to_e2m1`, documented there as the semantics of PTX
 //   `cvt.rn.satfinite.e2m1x2.f32` (ties to even, saturating to +-6, NaN magnitude -> 0, sign
@@ -34,8 +39,7 @@
 // (layout-variants 7). This library writes 0x0 for every code of a poisoned tile (the device
 // result); readers must not rely on those sign bits: the NaN scale makes the tile NaN anyway.
 // Under nan_policy::ignore (not a producer's rule) nothing is poisoned: NaN is left out of amax
-// and becomes +6 x scale (0x7, `cvt.rn.satfinite`), an infinity clamps the scale to 448 and
-// saturates to +-6.
+// and becomes +6 x scale (0x7, `cvt.rn.satfinite`); an infinity is treated as under propagate.
 // Facts: docs/layout-variants.md 1.5, 1.6 and 7.
 #pragma once
 
@@ -56,13 +60,14 @@ struct v41_fp4_scale_rule {
 };
 
 /// Quantizes one tile: 16 BF16 values `x` to 8 packed E2M1 bytes at `packed` (value 2i in the
-/// low nibble of byte i); returns the E4M3 scale byte (rule at the top of this file; a NaN or
-/// inf in the tile under nan_policy::propagate: 0x7F and zero codes). No errors.
+/// low nibble of byte i); returns the E4M3 scale byte (rule at the top of this file; a NaN in
+/// the tile under nan_policy::propagate: 0x7F and zero codes; an inf: scale 0x7E, inf codes
+/// +-6). No errors.
 DSV4_HOST_DEVICE constexpr std::uint8_t v41_fp4_tile(const bf16* x, std::uint8_t* packed,
                                                      const format_policy& p) noexcept {
   const bf16_amax m = amax_bf16(x, kV41Fp4Tile);  // amax over the non-NaN values, infinities included
-  const bool has_inf = (cache::detail::float_bits(m.amax) & cache::detail::kF32AbsMask) >= cache::detail::kF32Inf;
-  if ((m.has_nan || has_inf) && p.nan == nan_policy::propagate) {
+  // An inf amax gives the scale of FLT_MAX (clamp to 448) through the rule itself.
+  if (m.has_nan && p.nan == nan_policy::propagate) {
     for (int i = 0; i < kV41Fp4Tile / 2; ++i) packed[i] = 0;
     return kE4m3NanCode;
   }
@@ -76,8 +81,14 @@ DSV4_HOST_DEVICE constexpr std::uint8_t v41_fp4_tile(const bf16* x, std::uint8_t
 /// byte places come from the layout passed in (`data_offset`, `scale_offset`).
 struct v41_fp4_units {
   using input_type = bf16;
-  /// FlashMLA's rule has no options: NaN and inf poison their tile (nan_policy::propagate).
-  static constexpr format_policy default_policy{};
+  /// Its writers, the default first (format_writer; writer-rules.md).
+  static constexpr std::array<format_writer, 1> writers{{
+      format_writer{writer_id::flashmla, format_policy{},
+                    "deepseek-ai/FlashMLA tests/quant.py @9a7d253a; vllm-project/FlashMLA tests/quant.py @02137a43 "
+                    "(V41_FP4: only a NaN poisons a tile)",
+                    true},
+  }};
+  static constexpr format_policy default_policy = writers[0].policy;
 
   /// 32: one unit per tile.
   DSV4_HOST_DEVICE static constexpr int units(const format_layout& /*layout*/) { return kV41Fp4Tiles; }

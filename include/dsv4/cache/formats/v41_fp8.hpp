@@ -37,7 +37,18 @@ struct v41_fp8 {
       .scales = {element_type::ue8m0, 16, 32},
       .rope = {element_type::e4m3, 64, 0},
   };
-  static constexpr format_policy default_policy{.fp8_amax_floor = 0.0448f};
+  /// Its writers, the default first (format_writer; writer-rules.md).
+  static constexpr std::array<format_writer, 2> writers{{
+      format_writer{writer_id::flashmla, format_policy{.fp8_amax_floor = 0.0448f},
+                    "deepseek-ai/FlashMLA tests/quant.py @9a7d253a; vllm-project/FlashMLA tests/quant.py @02137a43 "
+                    "(V41: floor on amax / 448 at 1e-4, zero tile byte 114)",
+                    true},
+      format_writer{writer_id::sglang, format_policy{.fp8_amax_floor = 1e-4f},
+                    "sgl-project/sglang python/sglang/srt/layers/attention/dsv4/torch_quant.py quant_fp8_act @0e43c224 "
+                    "(floor on amax at 1e-4: byte 105)",
+                    true},
+  }};
+  static constexpr format_policy default_policy = writers[0].policy;
   static constexpr int kTiles = 16;
   static constexpr int kTile = 32;
 

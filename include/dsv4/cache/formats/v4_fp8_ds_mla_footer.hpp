@@ -32,7 +32,14 @@ struct v4_fp8_ds_mla_footer : detail::v4_fp8_row<false> {
       .scales = {element_type::ue8m0, 7, 64},
       .rope = {element_type::bf16, 64, 0},
   };
-  static constexpr format_policy default_policy{.fp8_amax_floor = 1e-8f, .fp8_exp = fp8_exponent::float_log2_ceil};
+  /// Its writers, the default first (format_writer; writer-rules.md).
+  static constexpr std::array<format_writer, 1> writers{{
+      format_writer{writer_id::trtllm, format_policy{.fp8_amax_floor = 1e-8f, .fp8_exp = fp8_exponent::float_log2_ceil},
+                    "NVIDIA/TensorRT-LLM tensorrt_llm/_torch/attention_backend/sparse/deepseek_v4/footer_scale_kv.py "
+                    "@2535fa5f (zero block byte 92)",
+                    true},
+  }};
+  static constexpr format_policy default_policy = writers[0].policy;
 };
 
 }  // namespace dsv4::cache::formats

@@ -54,7 +54,12 @@ struct v4_mxfp4_kv {
       .scales = {element_type::ue8m0, 14, 32},
       .rope = {element_type::bf16, 64, 0},
   };
-  static constexpr format_policy default_policy{};
+  /// Its writers, the default first (format_writer; writer-rules.md).
+  static constexpr std::array<format_writer, 1> writers{{
+      format_writer{writer_id::sglang, format_policy{},
+                    "sgl-project/sglang python/sglang/srt/layers/attention/dsv4/mxfp4_k_cache.py (PR #37138)", false},
+  }};
+  static constexpr format_policy default_policy = writers[0].policy;
   static constexpr int kBlocks = 14;
   static constexpr int kBlock = 32;
 

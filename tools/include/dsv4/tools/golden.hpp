@@ -1,24 +1,34 @@
-// dsv4-cache-layout golden: golden page images of a registered row format, for engine developers
-// to byte-compare their writers with in their own CI.
+// dsv4-cache-layout golden: golden page images of a registered row format under a named writer,
+// for engine developers to byte-compare their writers with in their own CI.
 //
-//   golden FORMAT [--rows N] [--seed S] --out DIR [--policy P] [--row-bytes B]
+//   golden FORMAT [--writer W] [--rows N] [--seed S] --out DIR [--row-bytes B]
+//   golden FORMAT [--writer W] --input FILE [--input-type bf16|f32] [--rows N] --out DIR
 //
-// N: rows of the page, 1 to 65,536 (default 64); S: a decimal uint64 (default 0); P: `default`
-// (the format's producer policy, `F::default_policy`) or a named variant of kGoldenPolicies
-// (v4.fp8_ds_mla: `flashmla`, FlashMLA's floor on amax / 448); B: fp32_state only (its rows are
-// bound per group), the row bytes, a multiple of 1,024 up to 65,536. Writes to DIR (created with
-// its parents if missing; other files in it are left alone, these three are replaced):
+// W: `default` (the format's default writer, `F::writers[0]`) or a producer the format models
+// (`dsv4-cache-layout writers` lists them: flashmla, vllm, sglang, tokenspeed, trtllm,
+// flashinfer); `--policy P` is the alias kept from schema /1 (`default` or a writer name).
+// N: rows of the page, 1 to 65,536 (default 64); with --input, N is the file's row count (a
+// --rows that disagrees is bad input). S: a decimal uint64 (default 0; bad input with --input).
+// FILE: the user's own rows, row major, values little-endian, `bf16` (2 B each, the default) or
+// `f32` (4 B each: rounded to BF16 to nearest even for a BF16 format, any NaN becoming 0x7FFF;
+// fp32_state reads float32 as is and widens BF16 exactly); its size must be a positive multiple
+// of the row's values x the element size. B: fp32_state only (its rows are bound per group),
+// the row bytes, a multiple of 1,024 up to 65,536. Writes to DIR (created with its parents if
+// missing; other files in it are left alone, these three are replaced):
 //   input.bf16     N x V BF16 values (V = the format's values per row), raw little-endian, row
 //                  major: value j of row r at byte 2 (r V + j). fp32_state: `input.f32`, the same
-//                  values as float32 (float bits = BF16 bits << 16), 4 bytes each.
+//                  values as float32 (float bits = BF16 bits << 16), 4 bytes each. With --input:
+//                  the rows as the writer read them.
 //   page.bin       the page: `layout.page_bytes(N)` zero bytes, then rows 0..N-1 written in order
-//                  by `quantize_row<F>(layout, page, N, r, row r of the input, policy)`. Padding and
-//                  bytes the format never writes stay zero.
-//   manifest.json  {"schema": "dsv4-cache-golden/1", "format", "policy", "rows", "seed",
-//                  "values_per_row", "row_bytes", "page_bytes", "input_mapping" (the formula
-//                  below in one line), "files": {"input.bf16" (or "input.f32"): {"bytes",
-//                  "sha256"}, "page.bin": {...}}}: keys in this order, 2-space indent, a trailing
-//                  newline; sha256 = 64 lowercase hex digits (OpenSSL libcrypto, EVP_sha256).
+//                  by `quantize_row<F>(layout, page, N, r, row r of the input, writer's policy)`.
+//                  Padding and bytes the format never writes stay zero.
+//   manifest.json  {"schema": "dsv4-cache-golden/2", "format", "writer" (the resolved name),
+//                  "writer_source", "rows", "seed" (null with --input), "values_per_row",
+//                  "row_bytes", "page_bytes", "input_mapping" (the formula below in one line, or
+//                  the file and its element type), "files": {"input.bf16" (or "input.f32"):
+//                  {"bytes", "sha256"}, "page.bin": {...}}}: keys in this order, 2-space indent, a
+//                  trailing newline; sha256 = 64 lowercase hex digits (OpenSSL libcrypto,
+//                  EVP_sha256). Schema /1 had "policy" where /2 has "writer" and "writer_source".
 // and prints `<sha256>  <file>` for the three files on `out` (check with `sha256sum -c` in DIR).
 //
 // Input mapping, a pure function of (S, i), i = r V + j the value's index in the whole input:
@@ -33,15 +43,18 @@
 //          | (d & 0x7F)                             otherwise; mantissa
 // Magnitudes 2^-35 .. < 2^5 and zeros; never a subnormal, infinity or NaN. Every tie case of the
 // 7-bit-mantissa-to-E4M3/E2M1 roundings and power-of-two amaxes (mantissa 0x60 = 1.75 = 7/4)
-// occur at random. tests/golden/fp8_ds_mla_writer.py implements it independently.
+// occur at random. tests/golden/ implements it independently (fp8_ds_mla_writer.py,
+// golden_writer.py).
 //
-// Exit codes: 0 written; 2 bad input (unknown format, with the registered names; rows, seed,
-// policy, row bytes, an empty DIR), one line on `err`, nothing written; 3 a write error (DIR
-// cannot be created or written, e.g. /proc/x) or an internal error, one line on `err`. Every
-// byte is computed before DIR is touched; each file is written to a temporary name in DIR
-// (`.NAME.tmp-XXXXXXXXXXXX`) and renamed over NAME, manifest.json last, so a reader that checks
-// the manifest's hashes never accepts a mix of two runs. On a failure the temporary files are
-// removed, and DIR too if this run created it and it is empty.
+// Exit codes: 0 written; 2 bad input (unknown format or writer, with the accepted names; rows,
+// seed, row bytes, an empty DIR; an input file that is missing, not a regular file, unreadable,
+// empty or not a whole number of rows, naming the file, its size and the row size), one line on
+// `err`, nothing written; 3 a write error (DIR cannot be created or written, e.g. /proc/x) or
+// an internal error, one line on `err`. Every byte is computed before DIR is touched; each file
+// is written to a temporary name in DIR (`.NAME.tmp-XXXXXXXXXXXX`) and renamed over NAME,
+// manifest.json last, so a reader that checks the manifest's hashes never accepts a mix of two
+// runs. On a failure the temporary files are removed, and DIR too if this run created it and it
+// is empty.
 #pragma once
 
 #include <fcntl.h>
@@ -57,6 +70,8 @@
 #include <cstring>
 #include <exception>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <limits>
 #include <ostream>
 #include <random>
@@ -90,7 +105,7 @@ inline constexpr std::int64_t kGoldenMaxRowBytes = 65'536;
 inline constexpr std::int64_t kGoldenMaxPageBytes = std::int64_t{1} << 28;
 
 /// The manifest's schema name.
-inline constexpr std::string_view kGoldenSchema = "dsv4-cache-golden/1";
+inline constexpr std::string_view kGoldenSchema = "dsv4-cache-golden/2";
 
 /// The input mapping as written in the manifest (see the top of this file).
 inline constexpr std::string_view kGoldenInputMapping =
@@ -103,27 +118,18 @@ inline constexpr std::string_view kGoldenInputMapping =
 
 /// `golden` subcommand inputs.
 struct golden_args {
-  std::string format;              ///< registry name
-  std::int64_t rows = 64;          ///< N, rows of the page
-  std::uint64_t seed = 0;          ///< S
-  std::string out_dir;             ///< DIR
-  std::string policy = "default";  ///< `default` or a variant in kGoldenPolicies
-  std::int64_t row_bytes = 0;      ///< fp32_state only: the group's row bytes (0: not given)
+  std::string format;               ///< registry name
+  std::int64_t rows = 64;           ///< N, rows of the page (with input_file: checked when rows_given)
+  std::uint64_t seed = 0;           ///< S
+  std::string out_dir;              ///< DIR
+  std::string writer = "default";   ///< `default` or a producer in the format's `writers`
+  std::string policy;               ///< --policy, the schema-/1 alias of --writer ("" if not given)
+  std::int64_t row_bytes = 0;       ///< fp32_state only: the group's row bytes (0: not given)
+  std::string input_file;           ///< --input FILE ("" for the SplitMix64 rows)
+  std::string input_type = "bf16";  ///< --input-type: "bf16" or "f32"
+  bool rows_given = false;          ///< --rows was given (set by the CLI)
+  bool seed_given = false;          ///< --seed was given (set by the CLI; bad input with input_file)
 };
-
-/// A named quantization policy other than a format's default.
-struct golden_policy_variant {
-  std::string_view format;
-  std::string_view name;
-  cache::format_policy policy;
-  std::string_view what;
-};
-
-/// The named variants `--policy` accepts besides `default`.
-inline constexpr std::array<golden_policy_variant, 1> kGoldenPolicies = {{
-    {"v4.fp8_ds_mla", "flashmla", cache::format_policy{.fp8_amax_floor = 0.0448f},
-     "FlashMLA tests' floor on amax / 448 (1e-4): an all-zero block gets byte 114, not 105"},
-}};
 
 /// SplitMix64 output i (0-based) for seed `seed`: the generator's state after i + 1 steps, mixed.
 constexpr std::uint64_t splitmix64_at(std::uint64_t seed, std::uint64_t i) noexcept {
@@ -200,17 +206,42 @@ CLI::Validator decimal(T lo, T hi, std::string what) {
       "N");
 }
 
-/// The policy named `name` for format `format` ("default": its producer's).
-inline cache::format_policy resolve_policy(std::string_view format, const cache::format_policy& dflt,
-                                           std::string_view name) {
-  if (name == "default") return dflt;
+/// The writer named `name` of the format at registry index `index` ("default": its first).
+/// Throws std::invalid_argument naming the value and the format's writers.
+inline const cache::format_writer& resolve_writer(int index, std::string_view name) {
+  const auto writers = cache::kFormatWriters[static_cast<std::size_t>(index)];
+  if (name == "default") return writers[0];
+  cache::writer_id id{};
+  if (cache::writer_from_name(name, id))
+    if (const cache::format_writer* w = cache::find_writer(index, id)) return *w;
   std::string names = "default";
-  for (const golden_policy_variant& v : kGoldenPolicies) {
-    if (v.format != format) continue;
-    if (v.name == name) return v.policy;
-    names += ", " + std::string(v.name);
-  }
-  bad_input(fmt::format("unknown policy '{}' for {} (accepted: {})", one_line(name), format, names));
+  for (const cache::format_writer& w : writers) names += ", " + std::string(cache::to_string(w.producer));
+  bad_input(fmt::format("unknown writer '{}' for {} (accepted: {})", one_line(name),
+                        cache::kFormats[static_cast<std::size_t>(index)].name, names));
+}
+
+/// The bytes of the regular file `path`, at most `max_bytes`. Throws std::invalid_argument
+/// (bad input) naming the file: missing, not a regular file, unreadable, empty or too large.
+inline std::vector<std::uint8_t> read_input_file(const std::string& path, std::int64_t max_bytes) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (!fs::exists(st))
+    bad_input(
+        fmt::format("--input {}: cannot read it: {}", one_line(path), ec ? ec.message() : std::string("no such file")));
+  if (!fs::is_regular_file(st)) bad_input(fmt::format("--input {}: not a regular file", one_line(path)));
+  const std::uintmax_t size = fs::file_size(path, ec);
+  if (ec) bad_input(fmt::format("--input {}: cannot read its size: {}", one_line(path), ec.message()));
+  if (size == 0) bad_input(fmt::format("--input {}: the file is empty (0 B)", one_line(path)));
+  if (size > static_cast<std::uintmax_t>(max_bytes))
+    bad_input(fmt::format("--input {}: {} B, over the {} B that {} rows take", one_line(path), size, max_bytes,
+                          kGoldenMaxRows));
+  std::ifstream in(path, std::ios::binary);
+  std::vector<std::uint8_t> bytes(static_cast<std::size_t>(size));
+  if (!in || !in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(size)) ||
+      in.gcount() != static_cast<std::streamsize>(size))
+    bad_input(fmt::format("--input {}: cannot read {} B from it", one_line(path), size));
+  return bytes;
 }
 
 inline void put_le(std::vector<std::uint8_t>& out, std::uint32_t v, int bytes) {
@@ -220,15 +251,22 @@ inline void put_le(std::vector<std::uint8_t>& out, std::uint32_t v, int bytes) {
 }  // namespace golden_detail
 
 /// The files `golden` writes for `a` (out_dir is not read). Throws std::invalid_argument for bad
-/// input (unknown format or policy, rows outside [1, 65,536], a missing or wrong --row-bytes).
+/// input (unknown format or writer, rows outside [1, 65,536], a missing or wrong --row-bytes; an
+/// input file that cannot be read or is not a whole number of rows; --seed with --input;
+/// --writer and --policy naming two writers).
 inline golden_image make_golden(const golden_args& a) {
   using golden_detail::bad_input;
+  using golden_detail::one_line;
   const int index = cache::format_index(a.format);
   if (index < 0)
-    bad_input(fmt::format("unknown row format '{}' (registered: {})", golden_detail::one_line(a.format),
-                          cache::format_names()));
-  if (a.rows < 1 || a.rows > kGoldenMaxRows)
-    bad_input(fmt::format("rows must be in [1, {}], got {}", kGoldenMaxRows, a.rows));
+    bad_input(fmt::format("unknown row format '{}' (registered: {})", one_line(a.format), cache::format_names()));
+  const bool from_file = !a.input_file.empty();
+  if (!from_file && (a.rows < 1 || a.rows > kGoldenMaxRows))
+    bad_input(fmt::format("--rows must be in [1, {}], got {}", kGoldenMaxRows, a.rows));
+  if (from_file && a.seed_given) bad_input("--seed has no effect with --input (the rows come from the file)");
+  if (a.input_type != "bf16" && a.input_type != "f32")
+    bad_input(fmt::format("--input-type must be bf16 or f32, got '{}'", one_line(a.input_type)));
+  if (!from_file && a.input_type != "bf16") bad_input("--input-type has no effect without --input");
   const cache::format_layout& reg = cache::kFormats[static_cast<std::size_t>(index)];
   const bool bound = reg.row_bytes == 0;  // fp32_state: rows bound per group
   if (bound && a.row_bytes == 0)
@@ -242,34 +280,73 @@ inline golden_image make_golden(const golden_args& a) {
     bad_input(fmt::format("--row-bytes must be a positive multiple of 1024 up to {}, got {}", kGoldenMaxRowBytes,
                           a.row_bytes));
   const cache::format_layout layout = bound ? cache::bind_state_row_bytes(a.row_bytes) : reg;
-  const std::int64_t page_bytes = layout.page_bytes(a.rows);
-  if (page_bytes > kGoldenMaxPageBytes)
-    bad_input(fmt::format("a page of {} rows of {} B is {} B, over the {} B a golden page may take", a.rows,
-                          layout.row_bytes, page_bytes, kGoldenMaxPageBytes));
-  const cache::format_policy policy =
-      golden_detail::resolve_policy(reg.name, cache::kFormatPolicies[static_cast<std::size_t>(index)], a.policy);
+  // --policy is --writer's old name: either may be given, or both naming the same writer.
+  std::string writer_name = a.writer;
+  if (!a.policy.empty()) {
+    if (a.writer != "default" && a.writer != a.policy)
+      bad_input(fmt::format("--writer {} and --policy {} name two writers (--policy is --writer's old name)",
+                            one_line(a.writer), one_line(a.policy)));
+    writer_name = a.policy;
+  }
+  const cache::format_writer& writer = golden_detail::resolve_writer(index, writer_name);
+  const std::int64_t values = layout.values;
 
   golden_image g;
-  const std::int64_t values = layout.values;
+  std::vector<std::uint8_t> file;
+  std::int64_t rows = a.rows;
+  const std::int64_t elem = a.input_type == "f32" ? 4 : 2;
+  if (from_file) {
+    const std::int64_t row_in = values * elem;
+    file = golden_detail::read_input_file(a.input_file, kGoldenMaxRows * row_in);
+    const auto size = static_cast<std::int64_t>(file.size());
+    if (size % row_in != 0)
+      bad_input(
+          fmt::format("--input {}: {} B is not a whole number of rows: {} rows are {} values of {} ({} B "
+                      "each)",
+                      one_line(a.input_file), size, reg.name, values, a.input_type, row_in));
+    if (a.rows_given && a.rows != size / row_in)
+      bad_input(fmt::format("--rows {} but --input {} holds {} rows ({} B of {}-B rows)", a.rows,
+                            one_line(a.input_file), size / row_in, size, row_in));
+    rows = size / row_in;
+  }
+  const std::int64_t page_bytes = layout.page_bytes(rows);
+  if (page_bytes > kGoldenMaxPageBytes)
+    bad_input(fmt::format("a page of {} rows of {} B is {} B, over the {} B a golden page may take", rows,
+                          layout.row_bytes, page_bytes, kGoldenMaxPageBytes));
+
+  // Value k of the input as BF16 bits (a BF16 format) or float32 bits (fp32_state).
+  const auto file_value = [&](std::int64_t k, bool want_f32) -> std::uint32_t {
+    const std::uint8_t* p = file.data() + k * elem;
+    if (elem == 2) {
+      const auto b = static_cast<std::uint32_t>(p[0] | (p[1] << 8));
+      return want_f32 ? b << 16 : b;
+    }
+    const std::uint32_t f = static_cast<std::uint32_t>(p[0]) | (static_cast<std::uint32_t>(p[1]) << 8) |
+                            (static_cast<std::uint32_t>(p[2]) << 16) | (static_cast<std::uint32_t>(p[3]) << 24);
+    return want_f32 ? f : cache::float_to_bf16(std::bit_cast<float>(f)).bits;
+  };
   g.page.assign(static_cast<std::size_t>(page_bytes), 0);
   cache::visit_format(index, [&]<cache::row_format F>() {
     using In = typename F::input_type;
     constexpr bool f32 = std::is_same_v<In, float>;
     g.input_name = f32 ? "input.f32" : "input.bf16";
-    g.input.reserve(static_cast<std::size_t>(a.rows * values) * sizeof(In));
+    g.input.reserve(static_cast<std::size_t>(rows * values) * sizeof(In));
     std::vector<In> row(static_cast<std::size_t>(values));
-    for (std::int64_t r = 0; r < a.rows; ++r) {
+    for (std::int64_t r = 0; r < rows; ++r) {
       for (std::int64_t j = 0; j < values; ++j) {
-        const std::uint16_t bits = golden_input_bits(a.seed, static_cast<std::uint64_t>(r * values + j));
+        const std::int64_t k = r * values + j;
+        const std::uint32_t bits = from_file ? file_value(k, f32)
+                                   : f32 ? std::uint32_t{golden_input_bits(a.seed, static_cast<std::uint64_t>(k))} << 16
+                                         : golden_input_bits(a.seed, static_cast<std::uint64_t>(k));
         if constexpr (f32) {
-          row[static_cast<std::size_t>(j)] = std::bit_cast<float>(std::uint32_t{bits} << 16);
-          golden_detail::put_le(g.input, std::uint32_t{bits} << 16, 4);
+          row[static_cast<std::size_t>(j)] = std::bit_cast<float>(bits);
+          golden_detail::put_le(g.input, bits, 4);
         } else {
-          row[static_cast<std::size_t>(j)] = cache::bf16{bits};
+          row[static_cast<std::size_t>(j)] = cache::bf16{static_cast<std::uint16_t>(bits)};
           golden_detail::put_le(g.input, bits, 2);
         }
       }
-      cache::quantize_row<F>(layout, g.page.data(), a.rows, r, row.data(), policy);
+      cache::quantize_row<F>(layout, g.page.data(), rows, r, row.data(), writer.policy);
     }
   });
   g.input_sha256 = sha256_hex(g.input.data(), g.input.size());
@@ -279,15 +356,20 @@ inline golden_image make_golden(const golden_args& a) {
   json files = json::object();
   files[g.input_name] = {{"bytes", g.input.size()}, {"sha256", g.input_sha256}};
   files["page.bin"] = {{"bytes", g.page.size()}, {"sha256", g.page_sha256}};
+  const std::string mapping =
+      from_file ? fmt::format("rows read from {} ({}, little-endian{})", one_line(a.input_file), a.input_type,
+                              elem == 4 && g.input_name == "input.bf16" ? ", rounded to BF16 to nearest even" : "")
+                : std::string(kGoldenInputMapping);
   const json manifest = {{"schema", std::string(kGoldenSchema)},
                          {"format", std::string(reg.name)},
-                         {"policy", a.policy},
-                         {"rows", a.rows},
-                         {"seed", a.seed},
+                         {"writer", std::string(cache::to_string(writer.producer))},
+                         {"writer_source", std::string(writer.source)},
+                         {"rows", rows},
+                         {"seed", from_file ? json(nullptr) : json(a.seed)},
                          {"values_per_row", values},
                          {"row_bytes", layout.row_bytes},
                          {"page_bytes", page_bytes},
-                         {"input_mapping", std::string(kGoldenInputMapping)},
+                         {"input_mapping", mapping},
                          {"files", files}};
   g.manifest_text = manifest.dump(2) + "\n";
   g.manifest_sha256 = sha256_hex(g.manifest_text.data(), g.manifest_text.size());
@@ -377,34 +459,39 @@ inline void write_files(const std::filesystem::path& dir,
 inline CLI::App* add_golden_command(CLI::App& app, golden_args& a) {
   CLI::App* cmd = app.add_subcommand("golden", "Write a golden page of a row format: input, page bytes, manifest");
   cmd->add_option("FORMAT", a.format, "Registered row format name (see `formats`)")->required();
-  cmd->add_option("--rows", a.rows, fmt::format("Rows N of the page, 1 to {}", kGoldenMaxRows))
+  cmd->add_option("--writer", a.writer,
+                  "Writer: default (the format's first) or a producer it models (see `writers`): flashmla, vllm, "
+                  "sglang, tokenspeed, trtllm, flashinfer")
+      ->capture_default_str();
+  cmd->add_option("--policy", a.policy, "Schema-/1 alias of --writer (default or a writer name)");
+  cmd->add_option("--rows", a.rows, fmt::format("Rows N of the page, 1 to {} (with --input: checked)", kGoldenMaxRows))
       ->transform(golden_detail::decimal<std::int64_t>(1, kGoldenMaxRows, "rows"))
+      ->each([&a](const std::string&) { a.rows_given = true; })
       ->capture_default_str();
   cmd->add_option("--seed", a.seed, "Seed S of the SplitMix64 input, a decimal uint64")
       ->transform(golden_detail::decimal<std::uint64_t>(0, std::numeric_limits<std::uint64_t>::max(), "seed"))
+      ->each([&a](const std::string&) { a.seed_given = true; })
+      ->capture_default_str();
+  cmd->add_option("--input", a.input_file,
+                  "Your own rows instead of the SplitMix64 ones: a file of rows x values, little-endian");
+  cmd->add_option("--input-type", a.input_type, "Element type of --input: bf16 (2 B) or f32 (4 B)")
       ->capture_default_str();
   cmd->add_option("--out", a.out_dir, "Output directory DIR (created if missing)")
       ->required()
       ->check(CLI::Validator(
           [](const std::string& s) { return s.empty() ? std::string("--out must not be empty") : std::string(); },
           "DIR"));
-  cmd->add_option("--policy", a.policy, "Quantization policy: default (the format's producer) or a named variant")
-      ->capture_default_str();
   cmd->add_option("--row-bytes", a.row_bytes,
                   fmt::format("fp32_state only: its row bytes, a multiple of 1024 up to {}", kGoldenMaxRowBytes))
       ->transform(golden_detail::decimal<std::int64_t>(1024, kGoldenMaxRowBytes, "row bytes"));
-  std::string variants;
-  for (const golden_policy_variant& v : kGoldenPolicies)
-    variants += fmt::format("\n  {} --policy {}: {}", v.format, v.name, v.what);
   cmd->footer(
       "Writes to DIR: input.bf16 (N x values-per-row BF16, little-endian; fp32_state: input.f32), page.bin (the page "
-      "bytes after writing rows 0..N-1 in order into a zeroed page) and manifest.json (format, policy, rows, seed, "
+      "bytes after writing rows 0..N-1 in order into a zeroed page) and manifest.json (format, writer, rows, seed, "
       "sizes, the input mapping, each file's bytes and SHA-256); prints `<sha256>  <file>` for each.\n"
       "Input: value i = r*V + j is BF16 bits 0 if (i>>6)%7 == 6, else sign d>>63, exponent field "
-      "100 + ((d>>56)&31) - 4*((i>>6)%3), mantissa d&0x7F, with d = SplitMix64 output i of seed S.\n"
-      "Policies besides default:" +
-      variants +
-      "\nExit codes: 0 written, 2 bad input (nothing written), 3 DIR could not be written (temporary files removed) "
+      "100 + ((d>>56)&31) - 4*((i>>6)%3), mantissa d&0x7F, with d = SplitMix64 output i of seed S; or, with "
+      "--input FILE, the file's rows (N = its size / (values x element size)).\n"
+      "Exit codes: 0 written, 2 bad input (nothing written), 3 DIR could not be written (temporary files removed) "
       "or an internal error.");
   return cmd;
 }

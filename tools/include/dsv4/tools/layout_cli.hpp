@@ -8,7 +8,10 @@
 //   fingerprint [planner flags] [--rank R]   its fingerprint, 0x + 16 hex digits
 //   diff A.json B.json                       differences, most consequential first
 //   check FILE                               recomputes every derived number
-//   golden FORMAT --rows N --seed S --out DIR   input.bf16, page.bin, manifest.json (golden.hpp)
+//   golden FORMAT [--writer W] (--rows N --seed S | --input FILE) --out DIR
+//                                            input.bf16, page.bin, manifest.json (golden.hpp)
+//   writers [--json]                         each format's writers and a witness per pair that
+//                                            differs (writers_cli.hpp)
 // Exit codes: 0 success (diff, check: equal / right), 1 different (diff) or wrong (check),
 // 2 bad input (one line on `err`, nothing on `out`), 3 the output could not be written, or an
 // internal error (a bug: please report it). Output is built whole before any of it is written.
@@ -36,6 +39,7 @@
 #include "dsv4/tools/contract_cli.hpp"
 #include "dsv4/tools/golden.hpp"
 #include "dsv4/tools/planner_cli.hpp"
+#include "dsv4/tools/writers_cli.hpp"
 
 namespace dsv4::tools {
 
@@ -61,6 +65,7 @@ struct layout_args {
   std::vector<std::string> diff;
   std::string check;
   golden_args golden;
+  bool writers_json = false;
 };
 
 namespace layout_detail {
@@ -270,6 +275,9 @@ inline int run_layout(const std::vector<std::string>& args, std::ostream& out, s
       "check", "Recompute every derived number of a descriptor (exit 0 right, 1 wrong, 2 bad input)");
   check->add_option("descriptor", a.check, "FILE")->required()->check(CLI::ExistingFile);
   const CLI::App* golden = add_golden_command(app, a.golden);
+  CLI::App* writers = app.add_subcommand(
+      "writers", "Each format's writers and, per pair that writes different bytes, the rule and a witness block");
+  writers->add_flag("--json", a.writers_json, "JSON instead of text");
   try {
     std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 consumes from the back
     app.parse(reversed);
@@ -293,6 +301,9 @@ inline int run_layout(const std::vector<std::string>& args, std::ostream& out, s
       nlohmann::ordered_json d = descriptor_json(layout, plan);
       if (a.describe.rank || plan.parallel) d["info"]["rank"] = a.describe.rank.value_or(0);
       text = d.dump(2) + "\n";
+    } else if (writers->parsed()) {
+      const nlohmann::ordered_json j = writers_json();
+      text = a.writers_json ? j.dump(2) + "\n" : writers_text(j);
     } else if (fingerprint->parsed()) {
       text = contract_detail::hex(cache::fingerprint(layout_from_flags(a.fingerprint).first)) + "\n";
     } else {
