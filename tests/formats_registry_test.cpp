@@ -69,7 +69,7 @@ TEST(FormatRegistry, WritersAreValues) {
       EXPECT_EQ(find_writer(i, w.producer), &w);
     }
   }
-  // The defaults of writer-rules.md: FlashMLA's for its pages, vLLM's for the indexer keys,
+  // The defaults of docs/engines/writers.md: FlashMLA's for its pages, vLLM's for the indexer keys,
   // TensorRT-LLM's for the footer page.
   const auto default_of = [](std::string_view f) {
     return kFormatWriters[static_cast<std::size_t>(format_index(f))][0].producer;

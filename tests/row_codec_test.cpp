@@ -329,7 +329,7 @@ TEST(NanPolicy, IgnoreKeepsTheNanLocal) {
 }
 
 // The references (FlashMLA tests/quant.py, vLLM's Triton writer, tokenspeed's batched writer;
-// writer-rules.md 2, run on such a block) take the scale from amax = inf: UE8M0 0xFF, and
+// docs/engines/writers.md 2, run on such a block) take the scale from amax = inf: UE8M0 0xFF, and
 // E4M3(x / inf) per element: inf / inf = NaN (0x7F), 1 / inf = +0.
 TEST(InfPolicy, InfinityGivesTheScaleOfInfLikeTheReferences) {
   auto in = row_of(512, 1.0f);
@@ -559,7 +559,7 @@ std::uint8_t reference_fp8_block(const bf16* in, int n, std::uint8_t* out, float
     for (int i = 0; i < n; ++i) out[i] = kE4m3NanCode;
     return kE8m0NanCode;
   }
-  if (std::isinf(m.amax)) {  // the references' scale inf (writer-rules 2): code E4M3(x / inf)
+  if (std::isinf(m.amax)) {  // the references' scale inf (docs/engines/writers.md 2): code E4M3(x / inf)
     for (int i = 0; i < n; ++i) {
       const float q = bf16_to_float(in[i]) / m.amax;                            // IEEE: NaN or +-0
       out[i] = std::isnan(q) ? kE4m3NanCode : (std::signbit(q) ? 0x80 : 0x00);  // canonical NaN code

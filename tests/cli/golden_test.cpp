@@ -5,7 +5,7 @@
 // bad-input and write-error contract (exit 2 / 3, one line on stderr, nothing half-written);
 // writers (`--writer`) and the user's own rows (`--input`): every modelled writer of the FP8,
 // FP4 and indexer formats equals tests/golden/golden_writer.py (written from the docs and
-// writer-rules.md, not from this code) on SplitMix64 rows and on a file of +-inf, NaN,
+// docs/engines/writers.md, not from this code) on SplitMix64 rows and on a file of +-inf, NaN,
 // subnormals, ties and zero blocks, and each rule's witness has its hand-derived bytes.
 // In process: run_golden, and the `golden` subcommand parsed by CLI11 as run_layout parses it.
 #include <gtest/gtest.h>
@@ -304,7 +304,7 @@ std::string page_for(const fs::path& root, const std::string& format, const std:
 unsigned byte_at(const std::string& s, std::size_t k) { return static_cast<unsigned char>(s.at(k)); }
 
 TEST_F(Golden, RuleWitnessesHandDerived) {
-  // FP4 tile holding +inf (writer-rules 1; FlashMLA nan_to_num maps inf to FLT_MAX): amax / 6
+  // FP4 tile holding +inf (docs/engines/writers.md 1; FlashMLA nan_to_num maps inf to FLT_MAX): amax / 6
   // clamps to 448 = E4M3 0x7E; +inf / 448 saturates to +6 (0x7); 1 / 448 and -2 / 448 are below
   // 0.25: +0 (0x0) and -0 (0x8); 1000 / 448 = 2.23 -> 2 (0x4); -500 / 448 = -1.116 -> -1 (0xA).
   std::vector<std::uint16_t> row(512, 0x3F80);  // 1.0
@@ -328,7 +328,7 @@ TEST_F(Golden, RuleWitnessesHandDerived) {
   EXPECT_EQ(byte_at(fp4n, 256), 0x7FU);
   for (int k = 0; k < 8; ++k) EXPECT_EQ(byte_at(fp4n, k), 0x00U) << k;
 
-  // FP8 block holding +inf (writer-rules 2): scale from amax = inf, UE8M0 0xFF; inf / inf = NaN
+  // FP8 block holding +inf (docs/engines/writers.md 2): scale from amax = inf, UE8M0 0xFF; inf / inf = NaN
   // (0x7F); -2 / inf = -0 (0x80), 1000 / inf = +0, -500 / inf = -0. Block 1 (all 1.0) under
   // FlashMLA: e = ceil(log2(1 / 448)) = -8, byte 119 (0x77), code 1 x 2^8 = 256 = E4M3 0x78.
   const std::string v4 = page_for(root_, "v4.fp8_ds_mla", "flashmla", row);
@@ -355,7 +355,7 @@ TEST_F(Golden, RuleWitnessesHandDerived) {
   EXPECT_EQ(p32.substr(512, 4), std::string("\x00\x00\x80\x7f", 4));  // interleaved: scales at 512
   EXPECT_EQ(p32.substr(516, 4), std::string("\x00\x00\x80\x3b", 4));  // block 1: 1 / 448 = 2^-8.8 -> 2^-8
 
-  // Zero blocks, per writer (writer-rules 3, 4): the floors' exponents by hand.
+  // Zero blocks, per writer (docs/engines/writers.md 3, 4): the floors' exponents by hand.
   const std::vector<std::uint16_t> zeros512(512, 0), zeros128(128, 0);
   EXPECT_EQ(byte_at(page_for(root_, "v4.fp8_ds_mla", "vllm", zeros512), 576), 105U);  // ceil(log2(1e-4 / 448)) = -22
   EXPECT_EQ(byte_at(page_for(root_, "v4.1.fp8", "flashmla", zeros512), 512), 114U);   // ceil(log2(1e-4)) = -13
@@ -537,7 +537,7 @@ TEST_F(Golden, WritersAndThePolicyAlias) {
   EXPECT_TRUE(read_file(d / "page.bin") == read_file(f / "page.bin"));  // the default is FlashMLA's writer
   EXPECT_TRUE(read_file(p / "page.bin") == read_file(f / "page.bin"));
   EXPECT_TRUE(read_file(vp / "page.bin") == read_file(v / "page.bin"));
-  // Row 0 block 6 is an all-zero run of the input: the two floors (facts 4, writer-rules 3):
+  // Row 0 block 6 is an all-zero run of the input: the two floors (facts 4, docs/engines/writers.md 3):
   // FlashMLA e = ceil(log2(1e-4)) = -13 -> 114; vLLM e = ceil(log2(1e-4 / 448)) = -22 -> 105.
   EXPECT_EQ(static_cast<unsigned char>(read_file(f / "page.bin")[64 * 576 + 6]), 114);
   EXPECT_EQ(static_cast<unsigned char>(read_file(v / "page.bin")[64 * 576 + 6]), 105);

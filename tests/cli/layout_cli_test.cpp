@@ -278,7 +278,7 @@ TEST(LayoutCli, WritersListsEveryFormatAndAWitnessPerRule) {
     }
   }
   EXPECT_EQ(rules, 6U);  // v4.fp8_ds_mla, v4.1.fp8 (x2 page rules), v4.indexer_fp8, v4.indexer_mxfp4 (x2)
-  // Hand-derived witnesses: the all-zero block's scale under each floor (writer-rules 3, 4).
+  // Hand-derived witnesses: the all-zero block's scale under each floor (docs/engines/writers.md 3, 4).
   const auto witness = [&](const std::string& format, std::size_t rule) {
     for (const json& f : j["formats"])
       if (f["format"] == format) return f["differences"][0]["rules"][rule]["witness"];

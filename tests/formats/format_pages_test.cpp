@@ -288,7 +288,7 @@ std::vector<ref_format> ref_formats() {
                  .block = 64,
                  .at = {.r = 576},
                  .scale_at = {.n = 576, .r = 8},
-                 .ratio_floor = 1e-4},  // the default writer, FlashMLA's (writer-rules 3): 114
+                 .ratio_floor = 1e-4},  // the default writer, FlashMLA's (docs/engines/writers.md 3): 114
                 {.what = "RoPE bf16", .k = kind::bf16, .first = 448, .count = 64, .at = {.r = 576, .c = 448}},
                 {.what = "scale pad byte (0x00)", .k = kind::zeros, .count = 1, .at = {.n = 576, .r = 8, .c = 7}}}});
   // LV 2.1 (B1): same row, page [N x 576][N x 8] unpadded; EPS 1e-8, log2 in float math; the
@@ -408,7 +408,7 @@ std::vector<ref_format> ref_formats() {
   // LV 1.5 / 1.6 (a) / 7 (A2, split): data [N x 256] = 512 e2m1 (all dims, RoPE included, even dim
   // in the low nibble, tiles of 16), scales [N x 32] e4m3 at N x 256 + r x 32, page padded to a
   // multiple of 512; scale e4m3(clamp(amax / 6, 2^-9, 448)), a NaN poisons its tile; an inf does
-  // not (writer-rules 1: amax from nan_to_num, inf -> FLT_MAX, so the scale clamps to 448).
+  // not (docs/engines/writers.md 1: amax from nan_to_num, inf -> FLT_MAX, so the scale clamps to 448).
   const field v41_fp4{.what = "values e2m1 (NoPE + RoPE)",
                       .k = kind::nvfp4,
                       .first = 0,
@@ -437,7 +437,7 @@ std::vector<ref_format> ref_formats() {
                           .amax_floor = 1e-4};
   v.push_back({"v4.indexer_fp8", 128, false, 132, 1, {indexer_fp8}});
   // LV 1.7: [N x 64 e2m1][N x 4 ue8m0], 2^ceil(log2(amax / 6)), e in [-127, 127]; the default
-  // writer, vLLM's, floors amax at 6 x 2^-126 (writer-rules 4).
+  // writer, vLLM's, floors amax at 6 x 2^-126 (docs/engines/writers.md 4).
   const field indexer_mxfp4{.what = "key e2m1",
                             .k = kind::mxfp4_ceil,
                             .first = 0,
@@ -571,7 +571,7 @@ void encode_field(const field& f, std::uint8_t* page, std::int64_t rows, std::in
         std::uint8_t* cb = d + b * f.block;
         const amax_t a = block_amax(xb, f.block);
         // NaN block (headers' rule under nan_policy::propagate; the doc is silent): every code
-        // 0x7F, scale E8M0 0xFF or fp32 NaN (0x7FC00000). An amax of +-inf (writer-rules 2, the
+        // 0x7F, scale E8M0 0xFF or fp32 NaN (0x7FC00000). An amax of +-inf (docs/engines/writers.md 2, the
         // references run): the scale is inf (E8M0 0xFF, fp32 0x7F800000) and each code is
         // E4M3(x / inf): NaN (0x7F) for an inf, +-0 for a finite value.
         const bool inf = !a.nan && std::isinf(a.amax);
@@ -625,7 +625,7 @@ void encode_field(const field& f, std::uint8_t* page, std::int64_t rows, std::in
         const float* xb = v + b * f.block;
         const amax_t a = block_amax(xb, f.block);
         // NaN: E4M3 NaN 0x7F, zero codes (LV 7; headers' sign choice). An inf clamps the scale
-        // to 448 (V4.1, writer-rules 1) or saturates it.
+        // to 448 (V4.1, docs/engines/writers.md 1) or saturates it.
         const bool poisoned = a.nan;
         const std::uint8_t sb = poisoned ? 0x7F : nvfp4_scale_byte(a.amax, f);
         const float sc = conv::e4m3_value(sb);
@@ -1424,7 +1424,7 @@ TEST(FormatPagesPolicies, AllZeroBlocks) {
       {"v3.2.indexer_fp8", {}, true, 8196, {0, 0, 0x80, 0x34}, "LV 3.3: 2^-22"},
       {"v3.2.indexer_fp8", legacy_idx, false, 8196, idx_legacy, "LV 3.3: max(amax, 1e-4) / 448 as is"},
       {"v4.indexer_fp8", {}, true, 8196, {0, 0, 0x80, 0x34}, "facts 4 (floor 1e-4): 2^-22"},
-      {"v4.indexer_mxfp4", {}, true, 4100, {1, 1, 1, 1}, "writer-rules 4: vLLM floor 6 x 2^-126, byte 1"},
+      {"v4.indexer_mxfp4", {}, true, 4100, {1, 1, 1, 1}, "docs/engines/writers.md 4: vLLM floor 6 x 2^-126, byte 1"},
       {"v4.indexer_mxfp4_in_fp8_slot", {}, true, 4100, {1, 1, 1, 1}, "LV 2.7: floor 6 x 2^-126, byte 1"},
       {"v4.mxfp4_kv", {}, true, 592, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xA5, 0xA5}, "LV 2.4: byte 0, pad"},
       {"v4.nvfp4_kv", {}, true, 22560, std::vector<std::uint8_t>(32, 0), "LV 7: 0x00, 4 trailing zeros"},
@@ -1479,7 +1479,7 @@ TEST(FormatPagesPolicies, AllZeroV41RowsHaveZeroCodes) {
 
 /// V4.1 FP4 poisoning (LV 1.5, 7; FlashMLA tests/quant.py `nan_to_num(|x|, nan=inf)`): a NaN
 /// anywhere in a 16-value tile makes its scale byte 0x7F and its 8 code bytes 0x00, and the
-/// reader gives NaN for exactly that tile's 16 values. +inf or -inf does not poison (writer-rules
+/// reader gives NaN for exactly that tile's 16 values. +inf or -inf does not poison (docs/engines/writers.md
 /// 1, the reference run on such a tile): `nan_to_num` maps it to +-FLT_MAX, the scale clamps to
 /// 448 (0x7E) and the inf codes +-6. Pages of 64 and 3 rows against the reference, then literal
 /// bytes at row 1.

@@ -249,7 +249,7 @@ TEST(V41Fp4Golden, HandComputedRow) {
   set(64, 3072);
   set(65, -1024);
   // Tile 5 (dims 80..95) all zero: 2^-9, byte 0x01, codes 0. Tile 6: a NaN -> poisoned (0x7F,
-  // codes 0); tile 7: -inf does not poison (writer-rules 1: nan_to_num maps it to -FLT_MAX):
+  // codes 0); tile 7: -inf does not poison (docs/engines/writers.md 1: nan_to_num maps it to -FLT_MAX):
   //   FLT_MAX / 6 clamps to 448 (0x7E); -inf / 448 -> -6 (0xF), 2 / 448 -> +0: byte 0x0F.
   //   Tiles 8..30 zero.
   in[96] = 0x7FC0;

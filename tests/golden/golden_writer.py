@@ -2,7 +2,7 @@
 """An independent writer of golden pages for every quantized row format, per engine writer.
 
 Written from docs/layout-variants.md (1.4-1.7, 2.8, 3.3, 7), docs/facts.md (sections 2 and 4),
-shared/spec/writer-rules.md and the input mapping documented at the top of
+docs/engines/writers.md and the input mapping documented at the top of
 tools/include/dsv4/tools/golden.hpp, not from the C++ code: standard library only, exact
 rational arithmetic (fractions.Fraction) instead of float tricks. Where a reference computes in
 float32, the float32 rounding is modelled exactly (round_f32).

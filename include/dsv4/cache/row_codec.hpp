@@ -62,7 +62,7 @@ enum class mxfp4_scale_rule : std::uint8_t {
 };
 
 /// The choices the engines disagree on, with the DeepSeek V4 behaviour as default.
-/// Infinities need no policy; every reference writer does the same (writer-rules.md 2):
+/// Infinities need no policy; every reference writer does the same (docs/engines/writers.md 2):
 /// - an E4M3 block with a power-of-two scale whose amax is +-inf takes its scale from amax = inf:
 ///   UE8M0 byte 0xFF (an fp32 scale +inf), every +-inf element the NaN code 0x7F (inf / inf)
 ///   and every finite element +-0 (0x00 / 0x80, x / inf) (`quantize_fp8_block`);
@@ -171,7 +171,7 @@ DSV4_HOST_DEVICE constexpr bool e4m3_block_is_normal(const bf16_block_stats& st,
 
 /// The codes of an E4M3 block whose amax is +-inf, as the references write it (scale from amax
 /// = inf, UE8M0 0xFF): NaN and +-inf elements the NaN code 0x7F, every finite element +-0 (x /
-/// inf, sign kept: 0x00 or 0x80). Returns kE8m0NanCode. writer-rules.md 2.
+/// inf, sign kept: 0x00 or 0x80). Returns kE8m0NanCode. docs/engines/writers.md 2.
 DSV4_HOST_DEVICE constexpr std::uint8_t e4m3_inf_block(const bf16* in, int n, std::uint8_t* out) noexcept {
   for (int i = 0; i < n; ++i)
     out[i] = (in[i].bits & 0x7FFFU) >= 0x7F80U ? kE4m3NanCode : static_cast<std::uint8_t>((in[i].bits >> 8) & 0x80U);

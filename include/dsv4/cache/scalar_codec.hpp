@@ -191,7 +191,7 @@ inline constexpr std::uint8_t kE8m0NanCode = 0xFF;  ///< The one E8M0 NaN.
 /// [0x00, 0xFE]. |x| <= 2^-127 (zero included) gives 0x00 (2^-127); |x| > 2^127 and +-inf give
 /// 0xFE (2^127, saturating); NaN gives 0xFF. Sign ignored. Bit-exact with
 /// `__nv_cvt_float_to_e8m0(x, __NV_SATFINITE, cudaRoundPosInf)` for all 2^32 inputs. Unchanged by
-/// the references' inf rule (writer-rules.md 2): an FP8 block writer whose amax is +-inf writes
+/// the references' inf rule (docs/engines/writers.md 2): an FP8 block writer whose amax is +-inf writes
 /// 0xFF itself (`quantize_fp8_block`), it does not call this for it.
 DSV4_HOST_DEVICE constexpr std::uint8_t float_to_ue8m0_ceil(float x) noexcept {
   const std::uint32_t a = detail::float_bits(x) & detail::kF32AbsMask;
@@ -249,7 +249,7 @@ DSV4_HOST_DEVICE constexpr std::uint8_t float_to_e2m1(float x) noexcept {
 /// from the sign of x except that a zero magnitude is always +0 (0x0). Differs from
 /// `float_to_e2m1` only at the ties 0.75, 1.75 and 3.5 (one code lower) and for negative values
 /// that round to zero (0x0, not 0x8). Source: lightseekorg/tokenspeed deepseek_v4_ops.py
-/// (writer-rules.md 4).
+/// (docs/engines/writers.md 4).
 DSV4_HOST_DEVICE constexpr std::uint8_t float_to_e2m1_ties_toward_zero(float x) noexcept {
   const float a = detail::bits_float(detail::float_bits(x) & detail::kF32AbsMask);
   const std::uint8_t mag = a <= 0.25f   ? 0

@@ -216,7 +216,7 @@ struct format_writer {
   /// Repository, path and commit of the producer's writer the policy follows.
   std::string_view source;
   /// Whether this writer's bytes were compared, byte for byte, with the producer's own writer
-  /// run on the golden inputs and the hard cases (`../shared/spec/writer-rules.md`, 2026-12-01);
+  /// run on the golden inputs and the hard cases (`docs/engines/writers.md`, 2026-12-01);
   /// false: read from its code (or named from the format's source) but not yet run against it.
   bool compared = false;
 };
@@ -261,7 +261,7 @@ DSV4_HOST_DEVICE constexpr int fp8_block_exponent(float amax, const format_polic
 /// Quantizes N BF16 values to E4M3 with a power-of-two scale chosen under `p`; returns the E8M0
 /// byte e + 127, or 0xFF with every code 0x7F for a NaN block under nan_policy::propagate, or
 /// 0xFF for a block whose amax is +-inf (the references' scale inf: inf elements 0x7F, finite
-/// ones +-0; `e4m3_inf_block`, writer-rules.md 2).
+/// ones +-0; `e4m3_inf_block`, docs/engines/writers.md 2).
 template <int N>
 DSV4_HOST_DEVICE constexpr std::uint8_t fp8_pow2_block(const bf16* in, std::uint8_t* out,
                                                        const format_policy& p) noexcept;

@@ -33,7 +33,7 @@ struct fp32_state {
       .scales = {},
       .rope = {},
   };
-  /// Its writers, the default first (format_writer; writer-rules.md).
+  /// Its writers, the default first (format_writer; docs/engines/writers.md).
   static constexpr std::array<format_writer, 1> writers{{
       format_writer{writer_id::vllm, format_policy{}, "vllm-project/vllm CompressorStateCache (fp32 copy)", false},
   }};

@@ -7,7 +7,7 @@
 // MXFP4 keys: 4 blocks of 32 values, one unit each: 16 B of packed e2m1 (value 2i in the low
 // nibble) at data + 16u, one e8m0 byte at scales + u; rule, floor and rounding from the policy.
 // +-inf: an FP8 key's scale comes from amax = inf (fp32 +inf, inf elements the NaN code, finite
-// ones +-0; writer-rules.md 2); an MXFP4 block clamps its exponent to 127 and saturates.
+// ones +-0; docs/engines/writers.md 2); an MXFP4 block clamps its exponent to 127 and saturates.
 #pragma once
 
 #include "dsv4/cache/formats/format_traits.hpp"

@@ -27,7 +27,7 @@ struct v32_bf16 : detail::plain_bf16_row {
       .scales = {},
       .rope = {element_type::bf16, 64, 0},
   };
-  /// Its writers, the default first (format_writer; writer-rules.md).
+  /// Its writers, the default first (format_writer; docs/engines/writers.md).
   static constexpr std::array<format_writer, 1> writers{{
       format_writer{writer_id::vllm, format_policy{}, "vllm-project/vllm MLA backends (bf16 KV, a copy)", false},
   }};

@@ -37,7 +37,7 @@ struct v32_fp8_ds_mla {
       .scales = {element_type::fp32, 4, 128},
       .rope = {element_type::bf16, 64, 0},
   };
-  /// Its writers, the default first (format_writer; writer-rules.md).
+  /// Its writers, the default first (format_writer; docs/engines/writers.md).
   static constexpr std::array<format_writer, 1> writers{{
       format_writer{writer_id::flashmla, format_policy{.fp8_amax_floor = 0.0448f},
                     "deepseek-ai/FlashMLA tests/quant.py @9241ae3 (V32_FP8Sparse)", true},

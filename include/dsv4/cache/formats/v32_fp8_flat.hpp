@@ -28,7 +28,7 @@ struct v32_fp8_flat : detail::plain_e4m3_row {
       .scales = {},
       .rope = {element_type::e4m3, 64, 0},
   };
-  /// Its writers, the default first (format_writer; writer-rules.md).
+  /// Its writers, the default first (format_writer; docs/engines/writers.md).
   static constexpr std::array<format_writer, 1> writers{{
       format_writer{writer_id::vllm, format_policy{}, "vllm-project/vllm dense MLA FP8 KV (per-tensor scale 1.0)",
                     false},

@@ -23,7 +23,7 @@
 // vllm-project/FlashMLA tests/quant.py @02137a43 (V41_FP4), which agree on every rule above:
 // * amax in float32 after `nan_to_num(|x|, nan=inf)`: a NaN element makes amax inf (and the tile
 //   NaN), while `nan_to_num` also maps +-inf to +-FLT_MAX, so an inf element makes amax FLT_MAX,
-//   a finite amax (writer-rules.md 1: run on the references, scale 0x7E and codes +-6 / +-0);
+//   a finite amax (docs/engines/writers.md 1: run on the references, scale 0x7E and codes +-6 / +-0);
 // * `clamp(amax / 6.0, 2**-9, 448.0).to(float8_e4m3fn)`: a float32 division, then torch's RNE
 //   cast (the clamp keeps it from overflowing to NaN);
 // * a tile holding a NaN (amax inf after `nan_to_num`) gets `float("nan")` cast to float8_e4m3fn, i.e. byte 0x7F
@@ -81,7 +81,7 @@ DSV4_HOST_DEVICE constexpr std::uint8_t v41_fp4_tile(const bf16* x, std::uint8_t
 /// byte places come from the layout passed in (`data_offset`, `scale_offset`).
 struct v41_fp4_units {
   using input_type = bf16;
-  /// Its writers, the default first (format_writer; writer-rules.md).
+  /// Its writers, the default first (format_writer; docs/engines/writers.md).
   static constexpr std::array<format_writer, 1> writers{{
       format_writer{writer_id::flashmla, format_policy{},
                     "deepseek-ai/FlashMLA tests/quant.py @9a7d253a; vllm-project/FlashMLA tests/quant.py @02137a43 "

@@ -37,7 +37,7 @@ struct v41_fp8 {
       .scales = {element_type::ue8m0, 16, 32},
       .rope = {element_type::e4m3, 64, 0},
   };
-  /// Its writers, the default first (format_writer; writer-rules.md).
+  /// Its writers, the default first (format_writer; docs/engines/writers.md).
   static constexpr std::array<format_writer, 2> writers{{
       format_writer{writer_id::flashmla, format_policy{.fp8_amax_floor = 0.0448f},
                     "deepseek-ai/FlashMLA tests/quant.py @9a7d253a; vllm-project/FlashMLA tests/quant.py @02137a43 "

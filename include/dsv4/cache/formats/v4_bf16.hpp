@@ -27,7 +27,7 @@ struct v4_bf16 : detail::plain_bf16_row {
       .scales = {},
       .rope = {element_type::bf16, 64, 0},
   };
-  /// Its writers, the default first (format_writer; writer-rules.md).
+  /// Its writers, the default first (format_writer; docs/engines/writers.md).
   static constexpr std::array<format_writer, 1> writers{{
       format_writer{writer_id::trtllm, format_policy{}, "NVIDIA/TensorRT-LLM deepseek_v4.py (bf16 KV, a copy)", false},
   }};

@@ -3,9 +3,9 @@
 // Row (D = 512, R = 64): [448 e4m3 NoPE | 64 bf16 RoPE] = 576 B of data, then 8 B of scales
 // [7 ue8m0, one per 64 NoPE values | 1 pad byte written 0x00]. Page of N rows: [N x 576][N x 8],
 // padded to a multiple of 576 (the writer never touches the padding; a fresh page is zero) (N = 64: row 1 data 576,
-// RoPE 1,024, scales 36,872; page 37,440). Writers (writer-rules.md 3): flashmla (default) e = ceil(log2(max(amax /
-// 448, 1e-4))), byte e + 127 (all-zero block 114; `fp8_amax_floor = 0.0448f`, the same exponent); vllm e =
-// ceil(log2(max(amax, 1e-4) / 448)) (byte 105; vllm fused_compress_quant_cache.py @0de10a27 and
+// RoPE 1,024, scales 36,872; page 37,440). Writers (docs/engines/writers.md 3): flashmla (default) e =
+// ceil(log2(max(amax / 448, 1e-4))), byte e + 127 (all-zero block 114; `fp8_amax_floor = 0.0448f`, the same exponent);
+// vllm e = ceil(log2(max(amax, 1e-4) / 448)) (byte 105; vllm fused_compress_quant_cache.py @0de10a27 and
 // fused_deepseek_v4_qnorm_rope_kv_insert_kernel.cu @057dcc0c). A block whose amax is +-inf: byte 0xFF, inf codes
 // 0x7F, finite ones +-0 (the references; vLLM's CUDA SWA writer clamps the inf code to 0xFE, derived from its code,
 // not run). Sources: deepseek-ai/FlashMLA README and tests/quant.py @9241ae3 (MODEL1 fp8_ds_mla); docs/facts.md 2, 4.
@@ -75,7 +75,7 @@ struct v4_fp8_ds_mla : detail::v4_fp8_row<true> {
       .scales = {element_type::ue8m0, 7, 64},
       .rope = {element_type::bf16, 64, 0},
   };
-  /// Its writers, the default first (format_writer; writer-rules.md).
+  /// Its writers, the default first (format_writer; docs/engines/writers.md).
   static constexpr std::array<format_writer, 2> writers{{
       format_writer{writer_id::flashmla, format_policy{.fp8_amax_floor = 0.0448f},
                     "deepseek-ai/FlashMLA tests/quant.py @9a7d253a; vllm-project/FlashMLA tests/quant.py @02137a43 "

@@ -32,7 +32,7 @@ struct v4_fp8_ds_mla_footer : detail::v4_fp8_row<false> {
       .scales = {element_type::ue8m0, 7, 64},
       .rope = {element_type::bf16, 64, 0},
   };
-  /// Its writers, the default first (format_writer; writer-rules.md).
+  /// Its writers, the default first (format_writer; docs/engines/writers.md).
   static constexpr std::array<format_writer, 1> writers{{
       format_writer{writer_id::trtllm, format_policy{.fp8_amax_floor = 1e-8f, .fp8_exp = fp8_exponent::float_log2_ceil},
                     "NVIDIA/TensorRT-LLM tensorrt_llm/_torch/attention_backend/sparse/deepseek_v4/footer_scale_kv.py "

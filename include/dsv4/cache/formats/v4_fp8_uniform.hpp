@@ -31,7 +31,7 @@ struct v4_fp8_uniform : detail::plain_e4m3_row {
       .scales = {},
       .rope = {element_type::e4m3, 64, 0},
   };
-  /// Its writers, the default first (format_writer; writer-rules.md).
+  /// Its writers, the default first (format_writer; docs/engines/writers.md).
   static constexpr std::array<format_writer, 1> writers{{
       format_writer{writer_id::sglang, format_policy{},
                     "sgl-project/sglang DeepSeekV4UniformFP8KVPool (per-tensor scale 1.0)", false},

@@ -2,7 +2,7 @@
 //
 // Page of N rows: [N x 64 packed e2m1][N x 4 e8m0]; N = 64, row 1: values 64, scales 4,100;
 // page 4,352. Scale 2^ceil(log2(max(amax, floor) / 6)), e clamped to [-127, 127]; codes E2M1 of
-// x / 2^e, saturating. vLLM's page since PR #48993. Writers (writer-rules.md 4):
+// x / 2^e, saturating. vLLM's page since PR #48993. Writers (docs/engines/writers.md 4):
 // - vllm (default): floor 6 x 2^-126 (an all-zero key gets byte 0x01), hardware E2M1 RNE with
 //   the sign kept (fused_compress_quant_cache.py @0de10a27, read, not run);
 // - tokenspeed: floor 1e-4 (byte 0x70), thresholds `<=` (ties 0.75, 1.75, 3.5 round down), a
@@ -35,7 +35,7 @@ struct v4_indexer_mxfp4 : detail::indexer_mxfp4_row {
       .scales = {element_type::ue8m0, 4, 32},
       .rope = {},
   };
-  /// Its writers, the default first (format_writer; writer-rules.md).
+  /// Its writers, the default first (format_writer; docs/engines/writers.md).
   static constexpr std::array<format_writer, 2> writers{{
       format_writer{writer_id::vllm, format_policy{.mxfp4_amax_floor = 6.0f * 0x1p-126f},
                     "vllm-project/vllm fused_compress_quant_cache.py @0de10a27 (floor 6 x 2^-126: zero block byte "

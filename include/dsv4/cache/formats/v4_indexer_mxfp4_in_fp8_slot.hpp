@@ -32,7 +32,7 @@ struct v4_indexer_mxfp4_in_fp8_slot : detail::indexer_mxfp4_row {
       .scales = {element_type::ue8m0, 4, 32},
       .rope = {},
   };
-  /// Its writers, the default first (format_writer; writer-rules.md).
+  /// Its writers, the default first (format_writer; docs/engines/writers.md).
   static constexpr std::array<format_writer, 1> writers{{
       format_writer{writer_id::vllm, format_policy{.mxfp4_amax_floor = 6.0f * 0x1p-126f},
                     "vllm-project/vllm fused_compress_quant_cache.py before PR #48993", false},

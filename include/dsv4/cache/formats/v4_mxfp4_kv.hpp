@@ -54,7 +54,7 @@ struct v4_mxfp4_kv {
       .scales = {element_type::ue8m0, 14, 32},
       .rope = {element_type::bf16, 64, 0},
   };
-  /// Its writers, the default first (format_writer; writer-rules.md).
+  /// Its writers, the default first (format_writer; docs/engines/writers.md).
   static constexpr std::array<format_writer, 1> writers{{
       format_writer{writer_id::sglang, format_policy{},
                     "sgl-project/sglang python/sglang/srt/layers/attention/dsv4/mxfp4_k_cache.py (PR #37138)", false},

@@ -32,7 +32,7 @@ struct v4_nvfp4_kv : detail::nvfp4_rope_units<28> {
       .scales = {element_type::e4m3, 28, 16},
       .rope = {element_type::bf16, 64, 0},
   };
-  /// Its writers, the default first (format_writer; writer-rules.md).
+  /// Its writers, the default first (format_writer; docs/engines/writers.md).
   static constexpr std::array<format_writer, 1> writers{{
       format_writer{writer_id::flashinfer, format_policy{}, "flashinfer-ai/flashinfer PR #4955 (NVFP4 KV writer)",
                     false},

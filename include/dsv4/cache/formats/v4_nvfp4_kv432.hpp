@@ -35,7 +35,7 @@ struct v4_nvfp4_kv432 : detail::nvfp4_rope_units<32> {
       .scales = {element_type::e4m3, 32, 16},
       .rope = {element_type::bf16, 64, 0},
   };
-  /// Its writers, the default first (format_writer; writer-rules.md).
+  /// Its writers, the default first (format_writer; docs/engines/writers.md).
   static constexpr std::array<format_writer, 1> writers{{
       format_writer{writer_id::vllm, format_policy{}, "local-inference-lab/vllm PR #632 nvfp4_ds_mla.py (a vLLM fork)",
                     false},

@@ -2,7 +2,7 @@
 // (`F::writers`, format_traits.hpp) and, for each pair of them that writes different bytes, the
 // rule that differs and one witness block: its input, both writers' bytes and what the reader
 // decodes from each (one reader: the engines' readers decode the same bytes the same way,
-// writer-rules.md), so that an engine developer knows whether two engines' pages are
+// docs/engines/writers.md), so that an engine developer knows whether two engines' pages are
 // byte-identical before comparing them.
 //
 //   writers [--json]
