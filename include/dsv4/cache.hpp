@@ -9,6 +9,8 @@
 #include "dsv4/cache/checked.hpp"
 #include "dsv4/cache/chunk_codec.hpp"
 #include "dsv4/cache/descriptor.hpp"
+#include "dsv4/cache/engines/registry.hpp"
+#include "dsv4/cache/engines/sglang.hpp"
 #include "dsv4/cache/formats/registry.hpp"
 #include "dsv4/cache/group_spec.hpp"
 #include "dsv4/cache/host_codec.hpp"

@@ -7,7 +7,8 @@
 //                       `vllm` names it (the newest preset)
 //   tokenspeed          tokenspeed with --enable-mixed-batch, its parent arena (engines/tokenspeed.hpp)
 //   tokenspeed-default  tokenspeed's default scheduler, its parent arena
-// SGLang is not registered: its pools are sized as ratios of one token capacity, not modelled yet.
+// SGLang is not registered yet: engines/sglang.hpp has its DeepSeek V4 pool configurator (the pool
+// sizes it computes from a KV budget); its occupancy and the planner's --engine sglang are to come.
 #pragma once
 
 #include <array>
