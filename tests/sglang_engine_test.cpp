@@ -122,6 +122,27 @@ TEST(SglangEngine, RefusalsAndTheRequestCap) {
   EXPECT_GT(top.full, 0);
 }
 
+TEST(SglangEngine, WhatThePoolsReallyAllocateAtV4Flash64GiB) {
+  const sglang_geometry g = sglang_geometry_of(deepseek_v4_flash, false);
+  sglang_options o;
+  o.context_len = 1'048'576;
+  const sglang_pool_sizes s = sglang_configure(g, o, 64 * kGiB);
+  const sglang_pool_bytes b = sglang_allocated_bytes(g, o, s);
+  // docs/engines/sglang-pools.md 7, by hand: F / 256 = 33,460 pages, S / 256 = 3,346, N = 257 slots.
+  EXPECT_EQ(b.swa_kv, 43ULL * 3'347 * 149'760);     // 21,553,608,960
+  EXPECT_EQ(b.csa_kv, 21ULL * 33'461 * 37'440);     // 26,308,376,640
+  EXPECT_EQ(b.hca_kv, 20ULL * 33'461 * 1'728);      // 1,156,412,160
+  EXPECT_EQ(b.index_keys, 21ULL * 33'461 * 8'448);  // 5,936,249,088
+  EXPECT_EQ(b.csa_state, 21ULL * 53'548 * 8'192);   // 9,211,969,536
+  EXPECT_EQ(b.csa_index_state, 21ULL * 53'548 * 2'048);
+  EXPECT_EQ(b.hca_state, s.c128_state_fixed_bytes);  // 20 x 33,152 x 4,096: what was reserved
+  EXPECT_EQ(b.index_space, 257ULL * 1'048'580 * 4 + (8'565'760ULL + 257) * 8 + (33'460ULL + 3'346) * 8);
+  // The pools take 465,943,872 B (444 MiB) more than the 64 GiB budget they were sized for: the
+  // 576-B page padding (585 / 864 B per row where the configurator charges 584) and the extra pages.
+  EXPECT_EQ(b.pools(), 69'185'420'608ULL);
+  EXPECT_EQ(b.pools() - 64 * kGiB, 465'943'872ULL);
+}
+
 // The configurator is constexpr: a deployment can pin SGLang's figures in a static_assert.
 static_assert(sglang_configure(sglang_geometry_of(deepseek_v4_flash, false), {}, 64 * kGiB).full == 8'565'760);
 

@@ -211,4 +211,63 @@ constexpr sglang_pool_sizes sglang_configure(const sglang_geometry& g, const sgl
   return s;
 }
 
+/// The bytes SGLang's DeepSeek V4 pools really allocate for the sizes `s` (one worker; the
+/// tensors of mem_cache/deepseek_v4_memory_pool.py and deepseek_v4_compress_state.py at [G];
+/// docs/engines/sglang-pools.md 7). Pages of 256 tokens (CSA pages of 64 rows, HCA of 2), each
+/// rounded up to a multiple of 576 B, `(size + page + 1) // page` pages per buffer; index keys
+/// unpadded; state rows ceil((size + ring + 1) / ratio) x ratio.
+struct sglang_pool_bytes {
+  std::uint64_t swa_kv = 0;           ///< L x (swa / 256 + 1) x 149,760 (585 B per token).
+  std::uint64_t csa_kv = 0;           ///< L4 x (c4 / 64 + 1) x 37,440.
+  std::uint64_t hca_kv = 0;           ///< L128 x (c128 / 2 + 1) x 1,728 (864 B per row).
+  std::uint64_t index_keys = 0;       ///< L4 x (c4 / 64 + 1) x 64 x 132.
+  std::uint64_t csa_state = 0;        ///< L4 x rows(c4_state, ring4, 4) x 2 x 2 x head x 4.
+  std::uint64_t csa_index_state = 0;  ///< L4 x the same rows x 2 x 2 x index_head_dim x 4.
+  std::uint64_t hca_state = 0;        ///< L128 x rows(c128_state, ring128, 128) x 2 x head x 4.
+  /// Not charged by the configurator, outside the pool: req_to_token (mrr + 1) x (context + 4)
+  /// int32, the full-to-SWA map (full + 257) int64, the free-page lists (full / 256 + swa / 256) int64.
+  std::uint64_t index_space = 0;
+
+  [[nodiscard]] constexpr std::uint64_t pools() const {
+    return swa_kv + csa_kv + hca_kv + index_keys + csa_state + csa_index_state + hca_state;
+  }
+  [[nodiscard]] constexpr std::uint64_t total() const { return pools() + index_space; }
+};
+
+/// What SGLang allocates for the configurator's sizes `s` of geometry `g` with options `o` (see
+/// `sglang_pool_bytes`). Throws std::invalid_argument if a size overflows 64 bits.
+constexpr sglang_pool_bytes sglang_allocated_bytes(const sglang_geometry& g, const sglang_options& o,
+                                                   const sglang_pool_sizes& s) {
+  using u64 = std::uint64_t;
+  const auto padded_page = [](std::int64_t rows, std::int64_t row_bytes) {
+    return checked_mul(ceil_div(checked_mul(rows, row_bytes), std::int64_t{576}), std::int64_t{576});
+  };
+  const auto buffer = [&](int layers, std::int64_t size, std::int64_t page, std::int64_t page_bytes) {
+    const std::int64_t pages = checked_add(size, page + 1) / page;
+    return static_cast<u64>(checked_mul(checked_mul(pages, page_bytes), std::int64_t{layers}));
+  };
+  const std::int64_t page = o.page_size;
+  sglang_pool_bytes b;
+  b.swa_kv = buffer(g.layers, s.swa, page, padded_page(page, g.kv_bytes));
+  b.csa_kv = buffer(g.csa_layers, s.c4, page / 4, padded_page(page / 4, g.kv_bytes));
+  b.hca_kv = buffer(g.hca_layers, s.c128, page / 128, padded_page(page / 128, g.kv_bytes));
+  b.index_keys = buffer(g.csa_layers, s.c128 * 32, page / 4, page / 4 * g.index_bytes);
+  const std::int64_t c4_rows = sglang_state_rows(s.c4_state, g.c4_ring, 4);
+  b.csa_state = static_cast<u64>(
+      checked_mul(checked_mul(c4_rows, std::int64_t{2} * 2 * g.head_dim * 4), std::int64_t{g.csa_layers}));
+  b.csa_index_state = static_cast<u64>(
+      checked_mul(checked_mul(c4_rows, std::int64_t{2} * 2 * g.index_head_dim * 4), std::int64_t{g.csa_layers}));
+  const std::int64_t slots = checked_add(s.max_running_requests, std::int64_t{1});
+  const std::int64_t c128_size = s.c128_state > slots * g.c128_ring ? s.c128_state : slots * g.c128_ring;
+  b.hca_state = static_cast<u64>(
+      checked_mul(checked_mul(sglang_state_rows(c128_size, g.c128_ring, 128), std::int64_t{2} * g.head_dim * 4),
+                  std::int64_t{g.hca_layers}));
+  const std::int64_t ctx = o.context_len;
+  b.index_space = static_cast<u64>(
+      checked_add(checked_add(checked_mul(checked_mul(slots, checked_add(ctx, std::int64_t{4})), std::int64_t{4}),
+                              checked_mul(checked_add(s.full, page + 1), std::int64_t{8})),
+                  checked_mul(s.full / page + s.swa / page, std::int64_t{8})));
+  return b;
+}
+
 }  // namespace dsv4::cache
