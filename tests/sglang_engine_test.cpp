@@ -141,6 +141,8 @@ TEST(SglangEngine, WhatThePoolsReallyAllocateAtV4Flash64GiB) {
   // 576-B page padding (585 / 864 B per row where the configurator charges 584) and the extra pages.
   EXPECT_EQ(b.pools(), 69'185'420'608ULL);
   EXPECT_EQ(b.pools() - 64 * kGiB, 465'943'872ULL);
+  sglang_options unresolved;  // context_len 0: req_to_token's width unknown
+  expect_invalid([&] { (void)sglang_allocated_bytes(g, unresolved, s); }, {"context_len"});
 }
 
 // The configurator is constexpr: a deployment can pin SGLang's figures in a static_assert.

@@ -235,9 +235,12 @@ struct sglang_pool_bytes {
 };
 
 /// What SGLang allocates for the configurator's sizes `s` of geometry `g` with options `o` (see
-/// `sglang_pool_bytes`). Throws std::invalid_argument if a size overflows 64 bits.
+/// `sglang_pool_bytes`). Throws std::invalid_argument if `o.context_len` is not resolved (< 1:
+/// req_to_token is context_len + 4 wide) or a size overflows 64 bits.
 constexpr sglang_pool_bytes sglang_allocated_bytes(const sglang_geometry& g, const sglang_options& o,
                                                    const sglang_pool_sizes& s) {
+  require(o.context_len >= 1, "sglang_allocated_bytes needs the context length resolved (context_len >= 1)",
+          {"context_len", o.context_len});
   using u64 = std::uint64_t;
   const auto padded_page = [](std::int64_t rows, std::int64_t row_bytes) {
     return checked_mul(ceil_div(checked_mul(rows, row_bytes), std::int64_t{576}), std::int64_t{576});
@@ -257,11 +260,10 @@ constexpr sglang_pool_bytes sglang_allocated_bytes(const sglang_geometry& g, con
       checked_mul(checked_mul(c4_rows, std::int64_t{2} * 2 * g.head_dim * 4), std::int64_t{g.csa_layers}));
   b.csa_index_state = static_cast<u64>(
       checked_mul(checked_mul(c4_rows, std::int64_t{2} * 2 * g.index_head_dim * 4), std::int64_t{g.csa_layers}));
+  // The HCA state pool holds max(c128_state, slots x ring128) rows, and c128_state is
+  // slots x ring128 (finalize): the reservation's formula at the resolved requests.
+  b.hca_state = sglang_c128_state_fixed_bytes(g, s.max_running_requests);
   const std::int64_t slots = checked_add(s.max_running_requests, std::int64_t{1});
-  const std::int64_t c128_size = s.c128_state > slots * g.c128_ring ? s.c128_state : slots * g.c128_ring;
-  b.hca_state = static_cast<u64>(
-      checked_mul(checked_mul(sglang_state_rows(c128_size, g.c128_ring, 128), std::int64_t{2} * g.head_dim * 4),
-                  std::int64_t{g.hca_layers}));
   const std::int64_t ctx = o.context_len;
   b.index_space = static_cast<u64>(
       checked_add(checked_add(checked_mul(checked_mul(slots, checked_add(ctx, std::int64_t{4})), std::int64_t{4}),
