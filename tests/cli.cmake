@@ -53,12 +53,16 @@ if(TARGET dsv4-cache-plan)
              COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/oracle/compare_tokenspeed_plan.py
                      $<TARGET_FILE:dsv4-cache-plan>)
     # SGLang's DSV4PoolConfigurator (tests/oracle/sglang_pool_oracle.py, written from SGLang's source at
-    # cce0a124, docs/engines/sglang-pools.md): its hand-derived cases. The planner does not model SGLang
-    # yet (issue 23); this oracle is what it will be compared with.
+    # cce0a124, docs/engines/sglang-pools.md): its hand-derived cases, and the planner's --engine sglang
+    # report against it (22 cases: pool sizes, reservation, max_running_requests, log lines, refusals).
     add_test(NAME oracle.sglang_pool_self_test
              COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/oracle/sglang_pool_oracle.py --self-test)
+    add_test(NAME oracle.sglang_plan_agrees
+             COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/oracle/compare_sglang_plan.py
+                     $<TARGET_FILE:dsv4-cache-plan>)
     set_tests_properties(oracle.vllm_pool_self_test oracle.vllm_plan_agrees oracle.tokenspeed_self_test
-                         oracle.tokenspeed_plan_agrees oracle.sglang_pool_self_test PROPERTIES LABELS host)
+                         oracle.tokenspeed_plan_agrees oracle.sglang_pool_self_test oracle.sglang_plan_agrees
+                         PROPERTIES LABELS host)
   else()
     message(WARNING "dsv4-cache: no Python 3 interpreter: the vLLM and tokenspeed oracle comparisons are not run "
                     "(bash scripts/install-deps.sh installs python3)")

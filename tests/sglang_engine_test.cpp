@@ -1,12 +1,19 @@
 // SGLang's DeepSeek V4 pool configurator (engines/sglang.hpp, pinned at sgl-project/sglang
-// cce0a124). Expected values are hand sums (shown) and figures of the independent Python oracle
+// cce0a124), its occupancy replay (engines/sglang_sim.hpp) and the plan under --engine sglang.
+// Expected values are hand sums (shown), replays worked by hand from SGLang's rules
+// (docs/engines/sglang-pools.md 6) and figures of the independent Python oracle
 // tests/oracle/sglang_pool_oracle.py (written from SGLang's source apart from the C++; its own
 // hand-derived self-test is ctest oracle.sglang_pool_self_test).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdio>
+#include <vector>
 
 #include "dsv4/cache/engines/sglang.hpp"
+#include "dsv4/cache/engines/sglang_sim.hpp"
+#include "dsv4/cache/memory_plan.hpp"
 #include "test_util.hpp"
 
 namespace dsv4::cache {
@@ -143,6 +150,138 @@ TEST(SglangEngine, WhatThePoolsReallyAllocateAtV4Flash64GiB) {
   EXPECT_EQ(b.pools() - 64 * kGiB, 465'943'872ULL);
   sglang_options unresolved;  // context_len 0: req_to_token's width unknown
   expect_invalid([&] { (void)sglang_allocated_bytes(g, unresolved, s); }, {"context_len"});
+}
+
+// --- the occupancy replay, worked by hand -------------------------------------------------------
+
+sglang_sim_config pools_of(std::int64_t full_pages, std::int64_t swa_pages, std::int64_t chunk = 8192) {
+  sglang_sim_config c;
+  c.full_tokens = full_pages * 256;
+  c.swa_tokens = swa_pages * 256;
+  c.max_running_requests = 256;
+  c.chunked_prefill_size = chunk;
+  return c;
+}
+
+TEST(SglangSim, LazyEvictionHoldsThreePagesAtAPageBoundaryUnderOverlap) {
+  // One request, prompt 1, 599 tokens out (L = 600). Its SWA table grows a page at KV 256 and 512;
+  // eviction needs seqlen - 1 - 128 >= evicted + 128 and frees below floor((seqlen - 1 - 256) /
+  // 256) x 256, seqlen lagging the KV by one under overlap: at KV 512, seqlen 512 frees below
+  // floor(255 / 256) x 256 = 0, so page 2 is allocated with pages 0 and 1 still held (3 pages);
+  // at KV 513 page 0 goes (2 pages). Without the lag it would free page 0 first (2 pages).
+  const sglang_sim_result fits = sglang_simulate(pools_of(64, 3), {1, 600, 1});
+  EXPECT_TRUE(fits.fits) << fits.why;
+  EXPECT_EQ(fits.peak_swa_pages, 3);
+  EXPECT_EQ(fits.peak_full_pages, 3);  // ceil(599 / 256)
+  // Two SWA pages: check_decode_mem finds no free page at KV 512: retracted. The SWA gate
+  // (0 + min(600, 128) + 256 = 384 < 512) admitted it.
+  const sglang_sim_result two = sglang_simulate(pools_of(64, 2), {1, 600, 1});
+  EXPECT_FALSE(two.fits);
+  EXPECT_STREQ(two.why, "decode retraction");
+}
+
+TEST(SglangSim, AdmissionGatesByHand) {
+  // Prompt 4,000 of L = 4,096 (96 out). Full gate: 4,000 + min(96, 4096) + 256 = 4,352 must be
+  // below the free tokens: 17 pages (4,352) refuse, 18 admit. SWA gate: (4,000 - 128) + 128 + 256 =
+  // 4,256 below the SWA tokens: 17 pages (4,352) admit, 16 (4,096) refuse.
+  EXPECT_TRUE(sglang_simulate(pools_of(18, 17), {1, 4096, 4000}).fits);
+  const sglang_sim_result full = sglang_simulate(pools_of(17, 17), {1, 4096, 4000});
+  EXPECT_FALSE(full.fits);
+  EXPECT_STREQ(full.why, "admission");
+  EXPECT_FALSE(sglang_simulate(pools_of(18, 16), {1, 4096, 4000}).fits);
+}
+
+TEST(SglangSim, ChunkedPrefillKeepsTheLast512SlotsByHand) {
+  // Prompt 18,000 in chunks of 8,192: chunk 1 takes SWA pages 0-31; before chunk 2 the radix tree
+  // keeps [8,192 - 512, 8,192) (pages 30, 31) and frees the rest; chunk 2 takes pages 32-63: 34
+  // pages held, the peak. A continuing chunk must leave 256 SWA tokens free: 8,192 <= (S - 2) x
+  // 256 - 256 needs S >= 35 pages; at 34 the chunk would be capped (held back).
+  const sglang_sim_result r = sglang_simulate(pools_of(1024, 35), {1, 20000, 18000});
+  EXPECT_TRUE(r.fits) << r.why;
+  EXPECT_EQ(r.peak_swa_pages, 34);
+  const sglang_sim_result capped = sglang_simulate(pools_of(1024, 34), {1, 20000, 18000});
+  EXPECT_FALSE(capped.fits);
+  EXPECT_STREQ(capped.why, "admission");
+  // Above the running cap the workload does not run at once.
+  sglang_sim_config few = pools_of(1024, 64);
+  few.max_running_requests = 2;
+  EXPECT_STREQ(sglang_simulate(few, {3, 600, 1}).why, "max_running_requests");
+  expect_invalid([] { (void)sglang_simulate(pools_of(4, 4), {1, 1, 1}); }, {"context_tokens must be >= 2"});
+  expect_invalid([] { (void)sglang_simulate(pools_of(4, 4), {1, 10, 10}); }, {"prompt_tokens"});
+}
+
+// --- the plan under --engine sglang ------------------------------------------------------------
+
+plan_options sglang_plan(std::int64_t n, std::int64_t L, std::int64_t chunk = 8192) {
+  plan_options o;
+  o.policy = sglang_policy;
+  o.requests = n;
+  o.context_tokens = L;
+  o.prefill_chunk_tokens = chunk;
+  return o;
+}
+
+TEST(SglangPlan, DemandAndTheSmallestBudgetByHand) {
+  // N = 256, L = 4,096, C = 8,192: full = 255 x (4,096 + 512) + 4,096 + 257 = 1,179,393 -> 1,179,648;
+  // SWA: A = max(min(4,096, 8,960), (4,095 - 128) + 128 + 256 = 4,351) = 4,351;
+  // min(256 x 4,351, 256 x 768 + 16,384 + 1,280 = 214,272) + 256 = 214,528.
+  sglang_demand d;
+  ASSERT_TRUE(sglang_plan_demand(256, 4096, 8192, 256, d));
+  EXPECT_EQ(d.full_tokens, 1'179'648);
+  EXPECT_EQ(d.swa_tokens, 214'528);
+  // N = 1, L = 1,048,576: full = 1,048,576 + 257 -> 1,049,088; SWA min(8,960, 18,432) + 256 = 9,216.
+  ASSERT_TRUE(sglang_plan_demand(1, 1'048'576, 8192, 256, d));
+  EXPECT_EQ(d.full_tokens, 1'049'088);
+  EXPECT_EQ(d.swa_tokens, 9'216);
+  // The plan is the smallest budget the configurator turns into those pools: one byte less does not.
+  const memory_plan p = build_memory_plan(deepseek_v4_flash, sglang_plan(256, 4096));
+  EXPECT_EQ(p.pools.structure, pool_structure::ratio_pools);
+  const sglang_options so = detail::sglang_options_of(p.options);
+  const sglang_pool_sizes at = sglang_configure(p.pools.sglang, so, p.total_bytes);
+  const sglang_pool_sizes below = sglang_configure(p.pools.sglang, so, p.total_bytes - 1);
+  EXPECT_GE(at.swa, 214'528);  // the SWA pool decides at 4k: full 2,145,536 >> 1,179,648
+  EXPECT_GE(at.full, 1'179'648);
+  EXPECT_TRUE(below.swa < 214'528 || below.full < 1'179'648);
+  // The group bytes are the configurator's charges: SWA swa x 584 x 43 layers.
+  EXPECT_EQ(p.groups[0].bytes, static_cast<std::uint64_t>(at.swa) * 584 * 43);
+  // More requests than SGLang's 256 running: the plan sizes the HCA-state reservation for N.
+  const memory_plan big = build_memory_plan(deepseek_v4_flash, sglang_plan(300, 4096));
+  EXPECT_EQ(big.sglang.max_running_requests, 300);
+  // Capacity is monotone and capped by nothing but memory: the plan's answer at 64 GiB.
+  const request_capacity rc = max_requests_for_budget(deepseek_v4_flash, sglang_plan(1, 1'048'576), 64 * kGiB);
+  EXPECT_EQ(rc.max_requests, 8);  // 8 x 4,096 pages + gates <= 8,565,760 full tokens; 9 do not fit
+}
+
+TEST(SglangPlan, ThePlanRunsInTheReplayAndIsNotFarAboveItsSmallestBudget) {
+  // For every case: SGLang configured with the plan's bytes runs N x L in the replay (worst case
+  // over prompt lengths), and the plan is at most 15% above the smallest budget whose pools do.
+  double worst = 0;
+  std::vector<double> ratios;
+  for (const model_config* m : {&deepseek_v4_flash, &deepseek_v4_pro})
+    for (const std::int64_t chunk : {512, 8192})
+      for (const std::int64_t n : {1, 7, 64, 256})
+        for (const std::int64_t L : {2, 300, 4096, 8193, 131072}) {
+          const memory_plan p = build_memory_plan(*m, sglang_plan(n, L, chunk));
+          const sglang_options so = detail::sglang_options_of(p.options);
+          const auto runs = [&](std::uint64_t budget) {
+            const sglang_pool_sizes s = sglang_configure(p.pools.sglang, so, budget);
+            return s.starts && sglang_simulate_worst_case(sglang_sim_config_of(s, so), n, L).fits;
+          };
+          ASSERT_TRUE(runs(p.total_bytes)) << m->name.view() << " N=" << n << " L=" << L << " C=" << chunk;
+          std::uint64_t lo = 0;
+          std::uint64_t hi = p.total_bytes;
+          while (hi - lo > 1) {
+            const std::uint64_t mid = lo + (hi - lo) / 2;
+            (runs(mid) ? hi : lo) = mid;
+          }
+          const double ratio = static_cast<double>(p.total_bytes) / static_cast<double>(hi);
+          EXPECT_LE(ratio, 1.15) << m->name.view() << " N=" << n << " L=" << L << " C=" << chunk;
+          worst = std::max(worst, ratio);
+          ratios.push_back(ratio);
+        }
+  std::sort(ratios.begin(), ratios.end());
+  std::printf("SGLang plan / smallest replayed budget over %zu cases: median %.4f, worst %.4f\n", ratios.size(),
+              ratios[ratios.size() / 2], worst);
 }
 
 // The configurator is constexpr: a deployment can pin SGLang's figures in a static_assert.

@@ -296,7 +296,15 @@ TEST(CliEngine, EnginesAndOverlap) {
 
 TEST(CliEngine, RefusedInputsExit2) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
-      {{"--engine", "sglang"}, "--engine sglang is not modelled"},
+      {{"--engine", "sglang", "--pp", "2"}, "--engine sglang: --pp 2 (pipeline stages) is not modelled"},
+      {{"--engine", "sglang", "--dcp", "2", "--tp", "2"}, "--engine sglang: --dcp 2"},
+      {{"--engine", "sglang", "--role", "decode"}, "--engine sglang: --role decode (PD disaggregation)"},
+      {{"--engine", "sglang", "--overlap"}, "--overlap has no effect"},
+      {{"--engine", "sglang", "--simulate"}, "SGLang's occupancy is replayed in the engine report"},
+      {{"--engine", "sglang", "--preset", "v4.1-flash"}, "sizes V4 models only"},
+      {{"--engine", "sglang", "--max-running-requests", "3", "--dp", "4"},
+       "--max-running-requests 3 // --dp 4 is 0, which SGLang refuses"},
+      {{"--engine", "sglang", "--tokens-per-step", "12"}, "the draft tokens exceed what the CSA compress-state ring"},
       {{"--engine", "trtllm"}, "--engine"},
       {{"--context", "0"}, "--context must be >= 1, got 0"},
       {{"--engine", "tokenspeed", "--tokens-per-step", "4", "--prefill-chunk", "2"},
@@ -315,6 +323,62 @@ TEST(CliEngine, RefusedInputsExit2) {
     EXPECT_TRUE(r.out.empty());
     EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
   }
+}
+
+TEST(CliEngine, SglangReportsItsPoolSizesAndWhatReallyFits) {
+  // The command: SGLang's own figures (tests/oracle/sglang_pool_oracle.py gives the same
+  // lines; ctest oracle.sglang_plan_agrees compares 22 cases) and the replayed capacity.
+  const run_result r =
+      run({"--preset", "v4-flash", "--engine", "sglang", "--memory-gib", "64", "--context", "1048576"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* line :
+       {"DSV4 memory calculation: bytes_per_full_token=7705.45, available_bytes=64.00 GB, c128_state_fixed=2.53 GB, "
+        "full_token=8565760",
+        "DSV4 pool sizes: full=8565760, swa=856576, c4=2141440, c128=66920, c4_state=53536, c128_state=0",
+        "max_total_num_tokens=8565760, chunked_prefill_size=8192, max_prefill_tokens=16384, max_running_requests=256, "
+        "context_len=1048576",
+        // 8,565,760 full tokens hold 8 requests of 1,048,576 (4,096 pages each, 33,460 pages): the replay agrees.
+        "): 8 request(s) of 1,048,576 tokens"})
+    EXPECT_NE(r.out.find(line), std::string::npos) << line << "\n" << r.out;
+  const json j = run_json({"--preset", "v4-flash", "--engine", "sglang", "--memory-gib", "64", "--context", "1048576"});
+  const json& e = j["engine_report"];
+  EXPECT_EQ(e["structure"], "ratio_pools");
+  EXPECT_EQ(e["max_total_num_tokens"], 8565760);
+  EXPECT_EQ(e["max_running_requests"], 256);
+  EXPECT_EQ(e["fixed_bytes"], 2715811840U);
+  EXPECT_EQ(e["pool_sizes"]["c128_state"], 32896);
+  EXPECT_EQ(e["simulated_max_requests"], 8);
+  EXPECT_EQ(e["allocated_beyond_budget"], 465943872U);  // sglang_engine_test: the doc's hand sums
+  // The plan's bytes: the smallest budget SGLang accepts for 1 x 1,048,576 (full >= 1,049,088).
+  EXPECT_EQ(j["plan"]["pools"], "engine");
+  const std::uint64_t plan_bytes = j["plan"]["total_bytes"];
+  const std::string gib = fmt::format("{:.17g}", static_cast<double>(plan_bytes) / 1073741824.0);  // exact
+  const json at = run_json({"--engine", "sglang", "--memory-gib", gib, "--context", "1048576"});
+  EXPECT_EQ(at["engine_report"]["available_bytes"], plan_bytes);
+  EXPECT_GE(at["engine_report"]["max_total_num_tokens"].get<std::int64_t>(), 1049088);
+  EXPECT_EQ(at["engine_report"]["simulated_max_requests"], 1);
+}
+
+TEST(CliEngine, SglangRatioFlag) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--swa-full-tokens-ratio", "0.05"}, "--swa-full-tokens-ratio has no effect without --engine sglang"},
+      {{"--engine", "sglang", "--swa-full-tokens-ratio", "0"}, "--swa-full-tokens-ratio must be in (0, 1], got 0"},
+      {{"--engine", "sglang", "--swa-full-tokens-ratio", "1.5"}, "must be in (0, 1], got 1.5"},
+  };
+  for (const auto& [args, message] : cases) {
+    const run_result r = run(args);
+    EXPECT_EQ(r.code, 2) << args[0];
+    EXPECT_TRUE(r.out.empty());
+    EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
+  }
+  // SGLang's V4 override turns 0.8 into 0.1; 0.05 halves the SWA pool (int(full x 0.05) floored to 256).
+  EXPECT_EQ(
+      run_json({"--engine", "sglang", "--swa-full-tokens-ratio", "0.8"})["engine_report"]["swa_full_tokens_ratio"],
+      0.1);
+  const json half = run_json({"--engine", "sglang", "--swa-full-tokens-ratio", "0.05", "--memory-gib", "64"});
+  const std::int64_t full = half["engine_report"]["pool_sizes"]["full"];
+  EXPECT_EQ(half["engine_report"]["pool_sizes"]["swa"],
+            static_cast<std::int64_t>(static_cast<double>(full) * 0.05) / 256 * 256);
 }
 
 TEST(CliEngine, StepBudgetBoundsRequestsInTheBudgetLine) {

@@ -44,6 +44,12 @@
 // bytes) + min(L, W) rows of each sliding group x its row bytes]: no page rounding, no prefill
 // chunk, no null page. total / ideal is the paging overhead the planner prints.
 //
+// SGLang (ratio pools, engines/sglang.hpp) sizes every pool from the budget as a ratio of one
+// "full token" count: its plan is the smallest KV budget (`available_bytes`) with which its
+// configurator starts with the pool sizes N requests of L need (`sglang_plan_demand`, a bound of
+// what engines/sglang_sim.hpp replays), the HCA-state reservation sized for max(its
+// max_running_requests, N); a group's bytes are what the configurator charges its pool.
+//
 // All arithmetic is 64-bit and overflow-checked: an impossible plan is an error naming the
 // values, never a wrapped number. Byte counts are unsigned (a budget may be 2^64 - 1 bytes).
 #pragma once
@@ -95,20 +101,25 @@ struct plan_options {
   /// How pages become bytes: the engine's pool structure (vLLM: one shared block pool; tokenspeed:
   /// its parent arena), or `own`: every group in a pool of its own.
   pools_choice pools = pools_choice::engine;
-  /// The engine's cap on running requests (vLLM's and tokenspeed's max_num_seqs), which
-  /// tokenspeed sizes its arena's windows for; 0: the engine's default
-  /// (`tokenspeed_default_max_num_seqs`).
+  /// The engine's cap on running requests (vLLM's and tokenspeed's max_num_seqs, SGLang's
+  /// --max-running-requests per attention-DP worker), which tokenspeed sizes its arena's windows
+  /// and SGLang its HCA-state reservation for; 0: the engine's default
+  /// (`tokenspeed_default_max_num_seqs`, SGLang's 256).
   std::int64_t max_running_requests = 0;
   vllm_pool_rules vllm_pools{};  ///< vLLM's pool rules (its version preset), for a shared block pool.
+  /// SGLang's --swa-full-tokens-ratio (ratio pools): its SWA pool as a share of its full tokens.
+  double swa_full_tokens_ratio = 0.1;
 };
 
 /// The pool structure a plan of a `family` model with options `o` prices, with
-/// `pools_choice::engine`: vLLM's shared block pool for a vLLM policy; tokenspeed's parent arena
-/// for a tokenspeed policy on DeepSeek V4 without DCP (`tokenspeed_arena_models`; its arena under
-/// DCP, V4.1 and V3.2 is not modelled); else (and with `pools_choice::own`) own pools.
+/// `pools_choice::engine`: vLLM's shared block pool for a vLLM policy; SGLang's ratio pools for
+/// SGLang's; tokenspeed's parent arena for a tokenspeed policy on DeepSeek V4 without DCP
+/// (`tokenspeed_arena_models`; its arena under DCP, V4.1 and V3.2 is not modelled); else (and
+/// with `pools_choice::own`) own pools.
 constexpr pool_structure plan_structure(const plan_options& o, model_family family) {
   if (o.pools != pools_choice::engine) return pool_structure::own_pools;
   if (o.policy.engine == engine_kind::vllm) return pool_structure::shared_block_pool;
+  if (o.policy.engine == engine_kind::sglang) return pool_structure::ratio_pools;
   const bool tokenspeed =
       o.policy.engine == engine_kind::tokenspeed || o.policy.engine == engine_kind::tokenspeed_default;
   return tokenspeed && tokenspeed_arena_models(family) && o.dcp == 1 ? pool_structure::parent_arena
@@ -161,6 +172,10 @@ struct memory_plan {
   /// (vLLM admits a request only if the free blocks cover its prompt); 0 for N < 2.
   std::int64_t admission_blocks = 0;
   std::int64_t num_blocks = 0;  ///< Shared: the largest of the three, the plan's blocks.
+  /// Ratio pools (SGLang): what its configurator computes for the plan's budget (total_bytes),
+  /// and the pool sizes the plan asked of it.
+  sglang_pool_sizes sglang{};
+  sglang_demand sglang_need{};
 
   [[nodiscard]] constexpr const group_plan* begin() const { return groups.data(); }
   [[nodiscard]] constexpr const group_plan* end() const { return groups.data() + num_groups; }
@@ -418,6 +433,45 @@ constexpr void size_parent_arena(const engine_pools& pools, const plan_options& 
   plan.total_bytes = g.mul(u(plan.num_blocks), u(pools.bytes_per_block));
 }
 
+/// SGLang's options for a plan with options `o`: its V4 defaults, the plan's step, chunk and
+/// context, and max_running_requests = max(o.max_running_requests or SGLang's 256, N): the
+/// HCA-state reservation must hold N requests for N to run at once.
+constexpr sglang_options sglang_options_of(const plan_options& o) {
+  sglang_options so;
+  const std::int64_t mrr = o.max_running_requests > 0 ? o.max_running_requests : so.max_running_requests;
+  so.max_running_requests = mrr > o.requests ? mrr : o.requests;
+  so.swa_full_tokens_ratio = o.swa_full_tokens_ratio;
+  so.tokens_per_step = o.tokens_per_step;
+  so.chunked_prefill_size = o.prefill_chunk_tokens;
+  so.context_len = o.context_tokens;
+  return so;
+}
+
+/// Ratio pools (SGLang, see the top of this file): the smallest budget its configurator turns
+/// into the pools N requests of L need; every library group's bytes are its pool's charge.
+constexpr void size_ratio_pools(const group_spec_list& specs, const engine_pools& pools, const plan_options& o,
+                                guard& g, memory_plan& plan) {
+  // More than 2^32 requests need more than 2^64 B (the HCA state alone): no plan, never a throw.
+  if (o.requests > (std::int64_t{1} << 32)) {
+    g.overflow = true;
+    return;
+  }
+  const sglang_options so = sglang_options_of(o);
+  std::uint64_t budget = 0;
+  if (!sglang_plan_demand(o.requests, o.context_tokens, o.prefill_chunk_tokens, so.page_size, plan.sglang_need) ||
+      !sglang_budget_for(pools.sglang, so, plan.sglang_need, budget)) {
+    g.overflow = true;
+    return;
+  }
+  plan.total_bytes = budget;
+  plan.sglang = sglang_configure(pools.sglang, so, budget);
+  for (int i = 0; i < specs.num_groups; ++i) {
+    group_plan& gp = plan.groups[static_cast<std::size_t>(i)];
+    for (int k = 0; k < specs[i].num_pools; ++k)
+      gp.bytes = g.add(gp.bytes, sglang_group_charge(pools.sglang, plan.sglang, specs[i].id, k));
+  }
+}
+
 /// A library group's share of a parent-arena plan: the parents its pages bind (one engine group
 /// per library group).
 constexpr void size_group_in_parent_arena(const engine_pools& pools, const memory_plan& plan, guard& g,
@@ -515,15 +569,23 @@ constexpr bool size_plan(const group_spec_list& specs, const plan_options& o, co
   plan.startup_blocks = 0;
   plan.admission_blocks = 0;
   plan.num_blocks = 0;
+  plan.sglang = {};
+  plan.sglang_need = {};
   const bool shared = pools.structure == pool_structure::shared_block_pool;
   const bool arena = pools.structure == pool_structure::parent_arena;
+  const bool ratio = pools.structure == pool_structure::ratio_pools;
   if (shared) size_shared_blocks(pools, o, g, plan);
   if (arena) size_parent_arena(pools, o, g, plan);
   for (int i = 0; i < specs.num_groups; ++i) {
+    plan.groups[static_cast<std::size_t>(i)] = {};
+    plan.groups[static_cast<std::size_t>(i)].spec = specs[i];
+  }
+  if (ratio) size_ratio_pools(specs, pools, o, g, plan);
+  for (int i = 0; i < specs.num_groups; ++i) {
     group_plan& gp = plan.groups[static_cast<std::size_t>(i)];
-    gp = {};
-    gp.spec = specs[i];
-    if (shared) {
+    if (ratio) {  // its bytes: size_ratio_pools; its window: the model's
+      gp.window_tokens = gp.spec.has_sliding_window() ? gp.spec.sliding_window_tokens : 0;
+    } else if (shared) {
       size_group_in_shared_pool(pools, plan, g, gp);
     } else if (arena) {
       size_group_in_parent_arena(pools, plan, g, gp);
@@ -565,6 +627,12 @@ constexpr plan_options resolve(const model_config& c, plan_options o, std::int64
           "this engine decodes only with a whole step of tokens_per_step tokens in the budget: "
           "prefill_chunk_tokens must be >= tokens_per_step",
           {"prefill_chunk_tokens", o.prefill_chunk_tokens}, {"tokens_per_step", o.tokens_per_step});
+  const bool sglang = plan_structure(o, c.family) == pool_structure::ratio_pools;
+  require(!sglang || o.dcp == 1, "SGLang's DeepSeek V4 pools under decode context parallelism are not modelled",
+          {"dcp", o.dcp});
+  require(!sglang || o.role == deployment_role::colocated,
+          "SGLang's DeepSeek V4 pools for a prefill or decode instance (PD disaggregation) are not modelled",
+          {"role", static_cast<int>(o.role)});
   require(
       o.dcp == 1 || plan_structure(o, c.family) != pool_structure::shared_block_pool || c.family == model_family::v3_2,
       "vLLM rejects decode context parallelism for DeepSeek V4 and V4.1 (its sliding-window specs assert "
@@ -583,6 +651,12 @@ constexpr plan_options resolve(const model_config& c, plan_options o, std::int64
 /// vLLM does not store) and `tokenspeed_engine_pools`.
 constexpr engine_pools plan_pools(const model_config& c, const group_spec_list& specs, const plan_options& o) {
   switch (plan_structure(o, c.family)) {
+    case pool_structure::ratio_pools: {
+      engine_pools e = own_pools_of(specs);
+      e.structure = pool_structure::ratio_pools;
+      e.sglang = sglang_geometry_of(c, o.tokens_per_step > 1);
+      return e;
+    }
     case pool_structure::shared_block_pool: return vllm_engine_pools(specs, c.family, o.vllm_pools, o.tokens_per_step);
     case pool_structure::parent_arena: return tokenspeed_engine_pools(specs);
     case pool_structure::own_pools: break;
@@ -655,7 +729,7 @@ constexpr request_capacity max_requests_for_budget(const model_config& c, plan_o
   r.bytes_per_request = ok0 && ok1 ? b1 - b0 : kSaturated;
   // A shared pool's fixed bytes hold vLLM's startup charge (a parent arena's, tokenspeed's startup
   // need): a request adds at most its own blocks (parents).
-  if (ok0 && ok1 && pools.structure != pool_structure::own_pools)
+  if (ok0 && ok1 && pools.structure != pool_structure::own_pools && pools.structure != pool_structure::ratio_pools)
     r.bytes_per_request = detail::u(p.planned_blocks - planned0) * detail::u(pools.bytes_per_block);
   if (!ok0 || !ok1 || b1 > budget_bytes) return r;  // not even one request fits
   std::uint64_t bytes = 0;

@@ -41,8 +41,9 @@
 // Overlap (async scheduling, one more step in flight): pages freed by expiry or by a finished
 // request come back one step later.
 //
-// SGLang is not modelled: its pools are sized as ratios of one token capacity
-// (`swa_full_tokens_ratio`), not by windows per request.
+// SGLang (engines/sglang.hpp) sizes its pools as ratios of one token capacity
+// (`swa_full_tokens_ratio`), not by windows per request: its plan and its occupancy are its own
+// (engines/sglang_sim.hpp); its policy value only names it and its prefill-first scheduler.
 #pragma once
 
 #include <array>
@@ -55,7 +56,7 @@
 namespace dsv4::cache {
 
 /// The engine whose allocator a plan bounds.
-enum class engine_kind : std::uint8_t { vllm, tokenspeed, tokenspeed_default };
+enum class engine_kind : std::uint8_t { vllm, tokenspeed, tokenspeed_default, sglang };
 
 /// Who gets a step's token budget.
 enum class scheduler_kind : std::uint8_t {
@@ -119,6 +120,7 @@ constexpr std::string_view to_string(engine_kind e) {
     case engine_kind::vllm: return "vllm";
     case engine_kind::tokenspeed: return "tokenspeed";
     case engine_kind::tokenspeed_default: return "tokenspeed-default";
+    case engine_kind::sglang: return "sglang";
   }
   return "?";
 }

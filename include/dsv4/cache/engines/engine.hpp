@@ -19,6 +19,9 @@
 //   parent_arena       tokenspeed: one arena of parents (engines/tokenspeed.hpp); a parent is
 //                      bound to one engine group at a time and holds `pages_per_block` (K) of
 //                      its pages, from any requests; every parent `bytes_per_block` bytes.
+//   ratio_pools        SGLang: one pool per kind (SWA, CSA / HCA KV, index keys, states) sized
+//                      from the budget as ratios of one "full token" count by its configurator
+//                      (engines/sglang.hpp, `sglang` below); the groups are the library's.
 #pragma once
 
 #include <array>
@@ -27,20 +30,23 @@
 #include <string_view>
 
 #include "dsv4/cache/checked.hpp"
+#include "dsv4/cache/engines/sglang.hpp"
 #include "dsv4/cache/group_spec.hpp"
 #include "dsv4/cache/policy.hpp"
 
 namespace dsv4::cache {
 
 /// How an engine turns pages into bytes (see the top of this file).
-enum class pool_structure : std::uint8_t { own_pools, shared_block_pool, parent_arena };
+enum class pool_structure : std::uint8_t { own_pools, shared_block_pool, parent_arena, ratio_pools };
 
-/// "own_pools", "shared_block_pool" or "parent_arena" (JSON `plan.pools`, `engine_report.structure`).
+/// "own_pools", "shared_block_pool", "parent_arena" or "ratio_pools" (JSON `plan.pools`,
+/// `engine_report.structure`).
 constexpr std::string_view to_string(pool_structure s) {
   switch (s) {
     case pool_structure::own_pools: return "own_pools";
     case pool_structure::shared_block_pool: return "shared_block_pool";
     case pool_structure::parent_arena: return "parent_arena";
+    case pool_structure::ratio_pools: return "ratio_pools";
   }
   return "?";
 }
@@ -161,6 +167,8 @@ struct engine_pools {
   /// shared_block_pool: bytes of one block (the widest group's packing); parent_arena: bytes of
   /// one parent; own_pools: 0.
   std::int64_t bytes_per_block = 0;
+  /// ratio_pools: what SGLang's configurator reads of the model (its main layers).
+  sglang_geometry sglang{};
 
   [[nodiscard]] constexpr const engine_group* begin() const { return groups.data(); }
   [[nodiscard]] constexpr const engine_group* end() const { return groups.data() + num_groups; }
@@ -211,6 +219,7 @@ constexpr engine_pools project_pools(const engine_pools& e, const layer_mask& ke
     for (const engine_group& g : out)
       if (g.bytes() > out.bytes_per_block) out.bytes_per_block = g.bytes();
   if (out.structure == pool_structure::parent_arena) out.bytes_per_block = e.bytes_per_block;  // one arena
+  out.sglang = e.sglang;  // ratio_pools: one stage only (the planner refuses pipeline stages)
   return out;
 }
 

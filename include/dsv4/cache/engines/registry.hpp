@@ -7,8 +7,8 @@
 //                       `vllm` names it (the newest preset)
 //   tokenspeed          tokenspeed with --enable-mixed-batch, its parent arena (engines/tokenspeed.hpp)
 //   tokenspeed-default  tokenspeed's default scheduler, its parent arena
-// SGLang is not registered yet: engines/sglang.hpp has its DeepSeek V4 pool configurator (the pool
-// sizes it computes from a KV budget); its occupancy and the planner's --engine sglang are to come.
+//   sglang              SGLang at cce0a124: its DeepSeek V4 pool configurator and ratio pools
+//                       (engines/sglang.hpp), its occupancy replayed by engines/sglang_sim.hpp
 #pragma once
 
 #include <array>
@@ -17,6 +17,7 @@
 #include <string_view>
 
 #include "dsv4/cache/engines/engine.hpp"
+#include "dsv4/cache/engines/sglang.hpp"
 #include "dsv4/cache/engines/tokenspeed.hpp"
 #include "dsv4/cache/engines/vllm.hpp"
 #include "dsv4/cache/policy.hpp"
@@ -25,7 +26,7 @@ namespace dsv4::cache {
 
 /// An engine and one version preset of it.
 struct engine_spec {
-  std::string_view name;           ///< `--engine` name: "vllm", "tokenspeed", "tokenspeed-default".
+  std::string_view name;           ///< `--engine` name: "vllm", "tokenspeed", "tokenspeed-default", "sglang".
   std::string_view preset;         ///< Version preset ("2026.11"); `--engine name@preset`. Empty: one version.
   std::string_view source;         ///< Where its rules were read (repository, files, date).
   std::string_view source_commit;  ///< The commit of the engine's core sizing file the preset pins.
@@ -34,13 +35,13 @@ struct engine_spec {
   vllm_pool_rules vllm{};  ///< shared_block_pool: vLLM's pool rules of this preset.
   /// The engine's default cap on running requests (vLLM max_num_seqs: 1024 for `vllm serve` on a
   /// GPU of 70 GiB or more other than an A100, `EngineArgs.get_batch_defaults`; tokenspeed
-  /// max_num_seqs: 160, 80 with speculative decoding, `tokenspeed_default_max_num_seqs`); 0 = none
-  /// modelled.
+  /// max_num_seqs: 160, 80 with speculative decoding, `tokenspeed_default_max_num_seqs`; SGLang
+  /// max_running_requests: 256, its DeepSeek V4 hook); 0 = none modelled.
   std::int64_t default_max_running_requests = 0;
 };
 
 /// Every engine preset, the newest preset of an engine first among its presets.
-inline constexpr std::array<engine_spec, 3> kEngines = {{
+inline constexpr std::array<engine_spec, 4> kEngines = {{
     {"vllm", "2026.11", "vllm-project/vllm main as read 2026-11, files and commits in engines/vllm.hpp",
      "4253bd44243c89bb62c1898399f69236b2b5c721", vllm_policy, pool_structure::shared_block_pool, vllm_pool_rules{},
      1024},
@@ -51,6 +52,8 @@ inline constexpr std::array<engine_spec, 3> kEngines = {{
      "lightseekorg/tokenspeed main as read 2026-08-22, files and commits in engines/tokenspeed.hpp",
      "f4d8ec6e039c028c7ee71317ccfb84e56ae2b45c", tokenspeed_default_policy, pool_structure::parent_arena,
      vllm_pool_rules{}, 160},
+    {"sglang", "", "sgl-project/sglang cce0a124 (2026-08-23), files and lines in engines/sglang.hpp",
+     "cce0a1244b5a3ee60411fb403f65f856a1d012f0", sglang_policy, pool_structure::ratio_pools, vllm_pool_rules{}, 256},
 }};
 
 /// The engine named `name` ("vllm", the newest preset) or `name@preset` ("vllm@2026.11");
@@ -77,7 +80,7 @@ inline std::string engine_label(const engine_spec& e) {
   return e.preset.empty() ? std::string(e.name) : std::string(e.name) + "@" + std::string(e.preset);
 }
 
-/// Every accepted `--engine` value: "vllm, vllm@2026.11, tokenspeed, tokenspeed-default".
+/// Every accepted `--engine` value: "vllm, vllm@2026.11, tokenspeed, tokenspeed-default, sglang".
 inline std::string engine_names() {
   std::string s;
   std::string_view last;

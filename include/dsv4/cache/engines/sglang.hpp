@@ -40,14 +40,34 @@
 // are not in [G]) and V3.2 (another configurator).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 
 #include "dsv4/cache/checked.hpp"
+#include "dsv4/cache/group_spec.hpp"
 #include "dsv4/cache/layer_schedule.hpp"
 #include "dsv4/cache/model.hpp"
+#include "dsv4/cache/policy.hpp"
 
 namespace dsv4::cache {
+
+/// SGLang as an allocation policy: it names the engine and its prefill-first scheduler with
+/// the overlap scheduler on (its default, scheduler.py:1873-1877). Its plan and occupancy read
+/// none of the window or lookahead rules: they are SGLang's own (`sglang_plan_demand` below,
+/// engines/sglang_sim.hpp).
+inline constexpr allocation_policy sglang_policy{
+    .engine = engine_kind::sglang,
+    .scheduler = scheduler_kind::prefill_first,
+    .expiry = expiry_timing::every_allocation,
+    .window_rules = static_cast<std::uint8_t>(window_rule::fixed),
+    .first_chunk_lookaheads = 0,
+    .running_lookahead = false,
+    .extent_capped = true,
+    .last_chunk_reserves_step = false,
+    .decode_needs_whole_step = false,
+    .overlap = true,
+};
 
 /// SGLang's server arguments the DeepSeek V4 configurator reads, for one attention-DP worker
 /// group (`--dp-size` with DP attention splits max_running_requests over `attn_dp`).
@@ -270,6 +290,126 @@ constexpr sglang_pool_bytes sglang_allocated_bytes(const sglang_geometry& g, con
                               checked_mul(checked_add(s.full, page + 1), std::int64_t{8})),
                   checked_mul(s.full / page + s.swa / page, std::int64_t{8})));
   return b;
+}
+
+/// Why SGLang's DeepSeek V4 pools cannot store pool `k` of group `g` in its format, or nullptr:
+/// its KV pools hold v4.fp8_ds_mla rows (584 B: FP8 NoPE, BF16 RoPE, UE8M0 scales;
+/// deepseek_v4_memory_pool.py), its index keys v4.indexer_fp8 (132 B: the FP4 indexer is not
+/// modelled), its states fp32.
+constexpr const char* sglang_format_mismatch(const paged_cache_group_spec& g, int k) {
+  const format_layout& f = g.pools[static_cast<std::size_t>(k)].format;
+  if (f.role == format_role::state) return nullptr;  // fp32_state
+  if (f.role == format_role::indexer_k)
+    return f.name == "v4.indexer_fp8" ? nullptr
+                                      : "SGLang's DeepSeek V4 pools are modelled with 132-B FP8 index keys only "
+                                        "(v4.indexer_fp8; its FP4 indexer is not modelled)";
+  return f.name == "v4.fp8_ds_mla" ? nullptr : "SGLang's DeepSeek V4 pools store KV rows as v4.fp8_ds_mla only (584 B)";
+}
+
+/// The pool sizes N requests of L tokens need in SGLang's pools (per worker, tokens), a bound of
+/// what its admission gates and occupancy ask (engines/sglang_sim.hpp replays them; tests check
+/// the replay fits at the plan's sizes):
+///   full = (N - 1) x (ceil256(L - 1) + min(L + 255, 512)) + L + 257, page-rounded: every
+///          admitted request holds at most ceil256(L - 1) and a gate reserves at most
+///          min(L + 255, 512) more for each request admitted or running (ceil256(extend) +
+///          min(max_new, 4096) + 256 in a batch, 0.7 x min(max_new - 1, 4096) running), and the
+///          newcomer needs extend + min(max_new, 4096) + 256 < rem_total (<= L + 256);
+///   swa  = min(N x A, N x min(768, A) + 2C + 1,280) + 256, A = max(min(ceil256(L - 1),
+///          ceil256(C) + 768), max(min(L - 1, C) - 128, 0) + min(L, 128) + 256): one request holds
+///          at most its context or a chunk with the 512 slots the radix tree keeps (and a
+///          continuing chunk leaves 256 free), or its SWA gate asks the second term; lazy
+///          eviction keeps at most 3 pages a decoding request (2 past the window, 1 at a page
+///          boundary under overlap), and the two batches in flight (one prefilled, its results
+///          pending, one being allocated) hold at most C + 512 beyond that.
+struct sglang_demand {
+  std::int64_t requests = 0;     ///< N (per worker).
+  std::int64_t full_tokens = 0;  ///< max_total_num_tokens needed.
+  std::int64_t swa_tokens = 0;   ///< SWA pool tokens needed.
+};
+
+/// `sglang_demand` for N requests of L with prefill chunk C; false if it overflows 64 bits.
+/// N = 0 needs nothing.
+constexpr bool sglang_plan_demand(std::int64_t N, std::int64_t L, std::int64_t C, std::int64_t page, sglang_demand& d) {
+  d = {N, 0, 0};
+  if (N == 0) return true;
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  bool ok = true;
+  const auto mul = [&](std::int64_t a, std::int64_t b) {
+    if (a != 0 && b > kMax / a) ok = false;
+    return ok ? a * b : 0;
+  };
+  const auto add = [&](std::int64_t a, std::int64_t b) {
+    if (b > kMax - a) ok = false;
+    return ok ? a + b : 0;
+  };
+  const std::int64_t held = mul(ceil_div(L - 1, page), page);
+  const std::int64_t gate = L + 255 < 512 ? L + 255 : 512;  // what a gate reserves beyond `held`
+  std::int64_t full = add(add(mul(N - 1, add(held, gate)), L), 257);
+  full = mul(ceil_div(full, page), page);
+  // One request at any time: what it holds (at most its context, or a chunk, the 512 slots the
+  // tree keeps and the 256 a continuing chunk leaves free) or what its SWA gate asks.
+  const std::int64_t chunk = add(mul(ceil_div(C, page), page), 768);
+  const std::int64_t first = (L - 1 < C ? L - 1 : C) - 128;
+  const std::int64_t need = (first > 0 ? first : 0) + (L < 128 ? L : 128) + 256;
+  const std::int64_t holds = held < chunk ? held : chunk;
+  const std::int64_t alone = holds > need ? holds : need;
+  const std::int64_t decoding = alone < 768 ? alone : 768;
+  const std::int64_t by_request = mul(N, alone);
+  const std::int64_t by_batches = add(add(mul(N, decoding), mul(C, 2)), 1280);
+  const std::int64_t swa = add(by_request < by_batches ? by_request : by_batches, 256);
+  d.full_tokens = full;
+  d.swa_tokens = swa;
+  return ok;
+}
+
+/// The smallest KV budget (`available_bytes`, bytes) for which `sglang_configure(g, o, budget)`
+/// starts with at least `d`: full >= d.full_tokens, swa >= d.swa_tokens and
+/// max_running_requests >= d.requests (o.max_running_requests must already be >= d.requests:
+/// the reservation is sized for it). False if no budget below 2^64 gives that. Throws as
+/// `sglang_configure` for bad options.
+constexpr bool sglang_budget_for(const sglang_geometry& g, const sglang_options& o, const sglang_demand& d,
+                                 std::uint64_t& budget) {
+  const std::int64_t page = o.page_size;
+  const auto fits = [&](std::uint64_t b) {
+    const sglang_pool_sizes s = sglang_configure(g, o, b);
+    return s.starts && s.full >= d.full_tokens && s.swa >= d.swa_tokens && s.max_running_requests >= d.requests;
+  };
+  // The full tokens the SWA need implies (swa = int(full x r) floored to the page: a page more).
+  const double want = static_cast<double>(d.swa_tokens + page) / o.swa_full_tokens_ratio;
+  if (want > 9.0e18 || static_cast<double>(d.full_tokens) > 9.0e18) return false;
+  std::uint64_t hi = sglang_c128_state_fixed_bytes(g, o.max_running_per_worker());
+  const double top = std::max(want, static_cast<double>(d.full_tokens)) + static_cast<double>(4 * page);
+  const double bytes = top * sglang_bytes_per_full_token(g, o) + 1.0;
+  if (bytes >= 1.8e19 - static_cast<double>(hi)) return false;
+  hi += static_cast<std::uint64_t>(bytes);
+  if (!fits(hi)) return false;
+  std::uint64_t lo = 0;  // does not fit (a budget of 0 never starts)
+  while (hi - lo > 1) {
+    const std::uint64_t mid = lo + (hi - lo) / 2;
+    (fits(mid) ? hi : lo) = mid;
+  }
+  budget = hi;
+  return true;
+}
+
+/// What SGLang's configurator charges pool `k` of library group `id` at sizes `s` (bytes,
+/// `_get_bytes_per_full_token`'s terms at the pool sizes: SWA KV swa x 584 x L; CSA KV c4 x 584 x
+/// L4; index keys c4 x 132 x L4; HCA KV c128 x 584 x L128; CSA states c4_state x 8,192 x L4 and
+/// c4_state x 2,048 x L4; the HCA state its reservation). Groups it has no pool for: 0.
+constexpr std::uint64_t sglang_group_charge(const sglang_geometry& g, const sglang_pool_sizes& s, group_id id, int k) {
+  const auto u = [](std::int64_t v) { return static_cast<std::uint64_t>(v); };
+  switch (id.kind) {
+    case group_kind::swa_kv: return u(s.swa) * u(g.kv_bytes) * u(g.layers);
+    case group_kind::compressed_kv:
+      if (id.ratio == kHcaRatio) return u(s.c128) * u(g.kv_bytes) * u(g.hca_layers);
+      return u(s.c4) * u(k == 0 ? g.kv_bytes : g.index_bytes) * u(g.csa_layers);
+    case group_kind::compressor_state:
+      if (id.ratio == kHcaRatio) return s.c128_state_fixed_bytes;
+      return u(s.c4_state) * u(std::int64_t{16} * g.head_dim) * u(g.csa_layers);
+    case group_kind::indexer_compressor_state:
+      return u(s.c4_state) * u(std::int64_t{16} * g.index_head_dim) * u(g.csa_layers);
+    default: return 0;
+  }
 }
 
 }  // namespace dsv4::cache

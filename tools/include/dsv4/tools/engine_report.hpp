@@ -47,6 +47,102 @@ struct engine_fit {
   std::int64_t work = 0;  ///< Request visits the simulations made.
 };
 
+/// SGLang (ratio pools): what its configurator computes and logs for the budget (or, without
+/// one, the plan's bytes), what its pools then really allocate, and what its own sizing leaves
+/// unused by design.
+struct sglang_engine_report {
+  sglang_options options{};  ///< As SGLang runs: --max-running-requests per worker as given.
+  sglang_geometry geometry{};
+  bool budget_is_plan = false;
+  sglang_pool_sizes sizes{};
+  sglang_pool_bytes allocated{};  ///< For `sizes` (when SGLang starts).
+  /// CSA compressor-state rows sized per 128 SWA tokens but addressed per 256-token page: the
+  /// half never addressed, bytes (#30371, #40337).
+  std::uint64_t unaddressed_state_bytes = 0;
+  std::vector<std::string> log_lines;
+  /// With a budget, at the replayed capacity (max_requests of L): the SWA pool's peak tokens in
+  /// use, and the bytes SGLang charged for SWA tokens never used (their 584 B x L rows and
+  /// their CSA state rows): what its ratio sizing holds idle.
+  std::int64_t peak_swa_tokens = 0;
+  std::uint64_t idle_swa_bytes = 0;
+  /// A smaller --swa-full-tokens-ratio that fits more requests of L in the same budget (0: none).
+  double better_ratio = 0;
+  std::int64_t better_ratio_requests = 0;
+};
+
+/// SGLang's figures for `budget` bytes of KV cache (its `available_bytes`) with options `so`.
+inline sglang_engine_report sglang_report(const sglang_geometry& g, const sglang_options& so, std::uint64_t budget,
+                                          bool budget_is_plan) {
+  sglang_engine_report r;
+  r.options = so;
+  r.geometry = g;
+  r.budget_is_plan = budget_is_plan;
+  r.sizes = sglang_configure(g, so, budget);
+  const sglang_pool_sizes& s = r.sizes;
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+  r.log_lines.push_back(fmt::format(
+      "DSV4 memory calculation: bytes_per_full_token={:.2f}, available_bytes={:.2f} GB, c128_state_fixed={:.2f} GB, "
+      "full_token={}",
+      s.bytes_per_full_token, static_cast<double>(budget) / kGiB, static_cast<double>(s.c128_state_fixed_bytes) / kGiB,
+      s.full));
+  r.log_lines.push_back(fmt::format("DSV4 pool sizes: full={}, swa={}, c4={}, c128={}, c4_state={}, c128_state=0",
+                                    s.full, s.swa, s.c4, s.c128, s.c4_state));
+  if (!s.starts) {
+    r.log_lines.push_back(fmt::format("RuntimeError: {}", s.refusal));
+    return r;
+  }
+  r.log_lines.push_back(fmt::format(
+      "max_total_num_tokens={}, chunked_prefill_size={}, max_prefill_tokens={}, max_running_requests={}, "
+      "context_len={}",
+      s.full, so.chunked_prefill_size, sglang_sim_config{}.max_prefill_tokens, s.max_running_requests, so.context_len));
+  r.allocated = sglang_allocated_bytes(g, so, s);
+  const std::uint64_t rows = static_cast<std::uint64_t>(sglang_state_rows(s.c4_state, g.c4_ring, 4));
+  const std::uint64_t row_bytes = static_cast<std::uint64_t>(2 * 2 * (g.head_dim + g.index_head_dim) * 4);
+  r.unaddressed_state_bytes = rows / 2 * row_bytes * static_cast<std::uint64_t>(g.csa_layers);
+  return r;
+}
+
+/// What really fits SGLang's pools `r.sizes`: the largest N of L (at most its
+/// max_running_requests) and the longest context for n requests with which the replay
+/// (engines/sglang_sim.hpp, worst case over prompt lengths) fits. Assumes both monotone.
+inline engine_fit sglang_fit(const sglang_engine_report& r, const model_config& m, std::int64_t n, std::int64_t L) {
+  engine_fit fit;
+  if (!r.sizes.starts) {
+    fit.simulated = true;  // SGLang does not start: nothing runs
+    return fit;
+  }
+  if (L < 2) {
+    fit.why_not = "the simulator needs a context of at least 2 tokens";
+    return fit;
+  }
+  if (r.options.speculative()) {
+    fit.why_not = "SGLang's occupancy under speculative decoding is not modelled";
+    return fit;
+  }
+  const sglang_sim_config c = sglang_sim_config_of(r.sizes, r.options);
+  std::int64_t visits = 0;
+  const auto fits = [&](std::int64_t N, std::int64_t ctx) {
+    const sglang_sim_result s = sglang_simulate_worst_case(c, N, ctx);
+    visits += s.iterations;
+    return s.fits;
+  };
+  // The replay keeps one entry per request: at most 2^20 requests (an answer at the cap is "at least").
+  constexpr std::int64_t kMaxReplayed = std::int64_t{1} << 20;
+  const std::int64_t top = std::min(r.sizes.max_running_requests, kMaxReplayed);
+  fit.max_requests = fits(1, L) ? detail::largest_fitting(1, top, [&](std::int64_t N) { return fits(N, L); }) : 0;
+  fit.lower_bound = fit.max_requests == kMaxReplayed && r.sizes.max_running_requests > kMaxReplayed;
+  if (n > kMaxReplayed) {
+    fit.context_lower_bound = true;  // not replayed: 0, "at least" nothing
+  } else {
+    fit.max_context_tokens = fits(n, 2) ? detail::largest_fitting(2, m.max_position_embeddings,
+                                                                  [&](std::int64_t ctx) { return fits(n, ctx); })
+                                        : 0;
+  }
+  fit.simulated = true;
+  fit.work = visits;
+  return fit;
+}
+
 /// The engine report of a plan.
 struct engine_report {
   const engine_spec* engine = nullptr;
@@ -67,6 +163,7 @@ struct engine_report {
   std::int64_t tokenspeed_stage = 0;
   bool tokenspeed_budget_is_plan = false;
   std::uint64_t tokenspeed_budget = 0;
+  std::optional<sglang_engine_report> sglang;
   std::optional<engine_fit> fit;
 };
 
@@ -137,6 +234,38 @@ inline engine_report compute_engine_report(const model_config& m, const memory_p
     r.tokenspeed_budget_is_plan = !budget;
     r.tokenspeed_budget = budget ? *budget : sp->total_bytes;
     r.tokenspeed = tokenspeed_startup(sp->pools, r.tokenspeed_lim, r.tokenspeed_budget, stage_layers, stage_draft);
+  }
+  if (r.structure == pool_structure::ratio_pools) {
+    sglang_options so = detail::sglang_options_of(o);
+    so.max_running_requests = max_running > 0 ? max_running / dp : so.max_running_requests;  // as SGLang runs
+    r.sglang = sglang_report(pools.sglang, so, budget ? *budget : plan.total_bytes, !budget);
+    if (!budget) return r;
+    const std::int64_t n = std::max<std::int64_t>(r.engine_requests, 1);
+    r.fit = sglang_fit(*r.sglang, m, n, o.context_tokens);
+    sglang_engine_report& g = *r.sglang;
+    if (r.fit->simulated && r.fit->max_requests > 0) {
+      const sglang_sim_result at =
+          sglang_simulate_worst_case(sglang_sim_config_of(g.sizes, so), r.fit->max_requests, o.context_tokens);
+      g.peak_swa_tokens = at.peak_swa_pages * so.page_size;
+      const std::uint64_t per_token =
+          static_cast<std::uint64_t>(g.geometry.kv_bytes) * static_cast<std::uint64_t>(g.geometry.layers) +
+          static_cast<std::uint64_t>(g.geometry.c4_ring * 2 * 2 * (g.geometry.head_dim + g.geometry.index_head_dim) *
+                                     4 / g.geometry.window) *
+              static_cast<std::uint64_t>(g.geometry.csa_layers);
+      g.idle_swa_bytes = static_cast<std::uint64_t>(g.sizes.swa - g.peak_swa_tokens) * per_token;
+      // The operator's lever: a smaller SWA share leaves more full tokens in the same budget.
+      for (const double ratio : {0.05, 0.02, 0.01}) {
+        if (ratio >= so.swa_full_tokens_ratio) continue;
+        sglang_options q = so;
+        q.swa_full_tokens_ratio = ratio;
+        const engine_fit f = sglang_fit(sglang_report(pools.sglang, q, *budget, false), m, n, o.context_tokens);
+        if (f.simulated && f.max_requests > std::max(r.fit->max_requests, g.better_ratio_requests)) {
+          g.better_ratio = ratio;
+          g.better_ratio_requests = f.max_requests;
+        }
+      }
+    }
+    return r;
   }
   if (!budget) return r;
   // What really fits: the engine's own scheduling replayed on one engine's pool.
@@ -332,6 +461,45 @@ inline nlohmann::ordered_json engine_report_json(const engine_report& r, const m
       j["log_lines"] = json::array({"ValueError: " + t.refusal});
     }
   }
+  if (r.sglang) {
+    const sglang_engine_report& g = *r.sglang;
+    const sglang_pool_sizes& z = g.sizes;
+    j["overlap_scheduling_default"] = true;
+    j["swa_full_tokens_ratio"] = g.options.swa_full_tokens_ratio;
+    j["page_size"] = g.options.page_size;
+    j["layers"] = {{"main", g.geometry.layers}, {"csa", g.geometry.csa_layers}, {"hca", g.geometry.hca_layers}};
+    j["state_rings"] = {{"c4", g.geometry.c4_ring}, {"c128", g.geometry.c128_ring}};
+    j["plan_needs"] = {{"full_tokens", plan.sglang_need.full_tokens}, {"swa_tokens", plan.sglang_need.swa_tokens}};
+    j["available_bytes"] = z.available_bytes;
+    j["budget_is_plan"] = g.budget_is_plan;
+    j["bytes_per_full_token"] = z.bytes_per_full_token;
+    j["fixed_bytes"] = z.c128_state_fixed_bytes;
+    j["starts"] = z.starts;
+    j["max_total_num_tokens"] = z.full;
+    j["max_running_requests"] = z.starts ? json(z.max_running_requests) : json(nullptr);
+    j["pool_sizes"] = {{"full", z.full}, {"swa", z.swa},           {"c4", z.c4},
+                       {"c128", z.c128}, {"c4_state", z.c4_state}, {"c128_state", z.c128_state}};
+    if (z.starts) {
+      const sglang_pool_bytes& a = g.allocated;
+      j["allocated_bytes"] = {
+          {"swa_kv", a.swa_kv},         {"csa_kv", a.csa_kv},       {"hca_kv", a.hca_kv},
+          {"index_keys", a.index_keys}, {"csa_state", a.csa_state}, {"csa_index_state", a.csa_index_state},
+          {"hca_state", a.hca_state},   {"pools", a.pools()},       {"index_space", a.index_space}};
+      j["allocated_beyond_budget"] = a.pools() > z.available_bytes ? a.pools() - z.available_bytes : 0;
+      j["unaddressed_state_bytes"] = g.unaddressed_state_bytes;
+      if (!g.budget_is_plan) {
+        j["simulated_peak_swa_tokens"] = g.peak_swa_tokens;
+        j["idle_swa_bytes"] = g.idle_swa_bytes;
+        j["better_swa_full_tokens_ratio"] =
+            g.better_ratio > 0
+                ? json({{"ratio", g.better_ratio}, {"simulated_max_requests", g.better_ratio_requests * r.dp}})
+                : json(nullptr);
+      }
+    } else {
+      j["refusal"] = z.refusal;
+    }
+    j["log_lines"] = g.log_lines;
+  }
   if (r.fit) {
     if (r.fit->simulated) {
       j["simulated_max_requests"] = r.fit->max_requests * r.dp;
@@ -355,7 +523,47 @@ inline std::string engine_report_text(const engine_report& r, const memory_plan&
   const engine_spec& e = *r.engine;
   const plan_options& o = plan.options;
   fmt::format_to(out, "\nengine {} ({})\n", engine_label(e), e.source);
-  if (r.tokenspeed) {
+  if (r.sglang) {
+    const sglang_engine_report& g = *r.sglang;
+    const sglang_pool_sizes& z = g.sizes;
+    fmt::format_to(out,
+                   "  ratio pools: one \"full token\" count from the budget, SWA = {} x full, CSA / HCA = full / 4 and "
+                   "/ 128, state rings {} / {}; pages of {} tokens\n",
+                   g.options.swa_full_tokens_ratio, g.geometry.c4_ring, g.geometry.c128_ring, g.options.page_size);
+    fmt::format_to(out, "  the plan needs {} full tokens and {} SWA tokens for {} request(s) of {} tokens\n",
+                   vllm_thousands(plan.sglang_need.full_tokens), vllm_thousands(plan.sglang_need.swa_tokens),
+                   vllm_thousands(o.requests), vllm_thousands(o.context_tokens));
+    fmt::format_to(out, "  with {} B of KV cache{} SGLang logs:\n",
+                   vllm_thousands(static_cast<std::int64_t>(z.available_bytes)),
+                   g.budget_is_plan ? " (the plan's bytes)" : " per GPU");
+    for (const std::string& line : g.log_lines) fmt::format_to(out, "    {}\n", line);
+    if (z.starts) {
+      const std::uint64_t pools = g.allocated.pools();
+      fmt::format_to(out,
+                     "  its pools then allocate {} B ({} B {} the budget: 576-B page padding, padding pages, state "
+                     "rows); outside them, uncharged: {} B of index space\n",
+                     vllm_thousands(static_cast<std::int64_t>(pools)),
+                     vllm_thousands(static_cast<std::int64_t>(pools > z.available_bytes ? pools - z.available_bytes
+                                                                                        : z.available_bytes - pools)),
+                     pools > z.available_bytes ? "beyond" : "within",
+                     vllm_thousands(static_cast<std::int64_t>(g.allocated.index_space)));
+      fmt::format_to(out,
+                     "  unused by design: {} B of CSA compressor state (sized per 128 SWA tokens, addressed per "
+                     "256-token page; sglang #30371, #40337)\n",
+                     vllm_thousands(static_cast<std::int64_t>(g.unaddressed_state_bytes)));
+      if (!g.budget_is_plan && r.fit && r.fit->simulated && r.fit->max_requests > 0)
+        fmt::format_to(out,
+                       "  idle by its ratio sizing: the SWA pool peaks at {} of its {} tokens at {} request(s) of {}: "
+                       "{} B of SWA KV and state charged for tokens never used (most of the unaddressed state above "
+                       "among them){}\n",
+                       vllm_thousands(g.peak_swa_tokens), vllm_thousands(z.swa), vllm_thousands(r.fit->max_requests),
+                       vllm_thousands(o.context_tokens), vllm_thousands(static_cast<std::int64_t>(g.idle_swa_bytes)),
+                       g.better_ratio > 0
+                           ? fmt::format("; --swa-full-tokens-ratio {} fits {} request(s) in the same budget",
+                                         g.better_ratio, g.better_ratio_requests * r.dp)
+                           : std::string());
+    }
+  } else if (r.tokenspeed) {
     const tokenspeed_startup_report& t = *r.tokenspeed;
     const tokenspeed_limits& lim = r.tokenspeed_lim;
     const memory_plan& tplan = r.tokenspeed_stage_plan ? *r.tokenspeed_stage_plan : plan;
@@ -477,13 +685,32 @@ inline std::string engine_report_text(const engine_report& r, const memory_plan&
               : fmt::format("{} request(s) up to {}{} tokens",
                             vllm_thousands(std::max<std::int64_t>(r.engine_requests, 1)),
                             r.fit->context_lower_bound ? "at least " : "", vllm_thousands(r.fit->max_context_tokens));
-      fmt::format_to(out,
-                     "  what really fits (simulated on this pool{}: no preemption, no admission held back): {}{} "
-                     "request(s) of {} tokens{}{}; {}\n",
-                     r.max_running > 0 ? fmt::format(", at most {} running", r.max_running) : std::string(),
-                     r.fit->lower_bound ? "at least " : "", r.fit->max_requests * r.dp,
-                     vllm_thousands(o.context_tokens), per_engine,
-                     r.fit->requests_by_plan ? " (the plan's answer: its pages bound the peak)" : "", context);
+      if (r.sglang && !r.sglang->sizes.starts)
+        fmt::format_to(out, "  what really fits: nothing (SGLang refuses to start with this budget)\n");
+      else if (r.sglang && r.engine_requests > r.sglang->sizes.max_running_requests)
+        fmt::format_to(out,
+                       "  SGLang runs at most {} request(s) at once per worker (max_running_requests): the plan's {} "
+                       "need --max-running-requests {} or more\n",
+                       r.sglang->sizes.max_running_requests, r.engine_requests, r.engine_requests * r.dp);
+      if (r.sglang && r.sglang->sizes.starts)
+        fmt::format_to(
+            out,
+            "  what really fits (SGLang's occupancy replayed on these pools: prefill first, overlap, lazy "
+            "SWA eviction, its admission gates; nothing held back or retracted): {}{} request(s) of {} tokens; "
+            "{}\n",
+            r.fit->lower_bound ? "at least " : "", r.fit->max_requests * r.dp, vllm_thousands(o.context_tokens),
+            r.fit->context_lower_bound ? std::string("the longest context not replayed (more than 2^20 requests)")
+                                       : fmt::format("{} request(s) up to {} tokens",
+                                                     vllm_thousands(std::max<std::int64_t>(r.engine_requests, 1)),
+                                                     vllm_thousands(r.fit->max_context_tokens)));
+      else if (!r.sglang)
+        fmt::format_to(out,
+                       "  what really fits (simulated on this pool{}: no preemption, no admission held back): {}{} "
+                       "request(s) of {} tokens{}{}; {}\n",
+                       r.max_running > 0 ? fmt::format(", at most {} running", r.max_running) : std::string(),
+                       r.fit->lower_bound ? "at least " : "", r.fit->max_requests * r.dp,
+                       vllm_thousands(o.context_tokens), per_engine,
+                       r.fit->requests_by_plan ? " (the plan's answer: its pages bound the peak)" : "", context);
       if (r.fit->lower_bound || r.fit->context_lower_bound)
         fmt::format_to(out, "  (the simulation stopped at its work limit, about 10 s: \"at least\")\n");
     }

@@ -51,6 +51,7 @@ struct planner_args {
   std::string engine = "vllm";
   std::string pools = "engine";             // --pools engine|own
   std::optional<std::int64_t> max_running;  // --max-running-requests (default: the engine's)
+  std::optional<double> swa_ratio;          // --swa-full-tokens-ratio (SGLang only; default 0.1)
   bool overlap = false;
   bool simulate = false;
   std::int64_t max_sim_visits = kSimulateMaxVisits;  // not a flag: the fuzz target lowers it (inputs end in seconds)
@@ -226,14 +227,28 @@ inline std::optional<std::uint64_t> budget_from(const planner_args& a) {
   return gib_to_bytes(*a.gpu_memory_gib - reserved, "--gpu-memory-gib minus --reserved-gib");
 }
 
-/// The engine named by --engine ("vllm", "vllm@2026.11", "tokenspeed", ...); SGLang is refused
-/// with the reason.
-inline const engine_spec& engine_from(const std::string& name) {
-  if (name == "sglang" || name.starts_with("sglang@"))
+/// The flags SGLang's modelled pools refuse or ignore under --engine sglang (its own pools):
+/// pipeline stages, decode context parallelism and PD roles are not modelled, --overlap is its
+/// default already, and --simulate replays block tables SGLang does not have (its occupancy is
+/// replayed in the engine report with a budget).
+inline void check_sglang_flags(const planner_args& a) {
+  const auto refuse = [](const std::string& what) {
+    throw std::invalid_argument("--engine sglang: " + what + "; plan it with --pools own (or another engine)");
+  };
+  if (a.pp != 1 || !a.pp_layers.empty()) refuse(fmt::format("--pp {} (pipeline stages) is not modelled", a.pp));
+  if (a.dcp != 1) refuse(fmt::format("--dcp {} (decode context parallelism) is not modelled", a.dcp));
+  if (a.role != "colocated") refuse("--role " + a.role + " (PD disaggregation) is not modelled");
+  if (a.overlap)
     throw std::invalid_argument(
-        "--engine sglang is not modelled: SGLang sizes its pools as ratios of one token capacity "
-        "(swa_full_tokens_ratio), not by windows per request; use " +
-        engine_names());
+        "--engine sglang: --overlap has no effect: SGLang's overlap scheduler is its default and always modelled");
+  if (a.simulate)
+    throw std::invalid_argument(
+        "--engine sglang: --simulate replays vLLM's and tokenspeed's block tables; SGLang's occupancy is replayed "
+        "in the engine report when a budget is given (--memory-gib)");
+}
+
+/// The engine named by --engine ("vllm", "vllm@2026.11", "tokenspeed", "sglang", ...).
+inline const engine_spec& engine_from(const std::string& name) {
   const engine_spec* e = find_engine(name);
   if (e == nullptr) throw std::invalid_argument("--engine must be one of " + engine_names() + ", got '" + name + "'");
   return *e;
@@ -407,13 +422,35 @@ inline planner_result compute(const planner_args& a) {
   r.max_running = a.max_running.value_or(tokenspeed ? tokenspeed_default_max_num_seqs(o.tokens_per_step)
                                                     : r.engine->default_max_running_requests);
   o.max_running_requests = r.max_running;  // tokenspeed sizes its arena's windows for max_num_seqs
-  try {                                    // errors from here on depend on the model: say which one
+  if (a.swa_ratio && !(o.policy.engine == engine_kind::sglang && o.pools == pools_choice::engine))
+    throw std::invalid_argument(
+        "--swa-full-tokens-ratio has no effect without --engine sglang (and its own pools, --pools engine)");
+  if (a.swa_ratio) {
+    if (!(*a.swa_ratio > 0 && *a.swa_ratio <= 1))
+      throw std::invalid_argument(fmt::format("--swa-full-tokens-ratio must be in (0, 1], got {}", *a.swa_ratio));
+    // SGLang's V4 override turns its class default 0.8 into 0.1, an explicit 0.8 too
+    // (arg_groups/overrides.py:1139-1167, server_args.py:931-943).
+    o.swa_full_tokens_ratio = *a.swa_ratio == 0.8 ? 0.1 : *a.swa_ratio;
+  }
+  if (o.policy.engine == engine_kind::sglang && o.pools == pools_choice::engine) {
+    check_sglang_flags(a);
+    // SGLang's HCA-state reservation is per attention-DP worker: max_running_requests // dp.
+    o.max_running_requests = r.max_running / a.dp;
+    if (o.max_running_requests < 1)
+      throw std::invalid_argument(fmt::format(
+          "--engine sglang: --max-running-requests {} // --dp {} is 0, which SGLang refuses (\"max_running_request is "
+          "zero\", tp_worker.py:410)",
+          r.max_running, a.dp));
+  }
+  try {  // errors from here on depend on the model: say which one
     r.schema = build_model_schema(r.model, r.model.family == model_family::v3_2 ? indexer_format::fp8 : o.indexer);
     const pool_structure structure = plan_structure(o, r.model.family);
+    if (structure == pool_structure::ratio_pools) (void)sglang_geometry_of(r.model, false);  // V4 only
     if (structure != pool_structure::own_pools)
       for (const paged_cache_group_spec& g : plan_cache_specs(r.model, o))
         for (int k = 0; k < g.num_pools; ++k)
           if (const char* why = structure == pool_structure::shared_block_pool ? vllm_format_mismatch(g, k)
+                                : structure == pool_structure::ratio_pools     ? sglang_format_mismatch(g, k)
                                                                                : tokenspeed_format_mismatch(g, k))
             throw std::invalid_argument(
                 fmt::format("--engine {}: row format '{}' of {}{}: {}; plan it with --pools own (or another engine)",
@@ -773,7 +810,12 @@ inline std::string to_text(const planner_result& r) {
   }
   const bool shared = p.pools.structure == pool_structure::shared_block_pool;
   const bool arena = p.pools.structure == pool_structure::parent_arena;
-  if (arena)
+  if (p.pools.structure == pool_structure::ratio_pools)
+    fmt::format_to(out,
+                   "(rows, tokens, page B: per page of the library's layout; pages/L, pages: none, SGLang sizes pools "
+                   "in tokens, not pages per request (its pool sizes: the engine section); bytes: what SGLang's "
+                   "configurator charges the group's pool at the plan's budget; the total is that budget)\n");
+  else if (arena)
     fmt::format_to(out,
                    "(rows, tokens: per page of the library's layout; window: tokens a sliding group keeps per request; "
                    "page B: one page of one layer, all pools; pages/L: the group's pages (each over all its layers), "
@@ -850,9 +892,11 @@ inline std::string to_text(const planner_result& r) {
     if (r.max_running > 0 && rq.max_requests > r.max_running)
       fmt::format_to(out,
                      "  max requests at {} tokens: {} (the engine runs at most {} at once: --max-running-requests, "
-                     "{}'s max_num_seqs; memory alone fits {})\n",
+                     "{}; memory alone fits {})\n",
                      p.options.context_tokens, r.max_running, r.max_running,
-                     p.options.policy.engine == engine_kind::vllm ? "vLLM" : "tokenspeed",
+                     p.options.policy.engine == engine_kind::vllm     ? "vLLM's max_num_seqs"
+                     : p.options.policy.engine == engine_kind::sglang ? "SGLang's max_running_requests"
+                                                                      : "tokenspeed's max_num_seqs",
                      rq.max_requests == std::numeric_limits<std::int64_t>::max() ? std::string("any number")
                                                                                  : std::to_string(rq.max_requests));
     else if (rq.max_requests == std::numeric_limits<std::int64_t>::max())
@@ -987,7 +1031,8 @@ inline int run_planner(const std::vector<std::string>& args, std::ostream& out, 
       ->capture_default_str();
   app.add_option("--engine", a.engine,
                  "Engine to plan for: vllm (vLLM v1's shared block pool, the newest preset; vllm@2026.11), "
-                 "tokenspeed (mixed batches) or tokenspeed-default; sglang is refused (not modelled)")
+                 "tokenspeed (mixed batches), tokenspeed-default or sglang (SGLang's DeepSeek V4 ratio pools, "
+                 "cce0a124: DeepSeek V4 only)")
       ->check(kNonEmpty)
       ->capture_default_str();
   app.add_option("--pools", a.pools,
@@ -995,12 +1040,18 @@ inline int run_planner(const std::vector<std::string>& args, std::ostream& out, 
                  "group, to show what the engine's structure costs")
       ->check(CLI::IsMember({"engine", "own"}))
       ->capture_default_str();
+  app.add_option("--swa-full-tokens-ratio", a.swa_ratio,
+                 "SGLang's --swa-full-tokens-ratio: its SWA pool as a share of its full tokens (DeepSeek V4 default "
+                 "0.1; 0.8, its class default, becomes 0.1 as SGLang does); --engine sglang only")
+      ->check(kDecimalNumber);
   app.add_option("--max-running-requests", a.max_running,
-                 "The engine's cap on requests running at once (vLLM max_num_seqs; default the engine's: vLLM 1024), "
+                 "The engine's cap on requests running at once (vLLM max_num_seqs; SGLang --max-running-requests, "
+                 "which sizes its HCA-state reservation; default the engine's: vLLM 1024, tokenspeed 160, SGLang 256), "
                  "applied to what really fits")
       ->transform(kDecimalInt);
   app.add_flag("--overlap", a.overlap,
-               "Async scheduling: one more step in flight (2s in place of s; vLLM: max_in_flight_tokens = 2 x B)");
+               "Async scheduling: one more step in flight (2s in place of s; vLLM: max_in_flight_tokens = 2 x B; "
+               "SGLang: its default, always modelled)");
   add_parallel_options(app, a);
   app.add_option("--role", a.role,
                  "colocated; prefill (N prompts held whole until transferred) or decode (N decoding + --handover)")
