@@ -57,6 +57,9 @@ struct sglang_sim_config {
   std::int64_t max_prefill_tokens = 16384;   ///< server_args.py:841-852.
   std::int64_t page_size = 256;              ///< Tokens per page (V4: 256).
   std::int64_t window = 128;                 ///< The sliding window.
+  /// Stop after this many request visits (a request in a prefill batch, a decode step of the
+  /// cohort), marking the result `incomplete`; 0 = no bound.
+  std::int64_t max_visits = 0;
 };
 
 /// The pools SGLang configured (`sglang_configure`'s sizes `s`) and the options they came from.
@@ -81,11 +84,13 @@ struct sglang_sim_workload {
 struct sglang_sim_result {
   bool fits = false;
   /// Why not: "admission" (a gate held a request back), "prefill allocation", "decode retraction",
-  /// "max_running_requests" (N above the running cap), "" when it fits.
+  /// "max_running_requests" (N above the running cap), "work limit" (`incomplete`), "" when it fits.
   const char* why = "";
   std::int64_t peak_full_pages = 0;  ///< Peak pages in use in the full index space.
   std::int64_t peak_swa_pages = 0;   ///< Peak pages in use in the SWA pool.
   std::int64_t iterations = 0;       ///< Scheduler iterations replayed (skipped decode periods not counted).
+  std::int64_t visits = 0;           ///< Requests in prefill batches + decode steps replayed.
+  bool incomplete = false;           ///< Stopped at `max_visits`: neither fits nor fails.
 };
 
 namespace detail {
@@ -219,6 +224,15 @@ class sglang_replay {
     return true;
   }
 
+  // Counts `v` visits; false (and the result incomplete) past the work limit.
+  bool visit(std::int64_t v) {
+    r_.visits += v;
+    if (c_.max_visits <= 0 || r_.visits <= c_.max_visits) return true;
+    r_.incomplete = true;
+    stop("work limit");
+    return false;
+  }
+
   bool prefill_phase() {
     const std::int64_t G = max_new();
     std::vector<std::int64_t> pending;  // prompts finished in the previous batch, results not processed
@@ -241,6 +255,7 @@ class sglang_replay {
         }
       }
       note_peaks();
+      if (!visit(static_cast<std::int64_t>(b.reqs.size()))) return false;
       process_prefill(pending);  // the previous batch's results, after this batch was allocated
       pending.clear();
       for (const auto& [i, kv] : b.reqs)
@@ -322,7 +337,7 @@ class sglang_replay {
         note_peaks();
       }
       ++r_.iterations;
-      if (!decode_step(t)) return false;
+      if (!visit(1) || !decode_step(t)) return false;
       note_peaks();
     }
     return true;
@@ -374,19 +389,26 @@ inline std::vector<std::int64_t> sglang_sim_prompts(std::int64_t L, std::int64_t
 }
 
 /// The worst case over `sglang_sim_prompts` of N requests of L on pools `c`: fits iff every one
-/// fits; the peaks are the largest seen. Throws as `sglang_simulate`.
+/// fits; the peaks are the largest seen; `c.max_visits` bounds the visits of all of them
+/// together (past it: incomplete, not fitting). Throws as `sglang_simulate`.
 inline sglang_sim_result sglang_simulate_worst_case(const sglang_sim_config& c, std::int64_t N, std::int64_t L) {
   sglang_sim_result worst;
   worst.fits = true;
   for (const std::int64_t P : sglang_sim_prompts(L, c.chunked_prefill_size)) {
-    const sglang_sim_result r = sglang_simulate(c, {N, L, P});
+    sglang_sim_config left = c;  // the work limit is for the whole worst case
+    if (c.max_visits > 0) left.max_visits = c.max_visits - worst.visits;
+    const sglang_sim_result r = left.max_visits < 0 ? sglang_sim_result{false, "work limit", 0, 0, 0, 0, true}
+                                                    : sglang_simulate(left, {N, L, P});
     worst.peak_full_pages = std::max(worst.peak_full_pages, r.peak_full_pages);
     worst.peak_swa_pages = std::max(worst.peak_swa_pages, r.peak_swa_pages);
     worst.iterations += r.iterations;
+    worst.visits += r.visits;
+    worst.incomplete = worst.incomplete || r.incomplete;
     if (!r.fits && worst.fits) {
       worst.fits = false;
       worst.why = r.why;
     }
+    if (r.incomplete) break;
   }
   return worst;
 }

@@ -103,9 +103,12 @@ inline sglang_engine_report sglang_report(const sglang_geometry& g, const sglang
 }
 
 /// What really fits SGLang's pools `r.sizes`: the largest N of L (at most its
-/// max_running_requests) and the longest context for n requests with which the replay
-/// (engines/sglang_sim.hpp, worst case over prompt lengths) fits. Assumes both monotone.
-inline engine_fit sglang_fit(const sglang_engine_report& r, const model_config& m, std::int64_t n, std::int64_t L) {
+/// max_running_requests and the replay's 2^20) and the longest context for n requests with which
+/// the replay (engines/sglang_sim.hpp, worst case over prompt lengths) fits. Assumes both
+/// monotone. The replays together make at most `max_visits` visits (about 10^8 a second here);
+/// past it a probe counts as not fitting and the answers are lower bounds.
+inline engine_fit sglang_fit(const sglang_engine_report& r, const model_config& m, std::int64_t n, std::int64_t L,
+                             std::int64_t max_visits, std::int64_t hint = 1) {
   engine_fit fit;
   if (!r.sizes.starts) {
     fit.simulated = true;  // SGLang does not start: nothing runs
@@ -119,27 +122,56 @@ inline engine_fit sglang_fit(const sglang_engine_report& r, const model_config& 
     fit.why_not = "SGLang's occupancy under speculative decoding is not modelled";
     return fit;
   }
-  const sglang_sim_config c = sglang_sim_config_of(r.sizes, r.options);
-  std::int64_t visits = 0;
+  sglang_sim_config c = sglang_sim_config_of(r.sizes, r.options);
+  bool exhausted = false;
   const auto fits = [&](std::int64_t N, std::int64_t ctx) {
+    c.max_visits = max_visits - fit.work;
+    if (c.max_visits <= 0) {
+      exhausted = true;
+      return false;
+    }
     const sglang_sim_result s = sglang_simulate_worst_case(c, N, ctx);
-    visits += s.iterations;
+    fit.work += s.visits;
+    exhausted = exhausted || s.incomplete;
     return s.fits;
   };
-  // The replay keeps one entry per request: at most 2^20 requests (an answer at the cap is "at least").
-  constexpr std::int64_t kMaxReplayed = std::int64_t{1} << 20;
+  constexpr std::int64_t kMaxReplayed = std::int64_t{1} << 20;  // one entry per request
   const std::int64_t top = std::min(r.sizes.max_running_requests, kMaxReplayed);
-  fit.max_requests = fits(1, L) ? detail::largest_fitting(1, top, [&](std::int64_t N) { return fits(N, L); }) : 0;
-  fit.lower_bound = fit.max_requests == kMaxReplayed && r.sizes.max_running_requests > kMaxReplayed;
+  // From the plan's answer (checked, not trusted): up by doubling steps while it fits, else down.
+  const std::int64_t start = std::clamp<std::int64_t>(hint, 1, top);
+  std::int64_t lo = 0;
+  std::int64_t hi = start - 1;
+  if (fits(start, L)) {
+    lo = start;
+    hi = top;
+    for (std::int64_t step = 1; lo < top; step *= 2) {
+      const std::int64_t next = step > top - lo ? top : lo + step;
+      if (!fits(next, L)) {
+        hi = next - 1;
+        break;
+      }
+      lo = next;
+    }
+  }
+  fit.max_requests =
+      lo < hi ? detail::largest_fitting(lo, hi, [&](std::int64_t N) { return N == 0 || fits(N, L); }) : lo;
+  // Past the work limit below the plan's answer: the plan's answer (it runs in the replay,
+  // SglangPlan tests).
+  if (exhausted && fit.max_requests < start && hint > 0) {
+    fit.max_requests = start;
+    fit.requests_by_plan = true;
+  }
+  fit.lower_bound = exhausted || (fit.max_requests == kMaxReplayed && r.sizes.max_running_requests > kMaxReplayed);
+  exhausted = false;
   if (n > kMaxReplayed) {
-    fit.context_lower_bound = true;  // not replayed: 0, "at least" nothing
+    fit.context_lower_bound = true;  // not replayed
   } else {
     fit.max_context_tokens = fits(n, 2) ? detail::largest_fitting(2, m.max_position_embeddings,
                                                                   [&](std::int64_t ctx) { return fits(n, ctx); })
                                         : 0;
+    fit.context_lower_bound = exhausted;
   }
   fit.simulated = true;
-  fit.work = visits;
   return fit;
 }
 
@@ -241,11 +273,15 @@ inline engine_report compute_engine_report(const model_config& m, const memory_p
     r.sglang = sglang_report(pools.sglang, so, budget ? *budget : plan.total_bytes, !budget);
     if (!budget) return r;
     const std::int64_t n = std::max<std::int64_t>(r.engine_requests, 1);
-    r.fit = sglang_fit(*r.sglang, m, n, o.context_tokens);
+    const std::int64_t planned =
+        std::min(max_requests_for_budget(m, o, *budget).max_requests, r.sglang->sizes.max_running_requests);
+    r.fit = sglang_fit(*r.sglang, m, n, o.context_tokens, max_sim_visits / 10, planned);
     sglang_engine_report& g = *r.sglang;
     if (r.fit->simulated && r.fit->max_requests > 0) {
-      const sglang_sim_result at =
-          sglang_simulate_worst_case(sglang_sim_config_of(g.sizes, so), r.fit->max_requests, o.context_tokens);
+      sglang_sim_config cap = sglang_sim_config_of(g.sizes, so);
+      cap.max_visits = max_sim_visits / 100;
+      const sglang_sim_result at = sglang_simulate_worst_case(cap, r.fit->max_requests, o.context_tokens);
+      if (at.incomplete) return r;  // too large to replay again: no idle figure, no hint
       g.peak_swa_tokens = at.peak_swa_pages * so.page_size;
       const std::uint64_t per_token =
           static_cast<std::uint64_t>(g.geometry.kv_bytes) * static_cast<std::uint64_t>(g.geometry.layers) +
@@ -258,7 +294,8 @@ inline engine_report compute_engine_report(const model_config& m, const memory_p
         if (ratio >= so.swa_full_tokens_ratio) continue;
         sglang_options q = so;
         q.swa_full_tokens_ratio = ratio;
-        const engine_fit f = sglang_fit(sglang_report(pools.sglang, q, *budget, false), m, n, o.context_tokens);
+        const engine_fit f = sglang_fit(sglang_report(pools.sglang, q, *budget, false), m, n, o.context_tokens,
+                                        max_sim_visits / 100, r.fit->max_requests);
         if (f.simulated && f.max_requests > std::max(r.fit->max_requests, g.better_ratio_requests)) {
           g.better_ratio = ratio;
           g.better_ratio_requests = f.max_requests;
@@ -551,7 +588,7 @@ inline std::string engine_report_text(const engine_report& r, const memory_plan&
                      "  unused by design: {} B of CSA compressor state (sized per 128 SWA tokens, addressed per "
                      "256-token page; sglang #30371, #40337)\n",
                      vllm_thousands(static_cast<std::int64_t>(g.unaddressed_state_bytes)));
-      if (!g.budget_is_plan && r.fit && r.fit->simulated && r.fit->max_requests > 0)
+      if (!g.budget_is_plan && g.peak_swa_tokens > 0)
         fmt::format_to(out,
                        "  idle by its ratio sizing: the SWA pool peaks at {} of its {} tokens at {} request(s) of {}: "
                        "{} B of SWA KV and state charged for tokens never used (most of the unaddressed state above "
@@ -696,13 +733,10 @@ inline std::string engine_report_text(const engine_report& r, const memory_plan&
         fmt::format_to(
             out,
             "  what really fits (SGLang's occupancy replayed on these pools: prefill first, overlap, lazy "
-            "SWA eviction, its admission gates; nothing held back or retracted): {}{} request(s) of {} tokens; "
+            "SWA eviction, its admission gates; nothing held back or retracted): {}{} request(s) of {} tokens{}; "
             "{}\n",
             r.fit->lower_bound ? "at least " : "", r.fit->max_requests * r.dp, vllm_thousands(o.context_tokens),
-            r.fit->context_lower_bound ? std::string("the longest context not replayed (more than 2^20 requests)")
-                                       : fmt::format("{} request(s) up to {} tokens",
-                                                     vllm_thousands(std::max<std::int64_t>(r.engine_requests, 1)),
-                                                     vllm_thousands(r.fit->max_context_tokens)));
+            r.fit->requests_by_plan ? " (the plan's answer: it runs in the replay)" : "", context);
       else if (!r.sglang)
         fmt::format_to(out,
                        "  what really fits (simulated on this pool{}: no preemption, no admission held back): {}{} "
