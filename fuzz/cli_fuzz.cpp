@@ -94,6 +94,7 @@ int run_struct(FuzzedDataProvider& fdp) {
       {"vllm", "tokenspeed", "tokenspeed-default", "sglang", "vLLM", "vllm@2026.11", "vllm@", "vllm@1999.01"});
   a.pools = fdp.PickValueInArray<const char*>({"engine", "own", "shared"});
   if (fdp.ConsumeBool()) a.max_running = pick<std::int64_t>(fdp, {-1, 0, 1, 4, 1024, INT64_MAX});
+  if (fdp.ConsumeBool()) a.swa_ratio = fdp.PickValueInArray<double>({0.1, 0.8, 0.01, 1e-300, 0.0, 1.0, 1.5});
   a.max_sim_visits = kFuzzSimVisits;
   a.overlap = fdp.ConsumeBool();
   a.tp = pick<std::int64_t>(fdp, {1, 2, 3, 8, 0, -1});
@@ -119,6 +120,12 @@ int run_struct(FuzzedDataProvider& fdp) {
     const dsv4::cache::tokenspeed_startup_report& t = *r->report->tokenspeed;
     DSV4_FUZZ_CHECK(t.parents >= 1 && t.parents <= t.budgeted_parents && t.token_capacity >= 1);
     DSV4_FUZZ_CHECK(t.arena_bytes <= r->report->tokenspeed_budget);
+  }
+  // SGLang: without a budget its report configures the plan's bytes, which start with the pools the
+  // plan asked for (the plan is a budget SGLang accepts).
+  if (r->report && r->report->sglang && r->report->sglang->budget_is_plan && r->parallel == std::nullopt) {
+    const dsv4::cache::sglang_pool_sizes& z = r->report->sglang->sizes;
+    DSV4_FUZZ_CHECK(z.starts && z.full >= r->plan.sglang_need.full_tokens && z.swa >= r->plan.sglang_need.swa_tokens);
   }
   DSV4_FUZZ_CHECK(!text.empty());
   return 0;

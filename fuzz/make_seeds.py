@@ -106,4 +106,8 @@ for i, args in enumerate([[], ["--preset", "pro", "--json"], ["--config", "flash
                           ["--preset", "v4.1-flash", "--format-set", "v4", "--context", "4096", "--simulate"],
                           ["--preset", "v4.1-flash", "--pp", "4", "--tokens-per-step", "6", "--json"]]):
     write("cli_fuzz", f"args{i}", "\n".join(args))
+for i, args in enumerate([["--engine", "sglang", "--memory-gib", "64", "--context", "131072", "--json"],
+                          ["--engine", "sglang", "--preset", "pro", "--swa-full-tokens-ratio", "0.02", "--requests",
+                           "300", "--memory-gib", "96", "--dp", "2"]]):
+    write("cli_fuzz", f"sglang{i}", "\n".join(args))
 write("cli_fuzz", "struct0", b"\xff" + bytes(range(64)))

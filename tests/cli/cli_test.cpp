@@ -242,7 +242,33 @@ TEST(CliBinary, ExitCodes) {
   EXPECT_EQ(bad.code, 2);
   EXPECT_TRUE(bad.out.empty());
   EXPECT_EQ(run_binary("--requests -3").code, 2);
-  EXPECT_EQ(run_binary("> /dev/full").code, 1);  // a failed write is never a success
+  EXPECT_EQ(run_binary("> /dev/full").code, 3);  // a failed write is never a success (the exit-code table: 3)
+  // --require-fit: 1 when the answer is no, 0 when yes, 2 without a budget.
+  EXPECT_EQ(run_binary("--require-fit --memory-gib 64").code, 0);
+  EXPECT_EQ(run_binary("--require-fit --memory-gib 64 --requests 20").code, 1);
+  EXPECT_EQ(run_binary("--require-fit").code, 2);
+}
+
+TEST(Cli, VerdictFirst) {
+  // V4-Flash, vLLM, 64 GiB, 1,048,576 tokens: the plan fits 15 (its pages), vLLM starts, the
+  // replay fits 16: at most 15 per the plan, the safe bound.
+  const run_result yes = run({"--memory-gib", "64"});
+  EXPECT_EQ(yes.out.substr(0, yes.out.find('\n')),
+            "verdict: 1 x 1048576 tokens FITS (at most 15 request(s) of 1048576 tokens)");
+  const json no = run_json({"--memory-gib", "64", "--requests", "20"});
+  EXPECT_EQ(no["fits"], false);
+  EXPECT_EQ(no["verdict"]["plan_max_requests"], 15);
+  EXPECT_EQ(no["verdict"]["simulated_max_requests"], 16);
+  EXPECT_EQ(no["verdict"]["max_requests"], 15);
+  EXPECT_NE(no["verdict"]["why"].get<std::string>().find("the plan fits 15 request(s)"), std::string::npos);
+  // SGLang refuses to start below its HCA-state reservation (2.53 GiB at 256 requests).
+  const json refused = run_json({"--engine", "sglang", "--memory-gib", "2"});
+  EXPECT_EQ(refused["fits"], false);
+  EXPECT_EQ(refused["verdict"]["engine_starts"], false);
+  // Without a budget there is no verdict, and it says so.
+  EXPECT_EQ(run_json({})["fits"], nullptr);
+  const run_result plain = run({});
+  EXPECT_EQ(plain.out.rfind("verdict: 1 x 1048576 tokens: no budget given", 0), 0U);
 }
 
 }  // namespace
@@ -446,6 +472,17 @@ TEST(CliParallel, GpuMemoryMinusReserved) {
   EXPECT_EQ(a["cluster"]["max_requests"], b["cluster"]["max_requests"]);
 }
 
+TEST(CliParallel, MemoryFlagsTakeUnits) {
+  // 141 GB = 141 x 10^9 B (an H200's HBM as sold); 2,048 MiB = 2 GiB; a bare number is GiB.
+  EXPECT_EQ(run_json({"--memory-gib", "141GB"})["plan"]["budget_bytes"], 141'000'000'000ULL);
+  EXPECT_EQ(run_json({"--memory-gib", "2048MiB"})["plan"]["budget_bytes"], 2ULL << 30);
+  EXPECT_EQ(run_json({"--memory-gib", "0.5TB"})["plan"]["budget_bytes"], 500'000'000'000ULL);
+  EXPECT_EQ(run_json({"--memory-gib", "64"})["plan"]["budget_bytes"], 64ULL << 30);
+  EXPECT_EQ(run_json({"--gpu-memory-gib", "141GB", "--reserved-gib", "61GiB"})["plan"]["budget_bytes"],
+            141'000'000'000ULL - (61ULL << 30));
+  EXPECT_EQ(run_json({"--gpu-memory-gib", "80", "--reserved-gib", "0"})["plan"]["budget_bytes"], 80ULL << 30);
+}
+
 TEST(CliParallel, RefusedInputsExit2) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"--tp", "3", "--dcp", "2"}, "dcp must divide tp"},
@@ -461,6 +498,10 @@ TEST(CliParallel, RefusedInputsExit2) {
       {{"--pp", "2", "--pp-layers", ""}, "--pp-layers: must not be empty"},
       {{"--simulate", "--role", "decode", "--context", "300"}, "--simulate replays colocated engines only"},
       {{"--gpu-memory-gib", "-1"}, "--gpu-memory-gib must be at least 1 byte"},
+      {{"--gpu-memory-gib", "141"}, "--gpu-memory-gib needs --reserved-gib"},
+      {{"--memory-gib", "141gb"}, "'141gb' is not a memory size"},
+      {{"--memory-gib", "GB"}, "'GB' is not a memory size"},
+      {{"--gpu-memory-gib", "141GB", "--reserved-gib", "0x10"}, "'0x10' is not a memory size"},
       {{"--context", "-1"}, "--context must be >= 1, got -1"},
   };
   for (const auto& [args, message] : cases) {

@@ -48,6 +48,7 @@ struct planner_args {
   std::int64_t prefill_chunk = 8192;
   bool no_mtp = false;
   bool json = false;
+  bool require_fit = false;  // --require-fit: exit 1 when the verdict is "does not fit"
   std::string engine = "vllm";
   std::string pools = "engine";             // --pools engine|own
   std::optional<std::int64_t> max_running;  // --max-running-requests (default: the engine's)
@@ -108,6 +109,33 @@ inline const CLI::Validator kDecimalNumber(
       return {};
     },
     "NUMBER");
+/// Memory sizes: a decimal number of GiB, or one with a unit: GB (10^9 B), GiB (2^30 B), MB, MiB,
+/// TB, TiB (e.g. "141GB"). Rewrites the value as GiB (exact: every unit is an integer number of
+/// bytes and 2^30 a power of two, so GiB x 2^30 gives the bytes back).
+inline const CLI::Validator kMemorySize(
+    [](std::string& s) -> std::string {
+      static constexpr std::array<std::pair<std::string_view, double>, 6> kUnits = {
+          {{"GiB", 1.0}, {"MiB", 1.0 / 1024}, {"TiB", 1024.0}, {"GB", 1e9}, {"MB", 1e6}, {"TB", 1e12}}};
+      const std::string what =
+          "'" + s + "' is not a memory size: a decimal number of GiB, or with a unit GB, GiB, MB, MiB, TB or TiB";
+      std::string_view number = s;
+      double scale = 1.0;
+      bool bytes = false;  // a decimal unit: scale is bytes per unit
+      for (const auto& [unit, factor] : kUnits)
+        if (number.size() > unit.size() && number.ends_with(unit)) {
+          number.remove_suffix(unit.size());
+          scale = factor;
+          bytes = unit[1] != 'i';
+          break;
+        }
+      if (number.empty() || number.find_first_not_of("0123456789.eE+-") != std::string_view::npos) return what;
+      double v = 0;
+      const auto [ptr, ec] = std::from_chars(number.data(), number.data() + number.size(), v);
+      if (ec != std::errc() || ptr != number.data() + number.size()) return what;
+      s = fmt::format("{:.17g}", bytes ? v * scale / 1073741824.0 : v * scale);
+      return {};
+    },
+    "SIZE");
 inline const CLI::Validator kNonEmpty([](std::string& s) { return s.empty() ? std::string("must not be empty") : ""; },
                                       "PATH");
 
@@ -218,7 +246,11 @@ inline std::optional<std::uint64_t> budget_from(const planner_args& a) {
   if (a.memory_gib)
     throw std::invalid_argument("give --memory-gib or --gpu-memory-gib (with --reserved-gib), not both");
   (void)gib_to_bytes(*a.gpu_memory_gib, "--gpu-memory-gib");  // a valid size of its own first
-  const double reserved = a.reserved_gib.value_or(0.0);
+  if (!a.reserved_gib)
+    throw std::invalid_argument(
+        "--gpu-memory-gib needs --reserved-gib (the GPU memory the weights and activations take before the KV "
+        "cache; --reserved-gib 0 reserves nothing)");
+  const double reserved = *a.reserved_gib;
   if (!(reserved >= 0.0) || !std::isfinite(reserved))
     throw std::invalid_argument(fmt::format("--reserved-gib must be >= 0, got {}", reserved));
   if (!(reserved < *a.gpu_memory_gib))
@@ -590,6 +622,69 @@ inline nlohmann::ordered_json groups_json(const memory_plan& p, const sim_result
   return groups;
 }
 
+/// Does N x L fit the budget per GPU: the plan's bytes (every rank's: the cluster's answer with
+/// parallel flags), the engine's startup check, and what really fits (the simulated capacity,
+/// when simulated). Computed from the report, never recomputed.
+struct plan_verdict {
+  bool has_budget = false;
+  bool fits = false;
+  std::int64_t requests = 0;        ///< N (the whole deployment).
+  std::int64_t context_tokens = 0;  ///< L.
+  std::int64_t plan_max_requests =
+      0;  ///< The plan's answer (the cluster's with parallel flags), capped at the engine's running cap.
+  bool engine_starts = true;
+  std::optional<std::int64_t>
+      simulated_max_requests;  ///< The engine's own occupancy replayed (a lower bound when marked).
+  bool simulated_lower_bound = false;
+  std::int64_t max_requests = 0;  ///< The largest N that fits by all three (0 when the engine does not start).
+  std::string why;                ///< The first check that fails ("" when it fits).
+};
+
+inline plan_verdict verdict_of(const planner_result& r) {
+  plan_verdict v;
+  v.requests = r.plan.options.requests;
+  v.context_tokens = r.plan.options.context_tokens;
+  if (!r.budget_bytes || !r.requests_fit) return v;
+  v.has_budget = true;
+  v.plan_max_requests = r.parallel && r.cluster_fit ? capped_requests(r, r.cluster_fit->max_requests, r.parallel->dp)
+                                                    : capped_requests(r, r.requests_fit->max_requests, 1);
+  if (r.report) {
+    if (r.report->vllm) v.engine_starts = r.report->vllm->starts;
+    if (r.report->tokenspeed) v.engine_starts = r.report->tokenspeed->starts && r.report->tokenspeed->admits_context;
+    if (r.report->sglang) v.engine_starts = r.report->sglang->sizes.starts;
+    if (r.report->fit && r.report->fit->simulated) {
+      v.simulated_max_requests = r.report->fit->max_requests * r.report->dp;
+      v.simulated_lower_bound = r.report->fit->lower_bound;
+    }
+  }
+  v.max_requests = v.engine_starts ? v.plan_max_requests : 0;
+  // A simulated answer bounds what fits unless it is only a lower bound at or above the plan's.
+  if (v.simulated_max_requests && !(v.simulated_lower_bound && *v.simulated_max_requests >= v.max_requests))
+    v.max_requests = std::min(v.max_requests, *v.simulated_max_requests);
+  if (v.plan_max_requests < v.requests)
+    v.why =
+        fmt::format("the plan fits {} request(s) of {} tokens per the budget", v.plan_max_requests, v.context_tokens);
+  else if (!v.engine_starts)
+    v.why =
+        fmt::format("{} does not start with this budget", r.engine != nullptr ? engine_label(*r.engine) : "the engine");
+  else if (v.max_requests < v.requests)
+    v.why = fmt::format("what really fits (the engine's occupancy replayed) is {} request(s)", v.max_requests);
+  v.fits = v.why.empty();
+  return v;
+}
+
+/// The verdict's one line: "1 x 1048576 tokens FITS ..." / "DOES NOT FIT ..." / no budget.
+inline std::string verdict_line(const plan_verdict& v) {
+  if (!v.has_budget)
+    return fmt::format("verdict: {} x {} tokens: no budget given (--memory-gib or --gpu-memory-gib): the plan only",
+                       v.requests, v.context_tokens);
+  if (v.fits)
+    return fmt::format("verdict: {} x {} tokens FITS (at most {} request(s) of {} tokens)", v.requests,
+                       v.context_tokens, v.max_requests, v.context_tokens);
+  return fmt::format("verdict: {} x {} tokens DOES NOT FIT: {}; {} request(s) fit", v.requests, v.context_tokens, v.why,
+                     v.max_requests);
+}
+
 inline nlohmann::ordered_json to_json(const planner_result& r) {
   using json = nlohmann::ordered_json;  // keys in the documented order
   const memory_plan& p = r.plan;
@@ -723,6 +818,20 @@ inline nlohmann::ordered_json to_json(const planner_result& r) {
     }
     j["cluster"] = cluster;
   }
+  const plan_verdict v = verdict_of(r);
+  j["fits"] = v.has_budget ? json(v.fits) : json(nullptr);
+  json vj = {{"has_budget", v.has_budget}, {"requests", v.requests}, {"context_tokens", v.context_tokens}};
+  if (v.has_budget) {
+    vj["fits"] = v.fits;
+    vj["plan_max_requests"] = v.plan_max_requests;
+    vj["engine_starts"] = v.engine_starts;
+    vj["simulated_max_requests"] = v.simulated_max_requests ? json(*v.simulated_max_requests) : json(nullptr);
+    vj["simulated_lower_bound"] = v.simulated_lower_bound;
+    vj["max_requests"] = v.max_requests;
+    vj["why"] = v.why.empty() ? json(nullptr) : json(v.why);
+  }
+  vj["line"] = verdict_line(v);
+  j["verdict"] = vj;
   return j;
 }
 
@@ -730,7 +839,7 @@ inline std::string to_text(const planner_result& r) {
   const model_config& m = r.model;
   const memory_plan& p = r.plan;
   const layer_schedule sched = build_layer_schedule(m);
-  std::string s;
+  std::string s = verdict_line(verdict_of(r)) + "\n";  // the answer first
   auto out = std::back_inserter(s);
   fmt::format_to(out, "{}: {} layers + {} MTP, head_dim {} ({} NoPE + {} RoPE), index_head_dim {}, ", m.name.view(),
                  m.num_hidden_layers, m.num_nextn_predict_layers, m.head_dim, m.head_dim - m.qk_rope_head_dim,
@@ -970,7 +1079,7 @@ inline void add_model_options(CLI::App& app, planner_args& a, const std::string&
                  "Max context tokens per request L (default: the model's max_position_embeddings)")
       ->transform(kDecimalInt);
   app.add_option("--requests", a.requests, "Concurrent requests N")->transform(kDecimalInt)->capture_default_str();
-  app.add_option("--memory-gib", a.memory_gib, memory_gib_help)->check(kDecimalNumber);
+  app.add_option("--memory-gib", a.memory_gib, memory_gib_help)->transform(kMemorySize);
   app.add_option("--indexer", a.indexer,
                  "V4 indexer key format: fp8 (132 B/row, the default) or mxfp4 (68 B/row); V4.1 models take "
                  "theirs from --format-set")
@@ -1060,17 +1169,21 @@ inline int run_planner(const std::vector<std::string>& args, std::ostream& out, 
   app.add_option("--handover", a.handover, "Decode role: requests being received at once")
       ->transform(kDecimalInt)
       ->capture_default_str();
-  app.add_option("--gpu-memory-gib", a.gpu_memory_gib, "GPU memory in GiB; the KV budget is this minus --reserved-gib")
-      ->check(kDecimalNumber);
+  app.add_option("--gpu-memory-gib", a.gpu_memory_gib,
+                 "GPU memory (GiB, or with a unit: 141GB, 144GiB); the KV budget is this minus --reserved-gib, "
+                 "which it needs")
+      ->transform(kMemorySize);
   app.add_option("--reserved-gib", a.reserved_gib,
-                 "GiB of each GPU for weights and activations (with --gpu-memory-gib)")
-      ->check(kDecimalNumber);
+                 "Memory of each GPU for weights and activations (GiB, or with a unit), with --gpu-memory-gib")
+      ->transform(kMemorySize);
   app.add_flag("--simulate", a.simulate,
                "Also replay the engine's allocator (every concrete rule, prompt lengths, arrivals) on its pool and "
                "print its peak pages beside the plan's; refused above 4096 requests or an estimated 4e10 request "
                "steps (about 10 s)");
   app.add_flag("--no-mtp", a.no_mtp, "Do not cache the MTP layers");
   app.add_flag("--json", a.json, "Print one JSON object instead of tables");
+  app.add_flag("--require-fit", a.require_fit,
+               "Exit 1 when N x L does not fit the budget (the verdict); needs --memory-gib or --gpu-memory-gib");
   try {
     std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 consumes from the back
     app.parse(reversed);
@@ -1082,6 +1195,8 @@ inline int run_planner(const std::vector<std::string>& args, std::ostream& out, 
     return 2;
   }
   try {
+    if (a.require_fit && !a.memory_gib && !a.gpu_memory_gib)
+      throw std::invalid_argument("--require-fit needs a budget: --memory-gib or --gpu-memory-gib with --reserved-gib");
     const planner_result r = compute(a);
     // replace: a model name from a file name need not be valid UTF-8
     const std::string text =
@@ -1089,15 +1204,15 @@ inline int run_planner(const std::vector<std::string>& args, std::ostream& out, 
     out << text << std::flush;
     if (!out) {
       err << "dsv4-cache-plan: error: writing the output failed\n";
-      return 1;
+      return 3;
     }
-    return 0;
+    return a.require_fit && !verdict_of(r).fits ? 1 : 0;
   } catch (const std::invalid_argument& e) {  // bad input: the library's errors, config_error included
     err << "dsv4-cache-plan: error: " << one_line(e.what()) << "\n";
     return 2;
   } catch (const std::exception& e) {  // anything else is a bug, not the user's input
     err << "dsv4-cache-plan: internal error: " << one_line(e.what()) << "\n";
-    return 1;
+    return 3;
   }
 }
 
