@@ -57,12 +57,16 @@ if(TARGET dsv4-cache-plan)
     # report against it (22 cases: pool sizes, reservation, max_running_requests, log lines, refusals).
     add_test(NAME oracle.sglang_pool_self_test
              COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/oracle/sglang_pool_oracle.py --self-test)
+    # SGLang's occupancy (tests/oracle/sglang_occupancy_oracle.py, written from its scheduler and radix
+    # cache at cce0a124): its hand-derived cases; sglang_engine_test compares the C++ replay with its rows.
+    add_test(NAME oracle.sglang_occupancy_self_test
+             COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/oracle/sglang_occupancy_oracle.py --self-test)
     add_test(NAME oracle.sglang_plan_agrees
              COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/oracle/compare_sglang_plan.py
                      $<TARGET_FILE:dsv4-cache-plan>)
     set_tests_properties(oracle.vllm_pool_self_test oracle.vllm_plan_agrees oracle.tokenspeed_self_test
                          oracle.tokenspeed_plan_agrees oracle.sglang_pool_self_test oracle.sglang_plan_agrees
-                         PROPERTIES LABELS host)
+                         oracle.sglang_occupancy_self_test PROPERTIES LABELS host)
   else()
     message(WARNING "dsv4-cache: no Python 3 interpreter: the vLLM and tokenspeed oracle comparisons are not run "
                     "(bash scripts/install-deps.sh installs python3)")

@@ -173,33 +173,44 @@ TEST(SglangSim, LazyEvictionHoldsThreePagesAtAPageBoundaryUnderOverlap) {
   EXPECT_TRUE(fits.fits) << fits.why;
   EXPECT_EQ(fits.peak_swa_pages, 3);
   EXPECT_EQ(fits.peak_full_pages, 3);  // ceil(599 / 256)
-  // Two SWA pages: check_decode_mem finds no free page at KV 512: retracted. The SWA gate
-  // (0 + min(600, 128) + 256 = 384 < 512) admitted it.
+  // Two SWA pages: the SWA gate, on the prompt rounded up to the page, asks
+  // max(256 - 128, 0) + min(256 + 599, 128) + 256 = 512 >= 512: never admitted.
   const sglang_sim_result two = sglang_simulate(pools_of(64, 2), {1, 600, 1});
   EXPECT_FALSE(two.fits);
-  EXPECT_STREQ(two.why, "decode retraction");
+  EXPECT_STREQ(two.why, "admission");
+  // Eight requests, prompt 1,500 in chunks of 512, L = 3,000: decoding, each keeps its own 3
+  // pages before a boundary and the prompt's last page, which the radix tree keeps locked
+  // (cache_protected_len = 1,280): 8 x 4 = 32 pages at the boundary; with 31, check_decode_mem
+  // finds 7 free pages for 8 requests at KV 1,792 and retracts.
+  const sglang_sim_result eight = sglang_simulate(pools_of(4096, 32, 512), {8, 3000, 1500});
+  EXPECT_TRUE(eight.fits) << eight.why;
+  EXPECT_EQ(eight.peak_swa_pages, 32);
+  EXPECT_STREQ(sglang_simulate(pools_of(4096, 31, 512), {8, 3000, 1500}).why, "decode retraction");
 }
 
 TEST(SglangSim, AdmissionGatesByHand) {
   // Prompt 4,000 of L = 4,096 (96 out). Full gate: 4,000 + min(96, 4096) + 256 = 4,352 must be
-  // below the free tokens: 17 pages (4,352) refuse, 18 admit. SWA gate: (4,000 - 128) + 128 + 256 =
-  // 4,256 below the SWA tokens: 17 pages (4,352) admit, 16 (4,096) refuse.
-  EXPECT_TRUE(sglang_simulate(pools_of(18, 17), {1, 4096, 4000}).fits);
-  const sglang_sim_result full = sglang_simulate(pools_of(17, 17), {1, 4096, 4000});
+  // below the free tokens: 17 pages (4,352) refuse, 18 admit. SWA gate on the prompt rounded up
+  // to 4,096: (4,096 - 128) + min(4,096 + 96, 128) + 256 = 4,352 below the SWA tokens: 17 pages
+  // refuse (the chunk would be capped), 18 admit.
+  EXPECT_TRUE(sglang_simulate(pools_of(18, 18), {1, 4096, 4000}).fits);
+  const sglang_sim_result full = sglang_simulate(pools_of(17, 18), {1, 4096, 4000});
   EXPECT_FALSE(full.fits);
   EXPECT_STREQ(full.why, "admission");
-  EXPECT_FALSE(sglang_simulate(pools_of(18, 16), {1, 4096, 4000}).fits);
+  EXPECT_FALSE(sglang_simulate(pools_of(18, 17), {1, 4096, 4000}).fits);
 }
 
 TEST(SglangSim, ChunkedPrefillKeepsTheLast512SlotsByHand) {
   // Prompt 18,000 in chunks of 8,192: chunk 1 takes SWA pages 0-31; before chunk 2 the radix tree
   // keeps [8,192 - 512, 8,192) (pages 30, 31) and frees the rest; chunk 2 takes pages 32-63: 34
-  // pages held, the peak. A continuing chunk must leave 256 SWA tokens free: 8,192 <= (S - 2) x
-  // 256 - 256 needs S >= 35 pages; at 34 the chunk would be capped (held back).
+  // pages held, the peak. A continuing chunk is capped to the free and evictable SWA tokens
+  // less 256 (one of the two kept pages is evictable): 8,192 <= (S - 2 + 1) x 256 - 256 needs
+  // S >= 34 pages; at 33 the chunk would be capped (held back).
   const sglang_sim_result r = sglang_simulate(pools_of(1024, 35), {1, 20000, 18000});
   EXPECT_TRUE(r.fits) << r.why;
   EXPECT_EQ(r.peak_swa_pages, 34);
-  const sglang_sim_result capped = sglang_simulate(pools_of(1024, 34), {1, 20000, 18000});
+  EXPECT_TRUE(sglang_simulate(pools_of(1024, 34), {1, 20000, 18000}).fits);
+  const sglang_sim_result capped = sglang_simulate(pools_of(1024, 33), {1, 20000, 18000});
   EXPECT_FALSE(capped.fits);
   EXPECT_STREQ(capped.why, "admission");
   // Above the running cap the workload does not run at once.
@@ -208,6 +219,43 @@ TEST(SglangSim, ChunkedPrefillKeepsTheLast512SlotsByHand) {
   EXPECT_STREQ(sglang_simulate(few, {3, 600, 1}).why, "max_running_requests");
   expect_invalid([] { (void)sglang_simulate(pools_of(4, 4), {1, 1, 1}); }, {"context_tokens must be >= 2"});
   expect_invalid([] { (void)sglang_simulate(pools_of(4, 4), {1, 10, 10}); }, {"prompt_tokens"});
+}
+
+TEST(SglangSim, AgreesWithTheIndependentOccupancyOracle) {
+  // tests/oracle/sglang_occupancy_oracle.py (written from SGLang's source at cce0a124, apart from
+  // the C++; its hand-derived self-test is ctest oracle.sglang_occupancy_self_test): whether each
+  // workload runs with nothing held back or retracted. Its peaks count evictable tree pages still
+  // allocated as in use, so they are compared where none are (rows without chunked prompts).
+  struct row {
+    std::int64_t full_pages, swa_pages, chunk, n, L, P;
+    bool fits;
+    std::int64_t peak_full, peak_swa;  // -1: not compared
+  };
+  const row rows[] = {
+      {64, 3, 8192, 1, 600, 1, true, 3, 3},
+      {64, 2, 8192, 1, 600, 1, false, -1, -1},
+      {18, 17, 8192, 1, 4096, 4000, false, -1, -1},
+      {17, 17, 8192, 1, 4096, 4000, false, -1, -1},
+      {18, 16, 8192, 1, 4096, 4000, false, -1, -1},
+      {1024, 35, 8192, 1, 20000, 18000, true, 79, 34},
+      {1024, 34, 8192, 1, 20000, 18000, true, 79, -1},
+      {4096, 64, 8192, 8, 2000, 1, true, 64, 24},
+      {4096, 64, 8192, 8, 2000, 1000, true, 64, 32},
+      {4096, 40, 512, 8, 3000, 1500, true, 96, -1},
+      {200, 200, 8192, 4, 12000, 11000, true, 188, -1},
+      {2000, 30, 8192, 10, 700, 300, false, -1, -1},
+  };
+  for (const row& w : rows) {
+    const sglang_sim_result r = sglang_simulate(pools_of(w.full_pages, w.swa_pages, w.chunk), {w.n, w.L, w.P});
+    EXPECT_EQ(r.fits, w.fits) << "F=" << w.full_pages << " S=" << w.swa_pages << " N=" << w.n << " L=" << w.L
+                              << " P=" << w.P << ": " << r.why;
+    if (w.peak_full >= 0) {
+      EXPECT_EQ(r.peak_full_pages, w.peak_full) << "L=" << w.L << " P=" << w.P;
+    }
+    if (w.peak_swa >= 0) {
+      EXPECT_EQ(r.peak_swa_pages, w.peak_swa) << "L=" << w.L << " P=" << w.P;
+    }
+  }
 }
 
 // --- the plan under --engine sglang ------------------------------------------------------------
@@ -223,12 +271,12 @@ plan_options sglang_plan(std::int64_t n, std::int64_t L, std::int64_t chunk = 81
 
 TEST(SglangPlan, DemandAndTheSmallestBudgetByHand) {
   // N = 256, L = 4,096, C = 8,192: full = 255 x (4,096 + 512) + 4,096 + 257 = 1,179,393 -> 1,179,648;
-  // SWA: A = max(min(4,096, 8,960), (4,095 - 128) + 128 + 256 = 4,351) = 4,351;
-  // min(256 x 4,351, 256 x 768 + 16,384 + 1,280 = 214,272) + 256 = 214,528.
+  // SWA: A = max(min(4,096, 8,960), (4,096 - 128) + 128 + 256 = 4,352) = 4,352;
+  // min(256 x 4,352, 256 x 1,024 + 16,384 + 1,280 = 279,808) + 256 = 280,064.
   sglang_demand d;
   ASSERT_TRUE(sglang_plan_demand(256, 4096, 8192, 256, d));
   EXPECT_EQ(d.full_tokens, 1'179'648);
-  EXPECT_EQ(d.swa_tokens, 214'528);
+  EXPECT_EQ(d.swa_tokens, 280'064);
   // N = 1, L = 1,048,576: full = 1,048,576 + 257 -> 1,049,088; SWA min(8,960, 18,432) + 256 = 9,216.
   ASSERT_TRUE(sglang_plan_demand(1, 1'048'576, 8192, 256, d));
   EXPECT_EQ(d.full_tokens, 1'049'088);
@@ -239,9 +287,9 @@ TEST(SglangPlan, DemandAndTheSmallestBudgetByHand) {
   const sglang_options so = detail::sglang_options_of(p.options);
   const sglang_pool_sizes at = sglang_configure(p.pools.sglang, so, p.total_bytes);
   const sglang_pool_sizes below = sglang_configure(p.pools.sglang, so, p.total_bytes - 1);
-  EXPECT_GE(at.swa, 214'528);  // the SWA pool decides at 4k: full 2,145,536 >> 1,179,648
+  EXPECT_GE(at.swa, 280'064);  // the SWA pool decides at 4k: full >> 1,179,648
   EXPECT_GE(at.full, 1'179'648);
-  EXPECT_TRUE(below.swa < 214'528 || below.full < 1'179'648);
+  EXPECT_TRUE(below.swa < 280'064 || below.full < 1'179'648);
   // The group bytes are the configurator's charges: SWA swa x 584 x 43 layers.
   EXPECT_EQ(p.groups[0].bytes, static_cast<std::uint64_t>(at.swa) * 584 * 43);
   // More requests than SGLang's 256 running: the plan sizes the HCA-state reservation for N.
@@ -254,7 +302,8 @@ TEST(SglangPlan, DemandAndTheSmallestBudgetByHand) {
 
 TEST(SglangPlan, ThePlanRunsInTheReplayAndIsNotFarAboveItsSmallestBudget) {
   // For every case: SGLang configured with the plan's bytes runs N x L in the replay (worst case
-  // over prompt lengths), and the plan is at most 15% above the smallest budget whose pools do.
+  // over prompt lengths), and the plan is at most 40% above the smallest budget whose pools do
+  // (the most at 256 requests of 300 tokens, where the SWA gates dominate; within 1.18 from 4k).
   double worst = 0;
   std::vector<double> ratios;
   for (const model_config* m : {&deepseek_v4_flash, &deepseek_v4_pro})
@@ -275,7 +324,7 @@ TEST(SglangPlan, ThePlanRunsInTheReplayAndIsNotFarAboveItsSmallestBudget) {
             (runs(mid) ? hi : lo) = mid;
           }
           const double ratio = static_cast<double>(p.total_bytes) / static_cast<double>(hi);
-          EXPECT_LE(ratio, 1.15) << m->name.view() << " N=" << n << " L=" << L << " C=" << chunk;
+          EXPECT_LE(ratio, L >= 4096 ? 1.20 : 1.40) << m->name.view() << " N=" << n << " L=" << L << " C=" << chunk;
           worst = std::max(worst, ratio);
           ratios.push_back(ratio);
         }

@@ -181,7 +181,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import time
 from dataclasses import dataclass, field
@@ -298,7 +297,8 @@ class Sim:
         self.ratio_min = min(init * MIN_NEW_TOKEN_RATIO_FACTOR, 1.0)
         self.ratio_decay = (init - self.ratio_min) / NEW_TOKEN_RATIO_DECAY_STEPS
         self.ratio = init
-        self.held: List[str] = []
+        self.held: List[Tuple[str, str]] = []
+        self.held_count: Dict[str, int] = {}
         self.failure: Optional[str] = None
         self.peak_full = 0
         self.peak_swa = 0
@@ -347,9 +347,13 @@ class Sim:
             print(f"[it {self.iterations}] {msg} | full {self.full_used()}/{self.FP}"
                   f" swa {self.swa_used()}/{self.SP}", file=sys.stderr)
 
-    def hold(self, msg: str) -> None:
-        if msg not in self.held:
-            self.held.append(msg)
+    def hold(self, msg: str, key: Optional[str] = None) -> None:
+        """Record a hold-back; only the first message per key is kept, with a count."""
+        key = key or msg
+        if key not in self.held_count:
+            self.held_count[key] = 0
+            self.held.append((key, msg))
+        self.held_count[key] += 1
         self.log("HELD: " + msg)
 
     # ---------------- radix tree ----------------
@@ -521,7 +525,8 @@ class Sim:
             req = self.chunked
             res = a.add_chunked_req(req)
             if res == "parked":
-                self.hold(f"continuing chunk of req {req.rid} parked (rem_total/rem_swa exhausted)")
+                self.hold(f"continuing chunk of req {req.rid} parked (rem_total/rem_swa exhausted)",
+                          key=f"park{req.rid}")
             else:
                 can_run.append(req)
                 middle[req.rid] = res == "truncated"
@@ -541,12 +546,13 @@ class Sim:
             if res != "CONTINUE":
                 if res == "NO_TOKEN":
                     if kind == "refused":
-                        self.hold(f"req {req.rid} refused: {a.last_refusal}")
+                        self.hold(f"req {req.rid} refused (first time): {a.last_refusal}",
+                                  key=f"refuse{req.rid}")
                     else:
                         rest = [r for r in self.waiting if r is not req and r not in can_run]
                         if rest:
                             self.hold(f"req {rest[0].rid} not tried: budget exhausted "
-                                      f"({a.exhausted_what()})")
+                                      f"({a.exhausted_what()})", key=f"exhaust{rest[0].rid}")
                 break
         if not can_run:
             return None
@@ -678,7 +684,9 @@ class Sim:
         else:
             parts = []
             if self.held:
-                parts.append("held back: " + "; ".join(self.held))
+                parts.append("held back: " + "; ".join(
+                    msg + (f" (x{self.held_count[key]} passes)" if self.held_count[key] > 1 else "")
+                    for key, msg in self.held))
             if self.failure:
                 parts.append(self.failure)
             why = " | ".join(parts) if parts else "not finished"
@@ -768,7 +776,8 @@ class Adder:
         new_len = min(cand, rem)
         if new_len < would:
             sim.hold(f"continuing chunk of req {req.rid} capped to {new_len} < {would} "
-                     f"(rem_total {int(self.rem_total)}, rem_swa-256 {int(self.rem_swa) - PAGE})")
+                     f"(rem_total {int(self.rem_total)}, rem_swa-256 {int(self.rem_swa) - PAGE})",
+                     key=f"cap{req.rid}@{req.prefix}")
         req.ext_start, req.ext_end = req.prefix, req.prefix + new_len
         self.update_budget(new_len, 0 if truncated else min(req.G, CLIP_MAX_NEW_TOKENS))
         return "truncated" if truncated else "last"

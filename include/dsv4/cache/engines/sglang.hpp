@@ -309,18 +309,19 @@ constexpr const char* sglang_format_mismatch(const paged_cache_group_spec& g, in
 /// The pool sizes N requests of L tokens need in SGLang's pools (per worker, tokens), a bound of
 /// what its admission gates and occupancy ask (engines/sglang_sim.hpp replays them; tests check
 /// the replay fits at the plan's sizes):
-///   full = (N - 1) x (ceil256(L - 1) + min(L + 255, 512)) + L + 257, page-rounded: every
-///          admitted request holds at most ceil256(L - 1) and a gate reserves at most
+///   full = (N - 1) x (ceil256(L) + min(L + 255, 512)) + L + 257, page-rounded: every
+///          admitted request holds at most ceil256(L) (under overlap its KV reaches L: it is
+///          decoded once more before its finish is processed) and a gate reserves at most
 ///          min(L + 255, 512) more for each request admitted or running (ceil256(extend) +
 ///          min(max_new, 4096) + 256 in a batch, 0.7 x min(max_new - 1, 4096) running), and the
 ///          newcomer needs extend + min(max_new, 4096) + 256 < rem_total (<= L + 256);
-///   swa  = min(N x A, N x min(768, A) + 2C + 1,280) + 256, A = max(min(ceil256(L - 1),
-///          ceil256(C) + 768), max(min(L - 1, C) - 128, 0) + min(L, 128) + 256): one request holds
+///   swa  = min(N x A, N x min(1,024, A) + 2C + 1,280) + 256, A = max(min(ceil256(L),
+///          ceil256(C) + 768), max(min(ceil256(L), ceil256(C)) - 128, 0) + 128 + 256): one request holds
 ///          at most its context or a chunk with the 512 slots the radix tree keeps (and a
-///          continuing chunk leaves 256 free), or its SWA gate asks the second term; lazy
-///          eviction keeps at most 3 pages a decoding request (2 past the window, 1 at a page
-///          boundary under overlap), and the two batches in flight (one prefilled, its results
-///          pending, one being allocated) hold at most C + 512 beyond that.
+///          continuing chunk leaves 256 free), or its SWA gate asks the second term; a decoding
+///          request keeps at most 4 pages (lazy eviction's 2 past the window and 1 at a page
+///          boundary under overlap, and the prompt's last page the radix tree keeps locked), and the two batches in
+///          flight (one prefilled, its results pending, one being allocated) hold at most C + 512 beyond that.
 struct sglang_demand {
   std::int64_t requests = 0;     ///< N (per worker).
   std::int64_t full_tokens = 0;  ///< max_total_num_tokens needed.
@@ -342,18 +343,19 @@ constexpr bool sglang_plan_demand(std::int64_t N, std::int64_t L, std::int64_t C
     if (b > kMax - a) ok = false;
     return ok ? a + b : 0;
   };
-  const std::int64_t held = mul(ceil_div(L - 1, page), page);
+  const std::int64_t held = mul(ceil_div(L, page), page);   // under overlap a request's KV reaches L
   const std::int64_t gate = L + 255 < 512 ? L + 255 : 512;  // what a gate reserves beyond `held`
   std::int64_t full = add(add(mul(N - 1, add(held, gate)), L), 257);
   full = mul(ceil_div(full, page), page);
   // One request at any time: what it holds (at most its context, or a chunk, the 512 slots the
   // tree keeps and the 256 a continuing chunk leaves free) or what its SWA gate asks.
   const std::int64_t chunk = add(mul(ceil_div(C, page), page), 768);
-  const std::int64_t first = (L - 1 < C ? L - 1 : C) - 128;
-  const std::int64_t need = (first > 0 ? first : 0) + (L < 128 ? L : 128) + 256;
+  const std::int64_t c_pages = mul(ceil_div(C, page), page);
+  const std::int64_t first = (held < c_pages ? held : c_pages) - 128;  // the gate rounds the prompt to the page
+  const std::int64_t need = (first > 0 ? first : 0) + 128 + 256;       // min(ceil256(extend) + max_new, 128) = 128
   const std::int64_t holds = held < chunk ? held : chunk;
   const std::int64_t alone = holds > need ? holds : need;
-  const std::int64_t decoding = alone < 768 ? alone : 768;
+  const std::int64_t decoding = alone < 1024 ? alone : 1024;
   const std::int64_t by_request = mul(N, alone);
   const std::int64_t by_batches = add(add(mul(N, decoding), mul(C, 2)), 1280);
   const std::int64_t swa = add(by_request < by_batches ? by_request : by_batches, 256);

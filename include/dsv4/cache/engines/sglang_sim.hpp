@@ -13,17 +13,22 @@
 //              whole pages (schedule_policy.py:852-903); at most max_running_requests running.
 //   admission  full: refused if extend + min(max_new, 4096) + 256 >= rem_total, rem_total = free
 //              tokens - sum over running of min(max_new - out, 4096) x 0.7 - what the batch
-//              admitted so far (ceil256(extend) + min(max_new, 4096) + 256 each); SWA: refused if
-//              max(alloc - 128, 0) + min(extend + max_new, 128) + 256 >= free SWA tokens - the
-//              batch's needs (schedule_policy.py:661-770, 884, 1224-1282).
+//              admitted so far (ceil256(extend) + min(max_new, 4096) + 256 each); SWA, on the
+//              prompt rounded up to the page: refused if max(alloc - 128, 0) + min(extend +
+//              max_new, 128) + 256 >= free and evictable SWA tokens - the batch's needs
+//              (schedule_policy.py:661-770, 884, 1224-1282).
 //   SWA frees  chunked prompt: when chunk k + 1 is scheduled, slots below kC - 512 are freed
 //              (unified_radix_cache.py:877-884); a prefilled prompt of P tokens keeps
 //              [floor((P - 257) / 256) x 256, P) once its result is processed, one iteration
-//              late under overlap; decode: from the second decode step, when seqlen - 1 - 128 >=
+//              late under overlap, and [0, floor256(P)) then belongs to the radix tree, its last
+//              256-token leaf SWA-locked for the request's life (the rest evictable: room);
+//              decode: from the second decode step, when seqlen - 1 - 128 >=
 //              evicted + 128 the slots below floor((seqlen - 1 - 256) / 256) x 256 are freed
 //              (schedule_batch.py:3346-3407, mem_cache/common.py:52-104), seqlen lagging the
 //              committed KV by one token under overlap.
-//   decode     one slot per request per step, a new page in both pools at a page boundary;
+//   decode     one slot per request per step, a new page in both pools at a page boundary, one
+//              more step than tokens after the prefill's (under overlap the finish is processed
+//              a step late: the KV reaches L);
 //              `check_decode_mem` needs a free page per request at a boundary in both pools,
 //              else `retract_decode` (schedule_batch.py:2802-2825).
 // A workload fits when every request is admitted the first time it is considered (no gate holds
@@ -31,6 +36,9 @@
 // then runs it as replayed. Not modelled: prefix hits (every prompt distinct), speculative
 // decoding, `--disable-overlap-schedule`, `--disable-radix-cache`, PD disaggregation, the
 // new-token ratio's decay (0.7 kept: the largest reservation), priorities.
+//
+// Checked against tests/oracle/sglang_occupancy_oracle.py, an independent replay written from
+// SGLang's code (tests/sglang_engine_test.cpp `SglangSim.AgreesWithTheIndependentOccupancyOracle`).
 //
 // Workload: N requests of L tokens (prompt P, max_new_tokens L - P) arrive at once; the worst
 // case tries prompt lengths around the page, the chunk and L. All N prompts are prefilled before
@@ -97,7 +105,10 @@ namespace detail {
 
 struct sglang_sim_req {
   std::int64_t kv = 0;  ///< Tokens with a slot.
-  std::int64_t ev = 0;  ///< SWA slots below this are freed (a page multiple).
+  std::int64_t ev = 0;  ///< swa_evicted_seqlen: its SWA slots below this are freed (a page multiple).
+  /// cache_protected_len once its prefill result is processed: the radix tree owns [0, fp), its
+  /// last 256-token leaf SWA-locked for the request's life, the rest evictable (room); 0 before.
+  std::int64_t fp = 0;
 };
 
 class sglang_replay {
@@ -123,7 +134,10 @@ class sglang_replay {
     return tokens <= 0 ? 0 : tokens / c_.page_size * c_.page_size;
   }
   [[nodiscard]] std::int64_t max_new() const { return w_.context_tokens - w_.prompt_tokens; }
-  [[nodiscard]] std::int64_t swa_pages_of(const sglang_sim_req& q) const { return pages(q.kv) - q.ev / c_.page_size; }
+  /// SWA pages request q keeps from the pool: its own [max(ev, fp), kv) and the tree's locked leaf.
+  [[nodiscard]] std::int64_t swa_pages_of(const sglang_sim_req& q) const {
+    return pages(q.kv) - std::max(q.ev, q.fp) / c_.page_size + (q.fp >= c_.page_size ? 1 : 0);
+  }
 
   sglang_sim_result stop(const char* why) {
     r_.fits = false;
@@ -138,10 +152,18 @@ class sglang_replay {
 
   // Moves request q's SWA eviction point up to `to` (page-floored), freeing the pages below it.
   void evict_swa(sglang_sim_req& q, std::int64_t to) {
-    const std::int64_t ev = std::max(q.ev, floor_page(to));
-    if (ev <= q.ev) return;
     const std::int64_t before = swa_pages_of(q);
-    q.ev = std::min(ev, floor_page(q.kv));  // never past the request's own slots
+    q.ev = std::max(q.ev, q.fp);  // the floor is first raised to cache_protected_len (common.py:70-73)
+    q.ev = std::min(std::max(q.ev, floor_page(to)), std::max(q.ev, floor_page(q.kv)));  // never past its slots
+    swa_free_ += before - swa_pages_of(q);
+  }
+
+  // A prefill's result (cache_unfinished_req, pre_len = P - 1): slots out of the window freed,
+  // then [0, floor256(P)) inserted into the tree, its last leaf locked (R11-R13 of the oracle).
+  void prefill_result(sglang_sim_req& q) {
+    evict_swa(q, w_.prompt_tokens - 1 - 256);
+    const std::int64_t before = swa_pages_of(q);
+    q.fp = floor_page(w_.prompt_tokens);
     swa_free_ += before - swa_pages_of(q);
   }
 
@@ -168,7 +190,7 @@ class sglang_replay {
       if (max_new() <= 1) {
         finish(q);  // its one token came from the prefill
       } else {
-        evict_swa(q, w_.prompt_tokens - 1 - 256);
+        prefill_result(q);
         ++running_;
       }
     }
@@ -177,8 +199,9 @@ class sglang_replay {
   // One prefill batch being scheduled: its budget left, the gates' offsets, what it allocates.
   struct prefill_batch {
     std::int64_t rem_chunk = 0;
-    double offset = 0;      ///< Full tokens reserved: running requests and this batch's admissions.
-    double swa_offset = 0;  ///< SWA tokens this batch's admissions asked.
+    double offset = 0;               ///< Full tokens reserved: running requests and this batch's admissions.
+    double swa_offset = 0;           ///< SWA tokens this batch's admissions asked.
+    std::int64_t swa_evictable = 0;  ///< SWA pages the tree keeps unlocked (room for the gates).
     std::vector<std::pair<std::int64_t, std::int64_t>> reqs;  ///< (request, its KV after the batch)
   };
 
@@ -188,11 +211,14 @@ class sglang_replay {
   bool continue_chunked(prefill_batch& b) {
     sglang_sim_req& q = reqs_[static_cast<std::size_t>(chunked_)];
     evict_swa(q, q.kv - 512);  // stash_chunked_request: the tree keeps the last 512 slots
+    // ... one page of them locked, the rest evictable: room for the SWA gate
+    // (rem_swa = available + evictable, schedule_policy.py:694-700).
+    b.swa_evictable = std::max<std::int64_t>(swa_pages_of(q) - 1, 0);
     const std::int64_t left = w_.prompt_tokens - q.kv;
     std::int64_t chunk = std::min(b.rem_chunk, left);
     if (chunk < left) chunk = floor_page(chunk);
     const double rem_total = static_cast<double>(full_free_ * c_.page_size) - b.offset;
-    const auto rem_swa = static_cast<double>(swa_free_ * c_.page_size);
+    const auto rem_swa = static_cast<double>((swa_free_ + b.swa_evictable) * c_.page_size);
     const auto c = static_cast<double>(chunk);
     if (chunk <= 0 || c > rem_total || c > rem_swa - 256) return false;
     b.reqs.emplace_back(chunked_, q.kv + chunk);
@@ -211,9 +237,13 @@ class sglang_replay {
       if (chunk <= 0) break;  // no whole page left in this batch: the next one
       const double rem_total = static_cast<double>(full_free_ * c_.page_size) - b.offset;
       if (static_cast<double>(P + clip() + 256) >= rem_total) return false;
-      const double need = static_cast<double>(std::max<std::int64_t>(chunk - 128, 0) +
-                                              std::min<std::int64_t>(w_.context_tokens, 128) + 256);
-      if (need >= static_cast<double>(swa_free_ * c_.page_size) - b.swa_offset) return false;
+      // The SWA gate on the prompt rounded up to the page (real_input_tokens,
+      // schedule_policy.py:1239-1256): max(alloc - 128, 0) + min(extend + max_new, 128) + 256.
+      const std::int64_t extend = ceil_div(P, c_.page_size) * c_.page_size;
+      const std::int64_t alloc = std::min(extend, b.rem_chunk);
+      const double need = static_cast<double>(std::max<std::int64_t>(alloc - 128, 0) +
+                                              std::min<std::int64_t>(extend + clip(), 128) + 256);
+      if (need >= static_cast<double>((swa_free_ + b.swa_evictable) * c_.page_size) - b.swa_offset) return false;
       b.swa_offset += need;
       b.offset += static_cast<double>(ceil_div(chunk, c_.page_size) * c_.page_size + clip() + 256);
       b.reqs.emplace_back(next_, chunk);
@@ -291,16 +321,29 @@ class sglang_replay {
 
   bool decode_phase() {
     const std::int64_t G = max_new();
+    const std::int64_t P = w_.prompt_tokens;
     if (G <= 1) {
-      process_prefill(last_batch_);
+      // Their one token came from the prefill, but under overlap the next (decode) batch is
+      // scheduled before that result is processed: the last batch's requests are decoded once
+      // more (one slot each), then finish.
+      const auto k = static_cast<std::int64_t>(last_batch_.size());
+      if (P % c_.page_size == 0 && (full_free_ < k || swa_free_ < k)) {
+        stop("decode retraction");
+        return false;
+      }
+      for (const std::int64_t i : last_batch_)
+        if (!grow(reqs_[static_cast<std::size_t>(i)], P + 1)) {
+          stop("decode retraction");
+          return false;
+        }
       note_peaks();
+      process_prefill(last_batch_);
       return true;
     }
     // Every prompt is prefilled; the requests of the last batch still hold their whole last
     // chunk during the first decode step's allocation.
     // Every request has kv = P; the ones already processed have their SWA at the prefill floor.
     const std::int64_t n = w_.requests;
-    const std::int64_t P = w_.prompt_tokens;
     // Step 0 (decode_batch_idx 0: no eviction), every request at kv = P.
     ++r_.iterations;
     if (P % c_.page_size == 0 && (full_free_ < n || swa_free_ < n)) {
@@ -314,13 +357,15 @@ class sglang_replay {
     note_peaks();
     for (const std::int64_t i : last_batch_) {  // their prefill results: the prefill floor
       sglang_sim_req& q = reqs_[static_cast<std::size_t>(i)];
-      evict_swa(q, P - 1 - 256);
+      prefill_result(q);
     }
     running_ = n;
-    // Steps 1 .. G - 2: the cohort (reqs_.front() stands for all). Whole periods of 256 steps
+    // Steps 1 .. G - 1: the cohort (reqs_.front() stands for all). Whole periods of 256 steps
     // past the first 1,024 and before the last 1,024 are skipped: each adds one page per request
     // to the full pool and leaves the SWA pages as they were.
-    const std::int64_t steps = G - 1;
+    // G - 1 steps decode the tokens after the prefill's; under overlap the request is decoded
+    // once more before its finish is processed: G steps, its KV reaches L.
+    const std::int64_t steps = G;
     for (std::int64_t t = 1; t < steps; ++t) {
       if (t == 1024 && steps - t > 2048) {
         const std::int64_t periods = (steps - t - 1024) / c_.page_size;
