@@ -31,6 +31,16 @@ run_result run(const std::vector<std::string>& args) {
   return {code, out.str(), err.str()};
 }
 
+/// Every case exits 2 with nothing on stdout and its message on stderr (the bad-input contract).
+void expect_refused(const std::vector<std::pair<std::vector<std::string>, std::string>>& cases) {
+  for (const auto& [args, message] : cases) {
+    const run_result r = run(args);
+    EXPECT_EQ(r.code, 2) << (args.empty() ? std::string() : args[0]);
+    EXPECT_TRUE(r.out.empty());
+    EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
+  }
+}
+
 json run_json(std::vector<std::string> args) {
   args.emplace_back("--json");
   const run_result r = run(args);
@@ -343,12 +353,7 @@ TEST(CliEngine, RefusedInputsExit2) {
       {{"--dcp", "2", "--tp", "2"}, "vLLM rejects decode context parallelism for DeepSeek V4"},
       {{"--simulate", "--context", "1"}, "--simulate needs --context >= 2"},
   };
-  for (const auto& [args, message] : cases) {
-    const run_result r = run(args);
-    EXPECT_EQ(r.code, 2) << args[0];
-    EXPECT_TRUE(r.out.empty());
-    EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
-  }
+  expect_refused(cases);
 }
 
 TEST(CliEngine, SglangReportsItsPoolSizesAndWhatReallyFits) {
@@ -391,12 +396,7 @@ TEST(CliEngine, SglangRatioFlag) {
       {{"--engine", "sglang", "--swa-full-tokens-ratio", "0"}, "--swa-full-tokens-ratio must be in (0, 1], got 0"},
       {{"--engine", "sglang", "--swa-full-tokens-ratio", "1.5"}, "must be in (0, 1], got 1.5"},
   };
-  for (const auto& [args, message] : cases) {
-    const run_result r = run(args);
-    EXPECT_EQ(r.code, 2) << args[0];
-    EXPECT_TRUE(r.out.empty());
-    EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
-  }
+  expect_refused(cases);
   // SGLang's V4 override turns 0.8 into 0.1; 0.05 halves the SWA pool (int(full x 0.05) floored to 256).
   EXPECT_EQ(
       run_json({"--engine", "sglang", "--swa-full-tokens-ratio", "0.8"})["engine_report"]["swa_full_tokens_ratio"],
@@ -499,17 +499,17 @@ TEST(CliParallel, RefusedInputsExit2) {
       {{"--simulate", "--role", "decode", "--context", "300"}, "--simulate replays colocated engines only"},
       {{"--gpu-memory-gib", "-1"}, "--gpu-memory-gib must be at least 1 byte"},
       {{"--gpu-memory-gib", "141"}, "--gpu-memory-gib needs --reserved-gib"},
+      {{"--dcp-interleave", "4"}, "--dcp-interleave 4 has no effect without --dcp"},
+      {{"--indexer", "mxfp4", "--indexer-format", "v4.indexer_fp8"},
+       "--indexer mxfp4 has no effect with --indexer-format v4.indexer_fp8"},
+      {{"--pools", "own", "--format", "v4.swa_kv=v4.fp8_ds_mla", "--format", "v4.swa_kv=v4.bf16"},
+       "--format v4.swa_kv given twice (v4.fp8_ds_mla, v4.bf16): give each group once"},
       {{"--memory-gib", "141gb"}, "'141gb' is not a memory size"},
       {{"--memory-gib", "GB"}, "'GB' is not a memory size"},
       {{"--gpu-memory-gib", "141GB", "--reserved-gib", "0x10"}, "'0x10' is not a memory size"},
       {{"--context", "-1"}, "--context must be >= 1, got -1"},
   };
-  for (const auto& [args, message] : cases) {
-    const run_result r = run(args);
-    EXPECT_EQ(r.code, 2) << args[0];
-    EXPECT_TRUE(r.out.empty());
-    EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
-  }
+  expect_refused(cases);
 }
 
 // ---- DeepSeek V4.1 (issue: V4.1-Flash) ----

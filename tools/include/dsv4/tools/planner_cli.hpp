@@ -354,12 +354,21 @@ inline void apply_format_flags(const planner_args& a, const model_config& m, pla
   }
   if (!a.kv_format.empty()) o.formats.kv = format_flag("--kv-format", a.kv_format);
   if (!a.indexer_format.empty()) o.formats.indexer = format_flag("--indexer-format", a.indexer_format);
+  if (a.indexer && !a.indexer_format.empty())
+    throw std::invalid_argument("--indexer " + *a.indexer + " has no effect with --indexer-format " + a.indexer_format +
+                                " (which chooses the index-key format): give one of them");
+  std::vector<std::pair<std::string, std::string>> seen;  // group, format: each group once
   for (const std::string& item : a.group_formats) {
     const std::size_t eq = item.find('=');
     if (eq == std::string::npos)
       throw std::invalid_argument("--format must be GROUP=NAME (e.g. v4.swa_kv=v4.fp8_ds_mla.footer), got '" + item +
                                   "'");
     const std::string group = item.substr(0, eq);
+    for (const auto& [g, name] : seen)
+      if (g == group)
+        throw std::invalid_argument("--format " + group + " given twice (" + name + ", " + item.substr(eq + 1) +
+                                    "): give each group once");
+    seen.emplace_back(group, item.substr(eq + 1));
     const int f = format_flag("--format " + group, item.substr(eq + 1));
     std::vector<std::string_view> groups;
     bool found = false;
@@ -439,6 +448,10 @@ inline planner_result compute(const planner_args& a) {
   if (a.simulate && o.role != deployment_role::colocated)
     throw std::invalid_argument(
         "--simulate replays colocated engines only: a --role prefill or decode instance is not simulated");
+  if (a.dcp_interleave != 1 && a.dcp == 1)
+    throw std::invalid_argument(fmt::format(
+        "--dcp-interleave {} has no effect without --dcp (decode context parallelism over more than 1 rank)",
+        a.dcp_interleave));
   if (a.tp != 1 || a.dp != 1 || a.pp != 1 || a.dcp != 1 || a.dcp_interleave != 1 || !a.pp_layers.empty()) {
     parallel_config pc;
     pc.tp = a.tp;
