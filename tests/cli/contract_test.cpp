@@ -135,10 +135,14 @@ TEST(Contract, FlashMlaVersusTensorRtFooterPages) {
   const run_out fb = layout_cli({"fingerprint", "--kv-format", "v4.fp8_ds_mla.footer"});
   EXPECT_NE(fa.out, fb.out);
   EXPECT_NE(r.out.find("fingerprint " + fa.out.substr(0, 18) + " vs " + fb.out.substr(0, 18)), std::string::npos);
-  // The format line comes before the page line (most consequential first).
-  EXPECT_LT(r.out.find("(v4.fp8_ds_mla.footer)"), r.out.find("page 37,440 B"));
+  // The verdict first, naming what a transfer would break: the format (equal row bytes are
+  // said so, never as a difference); the format line before the page line.
+  EXPECT_EQ(r.out.substr(0, r.out.find('\n')),
+            "incompatible: v4.swa_kv pool 0: format v4.fp8_ds_mla vs v4.fp8_ds_mla.footer (rows of 584 B each)");
+  EXPECT_EQ(r.out.find("584 B vs 584 B"), std::string::npos) << r.out;
+  EXPECT_LT(r.out.find("vs v4.fp8_ds_mla.footer"), r.out.find("page 37,440 B"));
   EXPECT_EQ(layout_cli({"diff", a.string(), a.string()}).rc, 0);
-  EXPECT_EQ(layout_cli({"diff", a.string(), a.string()}).out, "");
+  EXPECT_EQ(layout_cli({"diff", a.string(), a.string()}).out, "identical (fingerprint " + fa.out.substr(0, 18) + ")\n");
 }
 
 TEST(Contract, Fp8DsMlaVersusUniformRows) {
@@ -156,8 +160,21 @@ TEST(Contract, Fp8DsMlaVersusUniformRows) {
   const fs::path v32 = describe("v32.json", {"--preset", "v3.2"});
   const run_out m = layout_cli({"diff", a.string(), v32.string()});
   EXPECT_EQ(m.rc, 1);
-  EXPECT_EQ(m.out.find("model \"v4\" vs \"v3.2\""), m.out.find('\n') + 1) << m.out;
+  EXPECT_EQ(m.out.rfind("incompatible: model \"v4\" vs \"v3.2\"\n", 0), 0U) << m.out;  // the verdict names it
+  const std::size_t second = m.out.find('\n') + 1;  // after the verdict, the fingerprints, then the model
+  EXPECT_EQ(m.out.find("model \"v4\" vs \"v3.2\"", second), m.out.find('\n', second) + 1) << m.out;
   EXPECT_NE(m.out.find("group v4.c4a.indexer_compressor_state: only in A"), std::string::npos);
+}
+
+TEST(Contract, DiffOfOtherLayerSetsIsCompatibleForPageTransfer) {
+  // Two pipeline stages of one deployment: the same groups, formats and pages, other layers and
+  // another rank part: a page moves between them byte for byte (exit 4, the verdict says so).
+  const fs::path s0 = temp_file("stage0.json", layout_cli({"describe", "--pp", "2", "--rank", "0"}).out);
+  const fs::path s1 = temp_file("stage1.json", layout_cli({"describe", "--pp", "2", "--rank", "1"}).out);
+  const run_out r = layout_cli({"diff", s0.string(), s1.string()});
+  EXPECT_EQ(r.rc, 4) << r.out << r.err;
+  EXPECT_EQ(r.out.rfind("compatible for page transfer: every page has the same bytes\n", 0), 0U) << r.out;
+  EXPECT_NE(r.out.find("layers"), std::string::npos) << r.out;
 }
 
 TEST(Contract, PerRankLayouts) {

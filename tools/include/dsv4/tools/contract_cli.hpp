@@ -8,8 +8,11 @@
 // `describe` prints it (2-space indented; compacting `layout` gives the canonical bytes back),
 // `fingerprint` prints the fingerprint alone. Both take the planner's model, format and
 // parallel flags; with parallel flags the layout is rank `--rank`'s (default 0).
-// `diff A B`: exit 0 equal, 1 different (one line per difference, most consequential first),
-// 2 bad input, 3 internal or write error. `check FILE`: recomputes every derived number of the
+// `diff A B`: a verdict first (`identical`, `compatible for page transfer`, or `incompatible:
+// <the first thing a transfer would break>`), then one line per difference, most consequential
+// first; exit 0 identical, 1 incompatible, 4 different but compatible for page transfer (only
+// layer sets, the rank or the engine's name differ: every page has the same bytes), 2 bad input,
+// 3 internal or write error. `check FILE`: recomputes every derived number of the
 // layout from the format registry and the fingerprint, and names the first wrong one; exit 0 /
 // 1 / 2 / 3 like diff.
 #pragma once
@@ -40,6 +43,10 @@ inline constexpr int kContractEqual = 0;
 inline constexpr int kContractDifferent = 1;
 inline constexpr int kContractBadInput = 2;
 inline constexpr int kContractInternal = 3;
+inline constexpr int kContractCompatible = 4;  ///< diff: different, but every page has the same bytes.
+/// diff: differences of this rank or above (layer sets, the rank part, the engine's name) move no
+/// byte of a page: a page transfer between the two stays byte-exact.
+inline constexpr int kFirstCompatibleRank = 6;
 
 /// Inputs of describe / fingerprint (planner flags plus --rank) and of diff / check.
 struct contract_args {
@@ -430,7 +437,10 @@ inline std::vector<difference> differences(const ojson& a, const ojson& b) {
       const std::string where = fmt::format("{} pool {}", id, i);
       const std::int64_t rp = p["row_bytes"].get<std::int64_t>();
       const std::int64_t rq = q["row_bytes"].get<std::int64_t>();
-      if (p["format"] != q["format"])
+      if (p["format"] != q["format"] && rp == rq)
+        add(1, fmt::format("{}: format {} vs {} (rows of {} B each)", where, p["format"].get<std::string>(),
+                           q["format"].get<std::string>(), grouped(rp)));
+      else if (p["format"] != q["format"])
         add(1, fmt::format("{}: row {} B ({}) vs {} B ({})", where, grouped(rp), p["format"].get<std::string>(),
                            grouped(rq), q["format"].get<std::string>()));
       else if (rp != rq)
@@ -542,9 +552,10 @@ inline int run_check(const std::string& path, std::ostream& out, std::ostream& e
   }
 }
 
-/// `dsv4-cache-layout diff A B`: nothing and exit 0 if the layouts are equal; else the two
-/// fingerprints and one line per difference, exit 1. A descriptor that fails `check` is bad
-/// input (exit 2): diff compares what the descriptors say, so they must be right first.
+/// `dsv4-cache-layout diff A B`: the verdict line, then (when they differ) the two fingerprints
+/// and one line per difference; exit 0 identical, 4 compatible for page transfer, 1 incompatible.
+/// A descriptor that fails `check` is bad input (exit 2): diff compares what the descriptors say,
+/// so they must be right first.
 inline int run_diff(const std::string& a_path, const std::string& b_path, std::ostream& out, std::ostream& err) {
   using namespace contract_detail;  // NOLINT(google-build-using-namespace)
   try {
@@ -555,12 +566,23 @@ inline int run_diff(const std::string& a_path, const std::string& b_path, std::o
       if (!wrong.empty()) throw bad_descriptor(path + " fails check: " + wrong);
     }
     const std::vector<difference> diffs = differences(a["layout"], b["layout"]);
-    if (diffs.empty() && a["fingerprint"] == b["fingerprint"]) return kContractEqual;
-    std::string text =
-        fmt::format("fingerprint {} vs {}\n", a["fingerprint"].get<std::string>(), b["fingerprint"].get<std::string>());
-    for (const difference& d : diffs) text += d.text + "\n";
+    const std::string fa = a["fingerprint"].get<std::string>();
+    const std::string fb = b["fingerprint"].get<std::string>();
+    std::string text;
+    int rc = kContractEqual;
+    if (diffs.empty() && fa == fb) {
+      text = fmt::format("identical (fingerprint {})\n", fa);
+    } else {
+      const bool compatible = !diffs.empty() && diffs.front().rank >= kFirstCompatibleRank;
+      rc = compatible ? kContractCompatible : kContractDifferent;
+      text = compatible ? std::string("compatible for page transfer: every page has the same bytes\n")
+                        : fmt::format("incompatible: {}\n",
+                                      diffs.empty() ? "the canonical layouts differ" : diffs.front().text);
+      text += fmt::format("fingerprint {} vs {}\n", fa, fb);
+      for (const difference& d : diffs) text += d.text + "\n";
+    }
     out << text << std::flush;
-    return out ? kContractDifferent : kContractInternal;
+    return out ? rc : kContractInternal;
   } catch (const std::invalid_argument& e) {
     err << "dsv4-cache-layout: error: " << cache::cli::one_line(e.what()) << "\n";
     return kContractBadInput;

@@ -268,8 +268,10 @@ inline int run_layout(const std::vector<std::string>& args, std::ostream& out, s
   add_layout_flags(describe, a.describe);
   CLI::App* fingerprint = app.add_subcommand("fingerprint", "The layout's fingerprint: XXH64 of its canonical bytes");
   add_layout_flags(fingerprint, a.fingerprint);
-  CLI::App* diff =
-      app.add_subcommand("diff", "Differences of two descriptors (exit 0 equal, 1 different, 2 bad input)");
+  CLI::App* diff = app.add_subcommand(
+      "diff",
+      "Differences of two descriptors, the verdict first (exit 0 identical, 4 compatible for page transfer, 1 "
+      "incompatible, 2 bad input, 3 write error)");
   diff->add_option("descriptors", a.diff, "A.json B.json")->expected(2)->required()->check(CLI::ExistingFile);
   CLI::App* check = app.add_subcommand(
       "check", "Recompute every derived number of a descriptor (exit 0 right, 1 wrong, 2 bad input)");
