@@ -35,6 +35,7 @@ namespace dsv4::cache::cli {
 /// The planner's inputs, as parsed from the command line.
 struct planner_args {
   std::string preset = "flash";
+  bool preset_given = true;  // false: --preset left at its default (errors then name the model, not a flag)
   std::string config_path;
   std::optional<std::int64_t> context;  // none: the model's max_position_embeddings
   std::int64_t requests = 1;
@@ -442,6 +443,14 @@ inline planner_result compute(const planner_args& a) {
     throw std::invalid_argument("--role must be colocated, prefill or decode, got '" + a.role + "'");
   }
   o.handover_requests = a.handover;
+  if (o.policy.decode_needs_whole_step && a.prefill_chunk >= 1 && a.tokens_per_step > a.prefill_chunk)
+    throw std::invalid_argument(fmt::format(
+        "--prefill-chunk {} must be >= --tokens-per-step {}: {} decodes only with a whole step of tokens in the "
+        "step's budget",
+        a.prefill_chunk, a.tokens_per_step, engine_label(*r.engine)));
+  if (a.handover != 0 && o.role != deployment_role::decode)
+    throw std::invalid_argument(fmt::format("--handover {} is for --role decode only", a.handover));
+  if (a.handover < 0) throw std::invalid_argument(fmt::format("--handover must be >= 0, got {}", a.handover));
   if (a.context && *a.context < 1)
     throw std::invalid_argument(
         fmt::format("--context must be >= 1, got {} (omit it for the model's max_position_embeddings)", *a.context));
@@ -549,7 +558,10 @@ inline planner_result compute(const planner_args& a) {
     r.report = compute_engine_report(r.model, r.plan, r.ranks, r.parallel ? r.parallel->dp : 1, *r.engine,
                                      r.budget_bytes, max_running, a.max_sim_visits, r.parallel ? r.parallel->dcp : 1);
   } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument((a.config_path.empty() ? "--preset " + a.preset : a.config_path) + ": " + e.what());
+    const std::string source = !a.config_path.empty() ? a.config_path
+                               : a.preset_given       ? "--preset " + a.preset
+                                                      : std::string(r.model.name.view()) + " (the default model)";
+    throw std::invalid_argument(source + ": " + e.what());
   }
   return r;
 }
@@ -1200,6 +1212,7 @@ inline int run_planner(const std::vector<std::string>& args, std::ostream& out, 
   try {
     std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 consumes from the back
     app.parse(reversed);
+    a.preset_given = app.count("--preset") > 0;
   } catch (const CLI::CallForHelp&) {
     out << app.help();
     return 0;
