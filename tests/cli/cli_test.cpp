@@ -495,7 +495,8 @@ TEST(CliParallel, RefusedInputsExit2) {
       {{"--tp", "64", "--dp", "128"}, "dp x pp x tp must be <= 4096"},
       {{"--handover", "2"}, "--handover 2 is for --role decode only"},
       // An error of the default model names the model, never a --preset the user did not give.
-      {{"--engine", "sglang", "--tokens-per-step", "12"}, "DeepSeek-V4-Flash (the default model): dsv4::cache: SGLang: the draft"},
+      {{"--engine", "sglang", "--tokens-per-step", "12"},
+       "DeepSeek-V4-Flash (the default model): dsv4::cache: SGLang: the draft"},
       {{"--role", "router"}, "--role"},
       {{"--pp", "2", "--pp-layers", ""}, "--pp-layers: must not be empty"},
       {{"--simulate", "--role", "decode", "--context", "300"}, "--simulate replays colocated engines only"},
