@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <string>
 
 #include "dsv4/cache/alloc_sim.hpp"
@@ -145,6 +146,13 @@ TEST(VllmEngine, StartupChargeByHand) {
   EXPECT_EQ(vllm_request_blocks(e, 1'048'576, vllm_in_flight_tokens(8'192, true)), 10'778);
   // A context shorter than the window: min(W - 1 + M, L) = L.
   EXPECT_EQ(vllm_charge_blocks(e[0].rule, 100, 8'192), 2 + 1);
+  // Found by plan_fuzz: M just below L = INT64_MAX made W - 1 + M overflow. By hand: the window
+  // (128 tokens) reaches past L, so tokens = L = 2^63 - 1 and cdiv(2^63 - 1, 256) + 1 = 2^55 + 1.
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  const table_rule swa128{table_kind::sliding_window, 256, 128, 0, false};
+  EXPECT_EQ(vllm_charge_blocks(swa128, kMax, kMax - 6), (std::int64_t{1} << 55) + 1);
+  // M = L - 1,000: W - 1 + M = 2^63 - 874 = 256 (2^55 - 4) + 150 < L, so cdiv = 2^55 - 3, + 1.
+  EXPECT_EQ(vllm_charge_blocks(swa128, kMax, kMax - 1'000), (std::int64_t{1} << 55) - 2);
 }
 
 TEST(VllmEngine, VllmOwnTestCasesOfTheAdmissionCapAndConcurrency) {

@@ -459,7 +459,8 @@ constexpr std::int64_t vllm_charge_blocks(const table_rule& g, std::int64_t L, s
   switch (g.kind) {
     case table_kind::full_history: return ceil_div(ceil_div(L, dcp), g.page_tokens);
     case table_kind::sliding_window: {
-      const std::int64_t tokens = in_flight >= L ? L : std::min(g.window_tokens - 1 + in_flight, L);
+      // min(W - 1 + M, L) without forming W - 1 + M: M < L, so L - M > 0 and the sum stays <= L.
+      const std::int64_t tokens = in_flight >= L ? L : in_flight + std::min(g.window_tokens - 1, L - in_flight);
       return ceil_div(tokens, g.page_tokens) + 1;
     }
     case table_kind::request_ring: return 1;
