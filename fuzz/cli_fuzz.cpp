@@ -1,6 +1,6 @@
 // Fuzz target: the planner CLI's argument handling (tools/include/dsv4/tools/planner_cli.hpp).
 //
-// Input: the arguments, separated by '\n'. `run_planner` must return 0 or 2; with 2 it writes
+// Input: the arguments, separated by '\n' (--svg dropped). `run_planner` must return 0, 1 or 2; with 2 it writes
 // exactly one line to `err` and nothing to `out`. A `--config` value is replaced by one of a
 // fixed set of paths (the real configs, a directory without config.json, a missing file):
 // fuzzing file names would only read arbitrary files of the machine (/dev/zero never ends).
@@ -44,6 +44,16 @@ int run_args(std::string_view text) {
     args.emplace_back(text.substr(start, end - start));
     start = end + 1;
   }
+  // --svg FILE would write files of the fuzzer's choosing: drop it (and its value); its
+  // renderer runs in run_struct.
+  for (std::size_t i = 0; i < args.size();) {
+    if (args[i] != "--svg" && !args[i].starts_with("--svg=")) {
+      ++i;
+      continue;
+    }
+    const std::size_t n = args[i] == "--svg" && i + 1 < args.size() ? 2 : 1;
+    args.erase(args.begin() + static_cast<std::ptrdiff_t>(i), args.begin() + static_cast<std::ptrdiff_t>(i + n));
+  }
   for (std::size_t i = 0; i < args.size(); ++i) {
     if (i > 0 && args[i - 1] == "--config" && !args[i].starts_with("-")) args[i] = config_path(args[i]);
     if (args[i].starts_with("--config=")) args[i] = "--config=" + config_path(args[i].substr(9));
@@ -51,7 +61,7 @@ int run_args(std::string_view text) {
   std::ostringstream out;
   std::ostringstream err;
   const int rc = dsv4::cache::cli::run_planner(args, out, err, kFuzzSimVisits);
-  DSV4_FUZZ_CHECK(rc == 0 || rc == 2);
+  DSV4_FUZZ_CHECK(rc == 0 || rc == 1 || rc == 2);  // 1: --require-fit and it does not fit
   if (rc == 2) {
     const std::string e = err.str();
     DSV4_FUZZ_CHECK(out.str().empty());
@@ -108,6 +118,17 @@ int run_struct(FuzzedDataProvider& fdp) {
   if (!r) return 0;
   dsv4::fuzz::check_plan(r->plan);
   const std::string text = a.json ? dsv4::cache::cli::to_json(*r).dump(2) : dsv4::cache::cli::to_text(*r);
+  // The operator screen: every line within its columns; the breakdown sums to the plan's bytes.
+  const std::string screen = dsv4::cache::cli::screen_text(*r);
+  for (std::size_t at = 0; at < screen.size();) {
+    const std::size_t end = screen.find('\n', at);
+    DSV4_FUZZ_CHECK(end != std::string::npos && end - at <= dsv4::cache::cli::kScreenColumns);
+    at = end + 1;
+  }
+  const dsv4::cache::cli::plan_breakdown b = dsv4::cache::cli::breakdown_of(dsv4::cache::cli::screen_plan(*r));
+  DSV4_FUZZ_CHECK(b.context_rows + b.windows + b.rounding + b.in_flight + b.null_pages + b.engine == b.total);
+  DSV4_FUZZ_CHECK(!dsv4::cache::cli::summary_line(*r).empty());
+  DSV4_FUZZ_CHECK(dsv4::cache::cli::plan_svg(*r).ends_with("</svg>\n"));
   // The engine report: vLLM's figures as vLLM computes them (the plan of the pool never below them).
   if (r->report && r->report->vllm) {
     const dsv4::cache::vllm_startup_report& v = *r->report->vllm;

@@ -15,6 +15,7 @@ packages=(
   libfmt-dev nlohmann-json3-dev libcli11-dev libssl-dev  # library dependencies (formatters, JSON, CLI, SHA-256)
   libgtest-dev libgmock-dev libbenchmark-dev libxxhash-dev  # tests and benchmarks
   python3                                               # the independent oracles of tests/oracle/
+  librsvg2-bin                                          # rsvg-convert: the planner's --svg render test
 )
 
 missing=()

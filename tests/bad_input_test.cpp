@@ -25,6 +25,7 @@
 #include "dsv4/cache/arena_layout.hpp"
 #include "dsv4/cache/config_json.hpp"
 #include "dsv4/cache/slot_work.hpp"
+#include "test_util.hpp"
 
 // The planner rows need CLI11 (header-only), as the planner does.
 #if __has_include(<CLI/CLI.hpp>)
@@ -172,6 +173,35 @@ TEST(BadInput, ConfigMissingKey) {
   expect_config_error(j, {"missing key 'head_dim'"});
 }
 
+// Every missing key at once, in the order the config documents them.
+TEST(BadInput, ConfigEveryMissingKeyAtOnce) {
+  json j = flash_json();
+  for (const char* k : {"head_dim", "sliding_window", "compress_ratios"}) j.erase(k);
+  expect_config_error(j, {"missing keys 'head_dim', 'sliding_window', 'compress_ratios' (or 'layer_types')"});
+  json v32 = json::parse(R"({"model_type": "deepseek_v32", "num_hidden_layers": 61})");
+  expect_config_error(v32, {"missing keys 'kv_lora_rank', 'qk_rope_head_dim', 'index_head_dim', "
+                            "'max_position_embeddings'"});
+}
+
+// Per-layer lists match the layer counts: 43 + 1 entries, or trailing zeros for draft layers.
+TEST(BadInput, ConfigPerLayerListsMatchTheLayerCounts) {
+  json longer = flash_json();
+  longer["compress_ratios"].push_back(0);  // a draft layer's zero: the known form
+  longer["compress_ratios"].push_back(0);
+  EXPECT_NO_THROW((void)model_config_from_json(longer));
+  json wrong = flash_json();
+  wrong["compress_ratios"].push_back(4);  // a 45th layer the config does not have
+  expect_config_error(wrong, {"key 'compress_ratios' has 45 entries, more than num_hidden_layers + "
+                              "num_nextn_predict_layers = 44, and entry 44 is 4"});
+  json types = flash_json();
+  types.erase("compress_ratios");
+  types["layer_types"] = json::array();
+  for (int i = 0; i < 50; ++i) types["layer_types"].push_back("sliding_attention");
+  types["compress_rates"] = {{"compressed_sparse_attention", 4}, {"heavily_compressed_attention", 128}};
+  expect_config_error(types, {"key 'layer_types' has 50 entries: it lists num_hidden_layers = 43 layers, or with the "
+                              "MTP layers 44"});
+}
+
 TEST(BadInput, ConfigMissingModelType) {
   json j = flash_json();
   j.erase("model_type");
@@ -304,11 +334,20 @@ TEST(BadInput, ConfigTopLevelNotObject) {
 
 TEST(BadInput, ConfigUnreadableFile) {
   expect_error<config_error>([] { (void)load_model_config(kData / "no-such-dir" / "config.json"); },
-                             {"no-such-dir", "cannot read the file"});
+                             {"no-such-dir", "no such file"});
 }
 
 TEST(BadInput, ConfigDirectoryWithoutConfig) {
-  expect_error<config_error>([] { (void)load_model_config(kData); }, {"config.json", "cannot read the file"});
+  expect_error<config_error>([] { (void)load_model_config(kData); }, {"config.json", "no such file"});
+}
+
+// A file that reads empty says so (not "malformed JSON at byte 0").
+TEST(BadInput, ConfigEmptyFile) {
+  const std::filesystem::path file = dsv4::cache::testing::unique_temp_path("empty.config.json");
+  { std::ofstream(file).flush(); }
+  expect_error<config_error>([&] { (void)load_model_config(file); },
+                             {"empty.config.json", "the file is empty (0 bytes)"});
+  std::filesystem::remove(file);
 }
 
 // ================================ dims ================================
@@ -935,7 +974,7 @@ TEST(BadInput, SlotsNullPageAndRange) {
         const std::int64_t kMin = std::numeric_limits<std::int64_t>::min();
         for (const std::int64_t s : {std::int64_t{-1}, std::int64_t{0}, c.rows - 1, slots, slots + c.rows,
                                      std::int64_t{-2}, -c.rows, kMin, kI64Max}) {
-          SCOPED_TRACE(testing::Message() << "slot " << s);
+          SCOPED_TRACE(::testing::Message() << "slot " << s);
           const slot_status want = s == -1 ? slot_status::padding : slot_status::refused;
           EXPECT_EQ(classify_slot(pool, s), want);
           for (const slot_status st : insert(s)) EXPECT_EQ(st, want);

@@ -30,6 +30,14 @@ if(TARGET dsv4-cache-plan)
   target_compile_definitions(golden_test PRIVATE DSV4_PYTHON3="${dsv4_golden_python}"
                                                  DSV4_GOLDEN_WRITER_PY="${CMAKE_CURRENT_SOURCE_DIR}/golden/fp8_ds_mla_writer.py"
                                                  DSV4_GOLDEN_WRITERS_PY="${CMAKE_CURRENT_SOURCE_DIR}/golden/golden_writer.py")
+  # dsv4-cache-plan --svg rendered by rsvg-convert (librsvg2-bin): text, bar pixels and sums,
+  # curve ends against --json; skipped (77) without rsvg-convert.
+  if(Python3_Interpreter_FOUND)
+    add_test(NAME cli.svg_render
+             COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/cli/svg_render_test.py
+                     $<TARGET_FILE:dsv4-cache-plan>)
+    set_tests_properties(cli.svg_render PROPERTIES SKIP_RETURN_CODE 77)
+  endif()
   # The independent writer's own hand-derived cases (zero blocks per writer, ties, +-inf, NaN).
   if(Python3_Interpreter_FOUND)
     add_test(NAME golden.writer_self_test

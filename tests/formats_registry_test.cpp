@@ -358,7 +358,7 @@ TEST(DeepseekV32, PlanAtOrAboveTheSimulatedPeak) {
 }
 
 TEST(DeepseekV32, TextOutput) {
-  const cli_out r = plan({"--preset", "v3.2", "--context", "4096"});
+  const cli_out r = plan({"--preset", "v3.2", "--context", "4096", "--verbose"});
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_NE(r.out.find("DeepSeek-V3.2: 61 layers + 1 MTP, head_dim 576 (512 NoPE + 64 RoPE)"), std::string::npos);
   EXPECT_NE(r.out.find("sliding_window none"), std::string::npos);

@@ -10,7 +10,7 @@ int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
   const int code = dsv4::tools::run_layout(args, std::cout, std::cerr);
   // std::cout goes through stdio: a full disk or a closed stdout shows only when it is flushed.
-  if (code == 0 && (std::fflush(stdout) != 0 || std::ferror(stdout) != 0)) {
+  if ((code == 0 || code == 1 || code == 4) && (std::fflush(stdout) != 0 || std::ferror(stdout) != 0)) {
     std::cerr << "dsv4-cache-layout: error: writing the output failed\n";
     return dsv4::tools::kLayoutExitFailure;
   }

@@ -4,9 +4,11 @@
 
 #include <sys/wait.h>
 #include <array>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -31,6 +33,12 @@ run_result run(const std::vector<std::string>& args) {
   return {code, out.str(), err.str()};
 }
 
+/// The planner with --verbose: every table, as the tests of table lines read them.
+run_result tables(std::vector<std::string> args) {
+  args.emplace_back("--verbose");
+  return run(args);
+}
+
 /// Every case exits 2 with nothing on stdout and its message on stderr (the bad-input contract).
 void expect_refused(const std::vector<std::pair<std::vector<std::string>, std::string>>& cases) {
   for (const auto& [args, message] : cases) {
@@ -49,7 +57,7 @@ json run_json(std::vector<std::string> args) {
 }
 
 TEST(Cli, DefaultIsFlashAtFullContext) {
-  const run_result r = run({});
+  const run_result r = tables({});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_TRUE(r.err.empty());
   EXPECT_NE(r.out.find("DeepSeek-V4-Flash"), std::string::npos);
@@ -59,7 +67,7 @@ TEST(Cli, DefaultIsFlashAtFullContext) {
   EXPECT_NE(r.out.find("total 7467690240 B"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("= 7451 blocks x 1002240 B"), std::string::npos);
   // One pool per group, the library's own model: 6,755,043,136 B (static_checks.cpp).
-  EXPECT_NE(run({"--pools", "own"}).out.find("total 6755043136 B"), std::string::npos);
+  EXPECT_NE(tables({"--pools", "own"}).out.find("total 6755043136 B"), std::string::npos);
 }
 
 TEST(Cli, JsonSchemaOnFlash) {
@@ -141,7 +149,7 @@ TEST(Cli, MemoryBudgetAndFlags) {
   // 64 prompts in a 4,096-token step, each straddling a page: 64 + floor((4096 - 64) / 64) = 127
   EXPECT_EQ(k["groups"][0]["shared_pages"], 127);
   EXPECT_EQ(k["groups"][0]["pages_per_request"], 4);  // ceil((128 + 6 - 3) / 64) + 1
-  const run_result text = run({"--memory-gib", "80"});
+  const run_result text = tables({"--memory-gib", "80"});
   EXPECT_NE(text.out.find("max requests at 1048576 tokens: 19"), std::string::npos);
 }
 
@@ -220,13 +228,13 @@ TEST(Cli, NothingFitsSaysWhatOneRequestNeeds) {
   const json j = run_json({"--memory-gib", "1"});
   EXPECT_EQ(j["plan"]["max_requests"], 0);
   EXPECT_EQ(j["plan"]["max_requests_total_bytes"], 0);  // never more than the budget
-  const run_result r = run({"--memory-gib", "1", "--pools", "own"});
+  const run_result r = tables({"--memory-gib", "1", "--pools", "own"});
   // 4,161,088 B of null pages + 6,750,882,048 B for the first request (6,755,043,136 B in all)
   EXPECT_NE(r.out.find("max requests at 1048576 tokens: 0 (one request needs 4161088 B fixed + 6750882048 B)"),
             std::string::npos)
       << r.out;
   // vLLM's pool: it needs 7,451 blocks of 1,002,240 B to start at all, and says so.
-  const run_result v = run({"--memory-gib", "1"});
+  const run_result v = tables({"--memory-gib", "1"});
   EXPECT_NE(v.out.find("max requests at 1048576 tokens: 0 (vLLM needs 7467690240 B to start: 7451 blocks of "
                        "1002240 B)"),
             std::string::npos)
@@ -264,7 +272,7 @@ TEST(Cli, VerdictFirst) {
   // replay fits 16: at most 15 per the plan, the safe bound.
   const run_result yes = run({"--memory-gib", "64"});
   EXPECT_EQ(yes.out.substr(0, yes.out.find('\n')),
-            "verdict: 1 x 1048576 tokens FITS (at most 15 request(s) of 1048576 tokens)");
+            "verdict: 1 x 1,048,576 tokens FITS (at most 15 request(s) of 1,048,576 tokens)");
   const json no = run_json({"--memory-gib", "64", "--requests", "20"});
   EXPECT_EQ(no["fits"], false);
   EXPECT_EQ(no["verdict"]["plan_max_requests"], 15);
@@ -278,7 +286,7 @@ TEST(Cli, VerdictFirst) {
   // Without a budget there is no verdict, and it says so.
   EXPECT_EQ(run_json({})["fits"], nullptr);
   const run_result plain = run({});
-  EXPECT_EQ(plain.out.rfind("verdict: 1 x 1048576 tokens: no budget given", 0), 0U);
+  EXPECT_EQ(plain.out.rfind("verdict: 1 x 1,048,576 tokens: no budget given", 0), 0U);
 }
 
 }  // namespace
@@ -301,7 +309,7 @@ TEST(CliEngine, SimulateShowsNoGroupBelowItsPeak) {
   EXPECT_EQ(j["groups"][1]["simulated_peak_pages"], 33);
   EXPECT_EQ(j["groups"][5]["simulated_peak_pages"], 33);
   EXPECT_GE(j["plan"]["total_bytes"].get<std::uint64_t>(), j["plan"]["simulated_peak_bytes"].get<std::uint64_t>());
-  const run_result text = run({"--requests", "2", "--context", "63", "--prefill-chunk", "512", "--simulate"});
+  const run_result text = tables({"--requests", "2", "--context", "63", "--prefill-chunk", "512", "--simulate"});
   EXPECT_EQ(text.code, 0);
   EXPECT_EQ(text.out.find("BELOW"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("sim/L"), std::string::npos);
@@ -360,7 +368,7 @@ TEST(CliEngine, SglangReportsItsPoolSizesAndWhatReallyFits) {
   // The issue's command: SGLang's own figures (tests/oracle/sglang_pool_oracle.py gives the same
   // lines; ctest oracle.sglang_plan_agrees compares 22 cases) and the replayed capacity.
   const run_result r =
-      run({"--preset", "v4-flash", "--engine", "sglang", "--memory-gib", "64", "--context", "1048576"});
+      tables({"--preset", "v4-flash", "--engine", "sglang", "--memory-gib", "64", "--context", "1048576"});
   ASSERT_EQ(r.code, 0) << r.err;
   for (const char* line :
        {"DSV4 memory calculation: bytes_per_full_token=7705.45, available_bytes=64.00 GB, c128_state_fixed=2.53 GB, "
@@ -410,14 +418,14 @@ TEST(CliEngine, SglangRatioFlag) {
 TEST(CliEngine, StepBudgetBoundsRequestsInTheBudgetLine) {
   // B = 64: at most 64 requests hold pages; any number of queued requests fits in 1 TiB, and
   // tokenspeed runs at most its max_num_seqs (160 by default) at once.
-  const run_result r = run({"--context", "8192", "--prefill-chunk", "64", "--memory-gib", "1024", "--pools", "own",
-                            "--engine", "tokenspeed"});
+  const run_result r = tables({"--context", "8192", "--prefill-chunk", "64", "--memory-gib", "1024", "--pools", "own",
+                               "--engine", "tokenspeed"});
   EXPECT_NE(r.out.find("max requests at 8192 tokens: 160 (the engine runs at most 160 at once: "
                        "--max-running-requests, tokenspeed's max_num_seqs; memory alone fits any number)"),
             std::string::npos)
       << r.out;
   // vLLM runs at most max_num_seqs (1,024 by default) at once: the answer says so.
-  const run_result v = run({"--context", "8192", "--prefill-chunk", "64", "--memory-gib", "1024"});
+  const run_result v = tables({"--context", "8192", "--prefill-chunk", "64", "--memory-gib", "1024"});
   EXPECT_NE(v.out.find("max requests at 8192 tokens: 1024 (the engine runs at most 1024 at once: "
                        "--max-running-requests, vLLM's max_num_seqs; memory alone fits any number)"),
             std::string::npos)
@@ -566,7 +574,7 @@ TEST(CliV41, PresetReports890BytesPerTokenAndTheOwners) {
   for (int i = 0; i < 40; ++i)
     fixed += j["layers"][static_cast<std::size_t>(i)]["fixed_bytes_per_request"].get<std::uint64_t>();
   EXPECT_EQ(fixed, 2'703'360U + 3U * 8U * 4'096U);
-  const run_result text = run({"--preset", "v4.1-flash"});
+  const run_result text = tables({"--preset", "v4.1-flash"});
   ASSERT_EQ(text.code, 0) << text.err;
   EXPECT_NE(text.out.find("owners (kv_source_layer_ids) 2, 8, 14, 20"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("plan it with --tokens-per-step 6"), std::string::npos);
@@ -621,8 +629,8 @@ TEST(CliV41, SimulateShowsNoGroupBelowItsPeak) {
     }
     EXPECT_GE(j["plan"]["total_bytes"].get<std::uint64_t>(), j["plan"]["simulated_peak_bytes"].get<std::uint64_t>());
   }
-  const run_result text =
-      run({"--preset", "v4.1-flash", "--requests", "2", "--context", "1000", "--tokens-per-step", "6", "--simulate"});
+  const run_result text = tables(
+      {"--preset", "v4.1-flash", "--requests", "2", "--context", "1000", "--tokens-per-step", "6", "--simulate"});
   ASSERT_EQ(text.code, 0) << text.err;
   EXPECT_EQ(text.out.find("BELOW"), std::string::npos) << text.out;
 }
@@ -667,7 +675,8 @@ namespace {
 // (tests/oracle/vllm_pool_oracle.py gives the same), the simulated number of requests that really
 // fit, and a 1 x 1,048,576-token plan at least what vLLM needs to start.
 TEST(CliVllm, StartupLinesAndWhatReallyFits) {
-  const run_result r = run({"--preset", "v4-flash", "--engine", "vllm", "--memory-gib", "64", "--context", "1048576"});
+  const run_result r =
+      tables({"--preset", "v4-flash", "--engine", "vllm", "--memory-gib", "64", "--context", "1048576"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("engine vllm@2026.11"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("vLLM logs: GPU KV cache size: 9,650,417 tokens, Maximum concurrency for 1,048,576 tokens per "
@@ -750,7 +759,7 @@ TEST(CliVllm, SimulateCutAtItsWorkLimitIsRefused) {
 TEST(CliTokenspeed, CacheProfileAndWhatReallyFits) {
   const std::vector<std::string> args = {"--preset", "v4-flash",  "--engine", "tokenspeed", "--memory-gib",
                                          "64",       "--context", "1048576",  "--overlap"};
-  const run_result text = run(args);
+  const run_result text = tables(args);
   ASSERT_EQ(text.code, 0) << text.err;
   EXPECT_NE(text.out.find("tokenspeed logs: Cache profile: parent_bytes=2442240, P=256, parents=28136, "
                           "token_capacity=5810176, layers=44 (draft 1), groups={'v4.c128a.compressed_kv': 32, "),
@@ -818,6 +827,220 @@ TEST(CliVllm, SimulateRunsMillionTokenContexts) {
   EXPECT_GE(j["plan"]["num_blocks"].get<std::int64_t>(), j["plan"]["simulated_peak_blocks"].get<std::int64_t>());
   EXPECT_GE(j["plan"]["num_blocks"].get<std::int64_t>(),
             j["plan"]["simulated_peak_admission_blocks"].get<std::int64_t>());
+}
+
+}  // namespace
+}  // namespace dsv4::cache::cli
+
+// ---- The operator screen (issue 26): verdict first, one screen, per GPU vs cluster, the why ----
+namespace dsv4::cache::cli {
+namespace {
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+/// The screen's contract: at most 20 lines of at most 100 columns, the verdict first.
+void expect_one_screen(const run_result& r, const std::string& what) {
+  ASSERT_EQ(r.code, 0) << what << ": " << r.err;
+  const std::vector<std::string> lines = lines_of(r.out);
+  EXPECT_LE(lines.size(), 20U) << what << "\n" << r.out;
+  for (const std::string& line : lines) EXPECT_LE(line.size(), 100U) << what << ": " << line;
+  ASSERT_FALSE(lines.empty());
+  EXPECT_EQ(lines[0].rfind("verdict: ", 0), 0U) << what << ": " << lines[0];
+}
+
+TEST(CliScreen, TheIssuesCommandFitsOneScreen) {
+  const std::vector<std::string> args = {"--preset", "v4-pro",    "--tp",   "8",          "--memory-gib",
+                                         "60",       "--context", "131072", "--requests", "64"};
+  const run_result r = run(args);
+  expect_one_screen(r, "v4-pro tp 8");
+  const json j = run_json(args);
+  // The screen quotes the report: the verdict's line, the worst rank, vLLM's own log line, the replay.
+  EXPECT_EQ(r.out.rfind(j["verdict"]["line"].get<std::string>().substr(0, 40), 0), 0U) << r.out;
+  EXPECT_NE(r.out.find("FITS"), std::string::npos);
+  EXPECT_NE(r.out.find("per GPU  rank 0 of 8 (the worst): 64 x 131,072 tokens take 55.25 GiB of 60.00 GiB"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("cluster  tp 8 x dp 1 x pp 1 = 8 GPUs: at most " +
+                       vllm_thousands(j["cluster"]["max_requests"].get<std::int64_t>()) + " x 131,072 tokens"),
+            std::string::npos)
+      << r.out;
+  const std::string log = j["engine_report"]["log_lines"][0].get<std::string>();  // vLLM's own text
+  EXPECT_NE(r.out.find(log.substr(0, 40)), std::string::npos) << log << "\n" << r.out;
+  EXPECT_NE(r.out.find("replayed " + vllm_thousands(j["verdict"]["simulated_max_requests"].get<std::int64_t>()) +
+                       " x 131,072 tokens fit"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("where the 55.25 GiB of this GPU's plan go:"), std::string::npos);
+  // 59,327,017,920 B = 55.25 GiB: the worst rank's bytes (every TP rank holds the whole cache).
+  EXPECT_EQ(j["ranks"][0]["total_bytes"], 59327017920ULL);
+  // The tables moved behind flags; --verbose has them all.
+  EXPECT_EQ(r.out.find("layer  attention"), std::string::npos);
+  EXPECT_NE(tables(args).out.find("layer  attention"), std::string::npos);
+  EXPECT_NE(run({"--preset", "v4-pro", "--tp", "8", "--layers"}).out.find("layer  attention"), std::string::npos);
+  EXPECT_NE(run({"--preset", "v4-pro", "--tp", "8", "--ranks"}).out.find("worst rank 0:"), std::string::npos);
+  // Other deployments stay on one screen too.
+  for (const std::vector<std::string>& other : std::vector<std::vector<std::string>>{
+           {},
+           {"--memory-gib", "64"},
+           {"--memory-gib", "64", "--requests", "20"},
+           {"--preset", "v4-flash", "--engine", "sglang", "--memory-gib", "64", "--context", "1048576"},
+           {"--preset", "v4-flash", "--engine", "tokenspeed", "--memory-gib", "64", "--context", "1048576"},
+           {"--preset", "v4.1-flash", "--memory-gib", "30", "--requests", "40", "--context", "65536"},
+           {"--preset", "v3.2", "--memory-gib", "10", "--pools", "own", "--requests", "8"},
+           {"--preset", "v4-flash", "--engine", "sglang", "--memory-gib", "2"},
+           {"--memory-gib", "1"},
+       })
+    expect_one_screen(run(other), other.empty() ? "default" : other[0] + " " + other[1]);
+}
+
+// Independent of the breakdown's code: the parts sum to the plan's bytes, and in own pools the
+// rows and null pages are what the JSON's groups say (N x layers x floor(L / stride) x row bytes
+// for full-history groups; one page per pool and layer).
+TEST(CliScreen, BreakdownSumsToThePlan) {
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {},
+           {"--pools", "own"},
+           {"--pools", "own", "--requests", "3", "--context", "100000"},
+           {"--engine", "tokenspeed", "--context", "65536", "--requests", "4"},
+           {"--engine", "sglang", "--memory-gib", "64"},
+           {"--preset", "v4-pro", "--pp", "2", "--requests", "4", "--context", "65536"},
+           {"--tp", "4", "--dcp", "4", "--pools", "own", "--requests", "4", "--context", "65536"},
+           {"--preset", "v4.1-flash", "--requests", "2"},
+       }) {
+    const json j = run_json(args);
+    const json& b = j["breakdown"];
+    const std::uint64_t sum = b["context_rows_bytes"].get<std::uint64_t>() + b["window_bytes"].get<std::uint64_t>() +
+                              b["page_rounding_bytes"].get<std::uint64_t>() +
+                              b["in_flight_bytes"].get<std::uint64_t>() + b["null_page_bytes"].get<std::uint64_t>() +
+                              b["engine_structure_bytes"].get<std::uint64_t>();
+    EXPECT_EQ(sum, b["total_bytes"].get<std::uint64_t>()) << (args.empty() ? "default" : args[0]);
+    const json& plan_bytes = j.contains("ranks")
+                                 ? j["ranks"][j["cluster"]["worst_rank"].get<std::size_t>()]["total_bytes"]
+                                 : j["plan"]["total_bytes"];
+    EXPECT_EQ(b["total_bytes"], plan_bytes);
+  }
+  // Own pools, V4-Flash, 3 x 100,000 tokens: the groups' own figures.
+  const json j = run_json({"--pools", "own", "--requests", "3", "--context", "100000"});
+  std::uint64_t rows = 0, nulls = 0;
+  for (const json& g : j["groups"]) {
+    const std::uint64_t layers = g["num_layers"];
+    for (const json& pool : g["pools"]) nulls += pool["page_bytes"].get<std::uint64_t>() * layers;
+    if (g["retention"] == "full_history")
+      rows +=
+          3 * layers * (100000 / g["entry_stride_tokens"].get<std::uint64_t>()) * g["row_bytes"].get<std::uint64_t>();
+  }
+  EXPECT_EQ(j["breakdown"]["context_rows_bytes"], rows);
+  EXPECT_EQ(j["breakdown"]["null_page_bytes"], nulls);
+  EXPECT_EQ(j["breakdown"]["engine_structure_bytes"], 0);
+}
+
+TEST(CliScreen, DataParallelPerGpuAndClusterAndNoBudget) {
+  const run_result r =
+      run({"--dp", "4", "--tp", "4", "--memory-gib", "40", "--context", "262144", "--requests", "100"});
+  expect_one_screen(r, "dp 4");
+  // 100 requests over 4 DP ranks: 25 on the worst GPU, the cluster's answer for all 16.
+  EXPECT_NE(r.out.find("per GPU  rank 0 of 16 (the worst): 25 x 262,144 tokens take"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("cluster  tp 4 x dp 4 x pp 1 = 16 GPUs: at most"), std::string::npos) << r.out;
+  const run_result none = run({"--dp", "2", "--requests", "4"});
+  expect_one_screen(none, "dp 2, no budget");
+  EXPECT_NE(none.out.find("no budget given"), std::string::npos);
+  EXPECT_NE(none.out.find("per GPU  rank 0 of 2 (the worst): 2 x 1,048,576 tokens take"), std::string::npos)
+      << none.out;
+  EXPECT_NE(none.out.find(" in all"), std::string::npos) << none.out;
+  // --summary: one line.
+  const run_result s = run({"--memory-gib", "64", "--summary"});
+  EXPECT_EQ(lines_of(s.out).size(), 1U) << s.out;
+  EXPECT_NE(s.out.find("1 x 1,048,576 tokens FITS (at most 15;"), std::string::npos) << s.out;
+}
+
+// The hint's figure is the plan's own answer with the flag it names.
+TEST(CliScreen, HintIsThePlanWithItsFlag) {
+  const std::vector<std::string> args = {"--preset", "v4-pro",    "--tp",   "8",          "--memory-gib",
+                                         "60",       "--context", "131072", "--requests", "64"};
+  const json j = run_json(args);
+  ASSERT_FALSE(j["hint"].is_null());
+  EXPECT_EQ(j["hint"]["flag"], "--prefill-chunk 2048");
+  std::vector<std::string> with = args;
+  with.insert(with.end(), {"--prefill-chunk", "2048"});
+  EXPECT_EQ(j["hint"]["requests_then"], run_json(with)["verdict"]["plan_max_requests"]);
+  EXPECT_EQ(j["hint"]["requests_now"], j["verdict"]["plan_max_requests"]);
+  EXPECT_TRUE(run_json(with)["hint"].is_null());  // already there: no hint
+}
+
+TEST(CliScreen, OutputFlagsThatDoNotCombine) {
+  expect_refused({
+      {{"--json", "--summary"}, "--json and --summary each print a whole output"},
+      {{"--verbose", "--json"}, "--json and --verbose each print a whole output"},
+      {{"--verbose", "--layers"}, "--layers adds a table to the screen; --verbose prints every table already"},
+      {{"--summary", "--groups"}, "--groups adds a table to the screen; --summary prints an output of its own"},
+      {{"--ranks"}, "--ranks prints every rank's plan: it needs --tp, --dp, --pp or --dcp above 1"},
+      {{"--svg", ""}, "--svg"},
+  });
+}
+
+TEST(CliScreen, SvgWrittenWholeOrNotAtAll) {
+  namespace fs = std::filesystem;
+  const fs::path dir = dsv4::cache::testing::unique_temp_path("svg");
+  fs::remove_all(dir);
+  // A directory that does not exist: exit 3, nothing on stdout, no file.
+  const run_result bad = run({"--memory-gib", "64", "--svg", (dir / "plan.svg").string()});
+  EXPECT_EQ(bad.code, 3) << bad.err;
+  EXPECT_TRUE(bad.out.empty());
+  EXPECT_NE(bad.err.find("--svg"), std::string::npos) << bad.err;
+  EXPECT_FALSE(fs::exists(dir));
+  fs::create_directories(dir);
+  const run_result ok = run({"--memory-gib", "64", "--svg", (dir / "plan.svg").string()});
+  ASSERT_EQ(ok.code, 0) << ok.err;
+  std::ifstream in(dir / "plan.svg");
+  const std::string svg((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(svg.rfind("<?xml", 0), 0U);
+  EXPECT_NE(svg.find("</svg>\n"), std::string::npos);
+  std::size_t bars = 0, curves = 0;
+  for (std::size_t at = svg.find("class=\"bar\""); at != std::string::npos; at = svg.find("class=\"bar\"", at + 1))
+    ++bars;
+  for (std::size_t at = svg.find("class=\"curve\""); at != std::string::npos; at = svg.find("class=\"curve\"", at + 1))
+    ++curves;
+  EXPECT_EQ(bars, 7U);    // V4-Flash's 6 groups and the engine's share
+  EXPECT_EQ(curves, 3U);  // vllm, tokenspeed, sglang
+  // Only the SVG in the directory: no temporary file left behind.
+  std::size_t files = 0;
+  for ([[maybe_unused]] const fs::directory_entry& e : fs::directory_iterator(dir)) ++files;
+  EXPECT_EQ(files, 1U);
+  // A directory in place of the file: exit 3, the directory untouched.
+  fs::create_directories(dir / "taken.svg");
+  EXPECT_EQ(run({"--svg", (dir / "taken.svg").string()}).code, 3);
+  EXPECT_TRUE(fs::is_directory(dir / "taken.svg"));
+  fs::remove_all(dir);
+}
+
+// A replay that runs past the threshold says so on stderr, once and then every 5 s; the answer on
+// stdout is unchanged. (The threshold is 3 s in the CLI; 1 ms here.)
+TEST(CliHygiene, LongReplaysPrintProgressOnStderr) {
+  const std::vector<std::string> args = {"--requests", "16", "--context", "65536", "--simulate"};
+  std::ostringstream out, err, quiet_out, quiet_err;
+  ASSERT_EQ(run_planner(args, out, err, kSimulateMaxVisits, std::chrono::milliseconds(1)), 0) << err.str();
+  EXPECT_EQ(
+      err.str().rfind("dsv4-cache-plan: still computing after 0 s: replaying the engine's allocator (--simulate)", 0),
+      0U)
+      << err.str();
+  ASSERT_EQ(run_planner(args, quiet_out, quiet_err), 0);
+  EXPECT_TRUE(quiet_err.str().empty()) << quiet_err.str();  // under 3 s: nothing
+  EXPECT_EQ(out.str(), quiet_out.str());
+}
+
+// Bytes of a path that are not valid UTF-8 are escaped in the message (valid UTF-8 is kept).
+TEST(CliHygiene, NonUtf8BytesInPathsAreEscaped) {
+  const run_result r = run({"--config", "/no-such-\xff\xfe-dir/\xc3\xa9/config.json"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("/no-such-\\xFF\\xFE-dir/\xc3\xa9/config.json"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find('\xff'), std::string::npos);
+  EXPECT_EQ(dsv4::tools::one_line("a\xe0\x80\x80" "b\xed\xa0\x80" "c\xf4\x90\x80\x80"),
+            "a\\xE0\\x80\\x80b\\xED\\xA0\\x80c\\xF4\\x90\\x80\\x80");  // overlong, surrogate, > U+10FFFF
 }
 
 }  // namespace

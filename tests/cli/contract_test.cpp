@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -192,6 +193,59 @@ TEST(Contract, PerRankLayouts) {
   EXPECT_EQ(b["layout"]["rank"]["dcp_size"], 2);
   EXPECT_NE(a["fingerprint"], b["fingerprint"]);
   EXPECT_EQ(layout_cli({"describe", "--rank", "1"}).rc, 2);  // --rank without parallel flags
+}
+
+// check / diff on an unknown key anywhere, an unknown schema, an empty or non-regular file: exit 2,
+// one line naming the file and what is wrong.
+TEST(Contract, UnknownKeysSchemasAndFilesAreBadInput) {
+  const run_out r = layout_cli({"describe"});
+  ASSERT_EQ(r.rc, 0);
+  const ojson base = ojson::parse(r.out);
+  ojson group = base;
+  group["layout"]["groups"][1]["pages_per_request"] = 3;
+  ojson top = base;
+  top["comment"] = "x";
+  ojson schema = base;
+  schema["schema"] = "dsv4-cache-layout/9";
+  const fs::path empty = temp_file("empty.json", "");
+  for (const auto& [j, name, message] : std::vector<std::tuple<ojson, std::string, std::string>>{
+           {group, "unknown-group-key.json", "layout.groups[1].pages_per_request: not a key of a dsv4-cache-layout/1"},
+           {top, "unknown-top-key.json", "descriptor.comment: not a key of a"},
+           {schema, "unknown-schema.json", "not a dsv4-cache-layout descriptor (\"schema\" must be"}}) {
+    const fs::path f = temp_file(name, j.dump(2));
+    for (const run_out& o : {layout_cli({"check", f.string()}), layout_cli({"diff", f.string(), f.string()})}) {
+      EXPECT_EQ(o.rc, 2) << name << o.out;
+      EXPECT_TRUE(o.out.empty());
+      EXPECT_NE(o.err.find(f.string()), std::string::npos) << o.err;
+      EXPECT_NE(o.err.find(message), std::string::npos) << o.err;
+    }
+  }
+  EXPECT_NE(layout_cli({"check", empty.string()}).err.find("the file is empty (0 bytes)"), std::string::npos);
+  const run_out dir = layout_cli({"check", fs::temp_directory_path().string()});
+  EXPECT_EQ(dir.rc, 2);
+  EXPECT_NE(dir.err.find("is actually a directory: " + fs::temp_directory_path().string()), std::string::npos)
+      << dir.err;
+}
+
+// A TP or DP rank of a replicated cache holds the whole model's pages: no rank part, the whole
+// model's fingerprint, and `diff` against the whole model says identical (exit 0).
+TEST(Contract, TensorParallelRankIsTheWholeModel) {
+  const run_out whole = layout_cli({"describe", "--preset", "v4-pro"});
+  const run_out tp = layout_cli({"describe", "--preset", "v4-pro", "--tp", "8", "--rank", "5"});
+  const run_out dp = layout_cli({"describe", "--preset", "v4-pro", "--tp", "4", "--dp", "2"});
+  ASSERT_EQ(tp.rc, 0) << tp.err;
+  EXPECT_FALSE(ojson::parse(tp.out)["layout"].contains("rank"));
+  EXPECT_EQ(ojson::parse(tp.out)["fingerprint"], ojson::parse(whole.out)["fingerprint"]);
+  EXPECT_EQ(ojson::parse(dp.out)["fingerprint"], ojson::parse(whole.out)["fingerprint"]);
+  const fs::path a = temp_file("whole.json", whole.out);
+  const fs::path b = temp_file("tp8.json", tp.out);
+  const run_out d = layout_cli({"diff", a.string(), b.string()});
+  EXPECT_EQ(d.rc, 0) << d.out << d.err;
+  EXPECT_EQ(d.out.rfind("identical", 0), 0U) << d.out;
+  // A DCP shard is a part of the cache: it keeps its rank part.
+  EXPECT_TRUE(
+      ojson::parse(layout_cli({"describe", "--preset", "v4-pro", "--tp", "8", "--dcp", "2"}).out)["layout"].contains(
+          "rank"));
 }
 
 TEST(Contract, CheckNamesTheFirstWrongNumber) {
@@ -452,12 +506,13 @@ TEST(ContractEngine, CheckRefusesImplausiblePlacements) {
   ojson key = base;
   key["layout"]["engine"]["block_byte"] = 1;  // a misspelt key
   const run_out k = check_of(key);
-  EXPECT_EQ(k.rc, 1);
-  EXPECT_NE(k.out.find("layout.engine.block_byte: not a key of the engine placement"), std::string::npos) << k.out;
+  EXPECT_EQ(k.rc, 2);  // an unknown key is bad input, naming the file and the key
+  EXPECT_NE(k.err.find("engine-implausible.json"), std::string::npos) << k.err;
+  EXPECT_NE(k.err.find("layout.engine.block_byte: not a key of a dsv4-cache-layout/2 descriptor"), std::string::npos)
+      << k.err;
   ojson tkey = base;
   tkey["layout"]["engine"]["groups"][2]["tensors"][0]["stride"] = 64;
-  EXPECT_NE(check_of(tkey).out.find("layout.engine.groups[2].tensors[0].stride: not a key of a tensor set"),
-            std::string::npos);
+  EXPECT_NE(check_of(tkey).err.find("layout.engine.groups[2].tensors[0].stride: not a key of a"), std::string::npos);
   ojson align = base;
   align["layout"]["engine"]["groups"][2]["tensors"][0]["alignment"] = 4096;
   EXPECT_NE(check_of(align).out.find(

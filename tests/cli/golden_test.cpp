@@ -648,7 +648,8 @@ TEST_F(Golden, UnwritableDirectoryExit3) {
 
 TEST_F(Golden, FailedRenameLeavesNoTemporaryFiles) {
   // page.bin is a non-empty directory: its rename fails after input.bf16's; the temporary files
-  // are removed and no manifest is written (a reader checking hashes cannot accept the mix).
+  // and the input.bf16 already renamed are removed and no manifest is written: no file is left
+  // behind (a reader checking hashes cannot accept the mix).
   const fs::path d = dir("blocked");
   fs::create_directories(d / "page.bin");
   std::ofstream(d / "page.bin" / "keep") << "x";
@@ -657,6 +658,8 @@ TEST_F(Golden, FailedRenameLeavesNoTemporaryFiles) {
   EXPECT_NE(r.err.find("page.bin"), std::string::npos) << r.err;
   for (const std::string& name : names_in(d)) EXPECT_EQ(name.find(".tmp-"), std::string::npos) << name;
   EXPECT_FALSE(fs::exists(d / "manifest.json"));
+  EXPECT_FALSE(fs::exists(d / "input.bf16"));
+  EXPECT_EQ(names_in(d).size(), 1U);  // page.bin, the user's directory, alone
   EXPECT_TRUE(fs::is_directory(d / "page.bin"));
 }
 

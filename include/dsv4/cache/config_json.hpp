@@ -6,11 +6,13 @@
 //   num_nextn_predict_layers   >= 0, optional (0 when absent: a config without MTP layers)
 //   head_dim, index_head_dim, sliding_window, max_position_embeddings   > 0
 //   qk_rope_head_dim           > 0; when absent, head_dim x partial_rotary_factor (newer schema)
-//   compress_ratios            ints, at least num_hidden_layers + num_nextn_predict_layers;
-//                              extra trailing entries (draft-model layers) are ignored
+//   compress_ratios            ints, one per layer: num_hidden_layers + num_nextn_predict_layers;
+//                              extra trailing entries must be 0 (draft-model layers; ignored)
 //   or layer_types + compress_rates (newer schema): one of "sliding_attention",
 //     "compressed_sparse_attention", "heavily_compressed_attention" per main layer, the rates
-//     of the two compressed types in the `compress_rates` object; MTP layers not listed are SWA.
+//     of the two compressed types in the `compress_rates` object; MTP layers not listed are SWA
+//     (the list has num_hidden_layers entries, or one per main and MTP layer).
+// Every missing required key is named at once ("missing keys 'head_dim', 'sliding_window'").
 // A key missing at the top level is also looked up in a `text_config` object.
 // deepseek_v32 reads num_hidden_layers, num_nextn_predict_layers, kv_lora_rank (> 0),
 // qk_rope_head_dim, index_head_dim and max_position_embeddings; the cached latent row is
@@ -26,6 +28,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -128,7 +131,30 @@ inline int ratio_of_layer_type(const nlohmann::json& types, const nlohmann::json
 
 namespace detail {
 /// The deepseek_v32 fields of `root` into `c` (named, family v3.2). Errors as below.
+/// Fails naming every key of `keys` that `root` lacks (each entry: alternatives separated by
+/// " or ", any one present will do), all at once: "missing keys 'a', 'b' (or 'c')".
+inline void require_keys(const nlohmann::json& root, std::initializer_list<std::initializer_list<const char*>> keys) {
+  std::string missing;
+  int count = 0;
+  for (const auto& alternatives : keys) {
+    bool found = false;
+    for (const char* k : alternatives) found = found || find_key(root, k) != nullptr;
+    if (found) continue;
+    if (count++ > 0) missing.append(", ");
+    bool first = true;
+    for (const char* k : alternatives) {
+      missing.append(first ? "'" : " (or '").append(k).append(first ? "'" : "')");
+      first = false;
+    }
+  }
+  if (count == 1) config_fail("missing key " + missing);
+  if (count > 1) config_fail("missing keys " + missing);
+}
+
 inline model_config v32_config_from_json(const nlohmann::json& root, model_config c) {
+  require_keys(
+      root,
+      {{"num_hidden_layers"}, {"kv_lora_rank"}, {"qk_rope_head_dim"}, {"index_head_dim"}, {"max_position_embeddings"}});
   c.family = model_family::v3_2;
   c.num_hidden_layers = static_cast<int>(required_int(root, "num_hidden_layers", 1, kMaxLayers));
   const nlohmann::json* mtp = find_key(root, "num_nextn_predict_layers");
@@ -173,12 +199,22 @@ inline void ratios_from_json(const nlohmann::json& root, model_config& c, bool v
     for (std::size_t i = 0; i < layers; ++i)
       c.compress_ratios[i] =
           static_cast<int>(int_value((*ratios)[i], "compress_ratios[" + std::to_string(i) + "]", 0, kIntMax));
+    // Longer lists: only the known form, trailing zero entries (a draft model's layers).
+    for (std::size_t i = layers; i < ratios->size(); ++i)
+      if (!((*ratios)[i].is_number_integer() && (*ratios)[i].get<std::int64_t>() == 0))
+        config_fail("key 'compress_ratios' has " + std::to_string(ratios->size()) +
+                    " entries, more than num_hidden_layers + num_nextn_predict_layers = " + std::to_string(layers) +
+                    ", and entry " + std::to_string(i) + " is " + quote((*ratios)[i]) +
+                    ": entries past the layers must be 0 (draft layers)");
   } else if (const nlohmann::json* types = v41 ? nullptr : find_key(root, "layer_types")) {
     if (!types->is_array()) config_fail("key 'layer_types' must be an array, got " + quote(*types));
     const auto main_layers = static_cast<std::size_t>(c.num_hidden_layers);
     if (types->size() < main_layers)
       config_fail("key 'layer_types' has " + std::to_string(types->size()) +
                   " entries, fewer than num_hidden_layers = " + std::to_string(main_layers));
+    if (types->size() != main_layers && types->size() != layers)
+      config_fail("key 'layer_types' has " + std::to_string(types->size()) + " entries: it lists num_hidden_layers = " +
+                  std::to_string(main_layers) + " layers, or with the MTP layers " + std::to_string(layers));
     const nlohmann::json* rates = find_key(root, "compress_rates");
     for (std::size_t i = 0; i < layers; ++i)
       c.compress_ratios[i] = i < types->size() ? ratio_of_layer_type(*types, rates, i) : 0;
@@ -225,6 +261,23 @@ inline model_config model_config_from_json(const nlohmann::json& root, std::stri
   c.name = model_name(name);
   if (v32) return detail::v32_config_from_json(root, c);
   if (v41) c.family = model_family::v4_1;
+  if (v41)
+    detail::require_keys(root, {{"num_hidden_layers"},
+                                {"head_dim"},
+                                {"qk_rope_head_dim", "partial_rotary_factor"},
+                                {"index_head_dim"},
+                                {"sliding_window"},
+                                {"max_position_embeddings"},
+                                {"compress_ratios"},
+                                {"kv_source_layer_ids"}});
+  else
+    detail::require_keys(root, {{"num_hidden_layers"},
+                                {"head_dim"},
+                                {"qk_rope_head_dim", "partial_rotary_factor"},
+                                {"index_head_dim"},
+                                {"sliding_window"},
+                                {"max_position_embeddings"},
+                                {"compress_ratios", "layer_types"}});
   c.num_hidden_layers = static_cast<int>(detail::required_int(root, "num_hidden_layers", 1, kMaxLayers));
   const nlohmann::json* mtp = detail::find_key(root, "num_nextn_predict_layers");
   c.num_nextn_predict_layers =
@@ -288,10 +341,13 @@ inline model_config load_model_config(const std::filesystem::path& path) {
   if (std::filesystem::is_directory(path, ec)) file = path / "config.json";
   // Only regular files: /dev/zero or a FIFO would never end; a size cap bounds the memory.
   if (!std::filesystem::is_regular_file(file, ec))
-    throw config_error(file.string() + ": cannot read the file (missing, or not a regular file)");
+    throw config_error(file.string() + (std::filesystem::exists(file, ec)
+                                            ? ": not a regular file (a device, a FIFO or a socket): not a config.json"
+                                            : ": no such file"));
   const std::uintmax_t size = std::filesystem::file_size(file, ec);
   if (ec || size > detail::kMaxConfigBytes)
     throw config_error(file.string() + ": not a config.json (" + std::to_string(size) + " bytes, more than 4 MiB)");
+  if (size == 0) throw config_error(file.string() + ": the file is empty (0 bytes), not a config.json");
   std::ifstream in(file, std::ios::binary);
   if (!in) throw config_error(file.string() + ": cannot read the file (not readable)");
   std::string text(static_cast<std::size_t>(size), '\0');

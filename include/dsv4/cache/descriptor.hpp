@@ -130,7 +130,8 @@ constexpr cache_layout describe_layout(const model_config& c, const plan_options
   return l;
 }
 
-/// The layout rank `rank` of `p` holds: its stage's groups (`rank_plan`) and its PP / DCP part.
+/// The layout rank `rank` of `p` holds: its stage's groups (`rank_plan`) and its PP / DCP part
+/// (none with TP / DP only: the whole model's layout).
 /// Errors as `rank_plan`.
 constexpr cache_layout describe_rank_layout(const model_config& c, plan_options o, const parallel_config& p,
                                             std::int64_t rank) {
@@ -140,7 +141,9 @@ constexpr cache_layout describe_rank_layout(const model_config& c, plan_options 
   for (int g = 0; g < r.plan.num_groups; ++g)
     l.groups.groups[static_cast<std::size_t>(g)] = r.plan.groups[static_cast<std::size_t>(g)].spec;
   l.groups.num_groups = r.plan.num_groups;
-  l.rank.present = true;
+  // TP and DP alone replicate the whole model's cache: the same pages, no rank part, the same
+  // fingerprint as the whole-model layout. Stages (PP) and DCP shards are parts of it.
+  l.rank.present = p.pp > 1 || p.dcp > 1;
   l.rank.pp_layers = r.main_layers;
   if (r.mtp_layers && o.cache_mtp) l.rank.draft_layers = {c.num_hidden_layers, c.num_layers()};
   l.rank.dcp_rank = r.coords.dcp_rank;

@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <initializer_list>
 #include <map>
@@ -27,6 +28,8 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
+#include <system_error>
 #include <vector>
 
 #include <fmt/format.h>
@@ -114,8 +117,66 @@ inline nlohmann::ordered_json descriptor_json(const cache::cache_layout& l, cons
 
 namespace contract_detail {
 
+/// Every object of descriptor `d` holds only the keys its schema defines (the canonical writer's,
+/// descriptor.hpp, and the info part's); throws bad_descriptor naming the file, the path and
+/// the key otherwise (a misspelt key is bad input, never silently ignored).
+inline void check_keys(const ojson& d, const std::string& file) {
+  using keys = std::initializer_list<std::string_view>;
+  const auto only = [&](const ojson& o, const std::string& where, keys allowed) {
+    if (!o.is_object()) return;
+    for (const auto& [k, v] : o.items()) {
+      bool known = false;
+      for (const std::string_view a : allowed) known = known || k == a;
+      if (!known)
+        throw bad_descriptor(fmt::format("{}: {}.{}: not a key of a {} descriptor ({})", file, where, k,
+                                         d["schema"].get<std::string>(), fmt::join(allowed, ", ")));
+    }
+  };
+  const auto each = [](const ojson& o, std::string_view key, const auto& f) {
+    if (o.is_object() && o.contains(key) && o[key].is_array())
+      for (std::size_t i = 0; i < o[key].size(); ++i) f(o[key][i], i);
+  };
+  only(d, "descriptor", {"schema", "fingerprint", "layout", "info"});
+  const ojson& l = d["layout"];
+  only(l, "layout", {"schema", "model", "layers", "groups", "rank", "engine"});
+  only(d.contains("info") ? d["info"] : ojson(), "info",
+       {"model", "engine", "windows", "requests", "context_tokens", "plan_bytes", "rank"});
+  each(l, "layers", [&](const ojson& y, std::size_t i) {
+    only(y, fmt::format("layout.layers[{}]", i), {"index", "attention", "ratio", "role", "owner"});
+  });
+  each(l, "groups", [&](const ojson& g, std::size_t i) {
+    const std::string gp = fmt::format("layout.groups[{}]", i);
+    only(g, gp, {"id", "retention", "tokens_per_row", "rows_per_page", "layers", "pools"});
+    each(g, "pools", [&](const ojson& q, std::size_t k) {
+      const std::string pp = fmt::format("{}.pools[{}]", gp, k);
+      only(q, pp, {"format", "row_bytes", "page_rule", "alignment", "page_bytes", "page_stride", "row1"});
+      if (q.is_object() && q.contains("row1")) only(q["row1"], pp + ".row1", {"data", "scales", "rope"});
+    });
+  });
+  if (l.is_object() && l.contains("rank"))
+    only(l["rank"], "layout.rank", {"pp_layers", "draft_layers", "dcp_rank", "dcp_size", "dcp_interleave"});
+  if (l.is_object() && l.contains("engine")) {
+    const ojson& e = l["engine"];
+    only(e, "layout.engine", {"name", "preset", "structure", "block_bytes", "groups"});
+    each(e, "groups", [&](const ojson& g, std::size_t i) {
+      const std::string gp = fmt::format("layout.engine.groups[{}]", i);
+      only(g, gp, {"table", "block_tokens", "tensors"});
+      each(g, "tensors", [&](const ojson& t, std::size_t k) {
+        only(t, fmt::format("{}.tensors[{}]", gp, k),
+             {"group", "pool", "rows_per_page", "alignment", "page_bytes", "offset", "layers"});
+      });
+    });
+  }
+}
+
 /// Reads and parses a descriptor file; throws bad_descriptor naming the file.
 inline ojson read_descriptor(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) throw bad_descriptor(path + ": no such file");
+  if (!std::filesystem::is_regular_file(path, ec))
+    throw bad_descriptor(path + ": not a regular file (a directory, a device or a FIFO): not a descriptor");
+  if (std::filesystem::file_size(path, ec) == 0 && !ec)
+    throw bad_descriptor(path + ": the file is empty (0 bytes), not a descriptor");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw bad_descriptor(path + ": cannot read the file");
   std::stringstream ss;
@@ -134,6 +195,7 @@ inline ojson read_descriptor(const std::string& path) {
   if (!d.contains("layout") || !d["layout"].is_object()) throw bad_descriptor(path + ": missing object \"layout\"");
   if (d["layout"].value("schema", "") != d["schema"])
     throw bad_descriptor(path + ": \"layout.schema\" must equal \"schema\"");
+  check_keys(d, path);
   return d;
 }
 

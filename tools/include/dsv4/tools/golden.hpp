@@ -89,6 +89,8 @@
 
 #include "dsv4/cache/formats/format_traits.hpp"
 #include "dsv4/cache/formats/registry.hpp"
+#include "dsv4/tools/file_io.hpp"
+#include "dsv4/tools/messages.hpp"
 
 namespace dsv4::tools {
 
@@ -171,19 +173,7 @@ struct golden_image {
 
 namespace golden_detail {
 
-/// `msg` as one printable line: control characters as \xNN, at most 500 bytes.
-inline std::string one_line(std::string_view msg) {
-  std::string out;
-  for (const char ch : msg.substr(0, 500)) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c < 0x20 || c == 0x7F)
-      out += fmt::format("\\x{:02X}", c);
-    else
-      out += ch;
-  }
-  if (msg.size() > 500) out += "...";
-  return out;
-}
+using dsv4::tools::one_line;  // messages.hpp
 
 [[noreturn]] inline void bad_input(const std::string& msg) { throw std::invalid_argument(msg); }
 
@@ -378,80 +368,11 @@ inline golden_image make_golden(const golden_args& a) {
 
 namespace golden_detail {
 
-/// A filesystem failure: DIR not written (exit 3).
-struct write_error : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-inline std::string errno_text(int e) { return std::error_code(e, std::generic_category()).message(); }
-
-/// Writes `n` bytes to a new temporary file in `dir` (a name no other file has) and syncs it.
-/// Returns its path. Throws write_error, leaving no file behind.
-inline std::filesystem::path write_temp(const std::filesystem::path& dir, const std::string& name,
-                                        const std::uint8_t* data, std::size_t n) {
-  std::random_device rd;
-  for (int attempt = 0; attempt < 16; ++attempt) {
-    const std::uint64_t tag = (std::uint64_t{rd()} << 32 | rd()) & 0xFFFFFFFFFFFFULL;
-    std::filesystem::path tmp = dir / fmt::format(".{}.tmp-{:012x}", name, tag);
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd < 0) {
-      if (errno == EEXIST) continue;
-      throw write_error(fmt::format("cannot create {}: {}", tmp.string(), errno_text(errno)));
-    }
-    std::size_t done = 0;
-    int failed = 0;
-    while (done < n && failed == 0) {
-      const ssize_t w = ::write(fd, data + done, n - done);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0)
-        failed = w < 0 ? errno : EIO;
-      else
-        done += static_cast<std::size_t>(w);
-    }
-    if (failed == 0 && ::fsync(fd) != 0) failed = errno;
-    if (::close(fd) != 0 && failed == 0) failed = errno;
-    if (failed != 0) {
-      ::unlink(tmp.c_str());
-      throw write_error(fmt::format("cannot write {}: {}", tmp.string(), errno_text(failed)));
-    }
-    return tmp;
-  }
-  throw write_error(fmt::format("cannot create a temporary file for {} in {}", name, dir.string()));
-}
-
-/// Writes `files` (name, bytes) to `dir` as described at the top of this file. Throws write_error.
-inline void write_files(const std::filesystem::path& dir,
-                        const std::vector<std::pair<std::string, std::string_view>>& files) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const bool existed = fs::exists(dir, ec);
-  if (!existed) {
-    fs::create_directories(dir, ec);
-    if (ec) throw write_error(fmt::format("cannot create directory {}: {}", dir.string(), ec.message()));
-  } else if (!fs::is_directory(dir, ec)) {
-    throw write_error(fmt::format("{} exists and is not a directory", dir.string()));
-  }
-  std::vector<fs::path> temps;
-  try {
-    for (const auto& [name, bytes] : files)
-      temps.push_back(write_temp(dir, name, reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()));
-    for (std::size_t k = 0; k < files.size(); ++k) {
-      fs::rename(temps[k], dir / files[k].first, ec);
-      if (ec)
-        throw write_error(fmt::format("cannot rename {} to {}: {}", temps[k].string(), files[k].first, ec.message()));
-    }
-    // Best effort: make the renames durable.
-    const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-      (void)::fsync(dfd);
-      ::close(dfd);
-    }
-  } catch (...) {
-    for (const fs::path& t : temps) fs::remove(t, ec);
-    if (!existed) fs::remove(dir, ec);  // removes it only if empty
-    throw;
-  }
-}
+// The all-or-nothing file writes (file_io.hpp), shared with dsv4-cache-plan --svg.
+using file_io::errno_text;
+using file_io::write_error;
+using file_io::write_files;
+using file_io::write_temp;
 
 }  // namespace golden_detail
 

@@ -244,6 +244,7 @@ inline CLI::App* add_formats_command(CLI::App& app, formats_args& a) {
 inline int run_layout(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   layout_args a;
   CLI::App app{"dsv4-cache-layout: byte layouts of the registered KV-cache row formats", "dsv4-cache-layout"};
+  app.footer(std::string(cache::cli::kExitCodesHelp));
   app.require_subcommand(1);  // exactly one
   const CLI::App* formats = add_formats_command(app, a.formats);
   const auto add_layout_flags = [](CLI::App* cmd, contract_args& c) {

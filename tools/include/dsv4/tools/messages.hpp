@@ -1,0 +1,62 @@
+// One-line error messages of the CLIs: whatever a path or a value holds, a message is one
+// printable line of valid UTF-8 (control characters and bytes that are not valid UTF-8 escaped).
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include <fmt/format.h>
+
+namespace dsv4::tools {
+
+/// The length of the valid UTF-8 sequence at the start of `s` (1 to 4 bytes), or 0 when it is
+/// not one (a stray continuation byte, an overlong form, a surrogate, above U+10FFFF, cut short).
+inline std::size_t utf8_sequence_length(std::string_view s) {
+  const auto b = [&](std::size_t i) { return static_cast<unsigned char>(s[i]); };
+  const unsigned char c = b(0);
+  std::size_t n = 0;
+  unsigned char lo = 0x80;
+  unsigned char hi = 0xBF;
+  if (c < 0x80) return 1;
+  if (c >= 0xC2 && c <= 0xDF)
+    n = 2;
+  else if (c >= 0xE0 && c <= 0xEF) {
+    n = 3;
+    if (c == 0xE0) lo = 0xA0;  // no overlong forms
+    if (c == 0xED) hi = 0x9F;  // no surrogates
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    n = 4;
+    if (c == 0xF0) lo = 0x90;
+    if (c == 0xF4) hi = 0x8F;  // <= U+10FFFF
+  } else {
+    return 0;
+  }
+  if (s.size() < n) return 0;
+  if (b(1) < lo || b(1) > hi) return 0;
+  for (std::size_t i = 2; i < n; ++i)
+    if (b(i) < 0x80 || b(i) > 0xBF) return 0;
+  return n;
+}
+
+/// `msg` as one printable line: control characters and bytes that are not valid UTF-8 as \xNN
+/// (valid UTF-8, a non-ASCII path included, is kept), at most 500 bytes of `msg`.
+inline std::string one_line(std::string_view msg) {
+  std::string out;
+  const std::string_view head = msg.substr(0, 500);
+  for (std::size_t i = 0; i < head.size();) {
+    const auto c = static_cast<unsigned char>(head[i]);
+    const std::size_t n = utf8_sequence_length(head.substr(i));
+    if (n == 0 || c < 0x20 || c == 0x7F) {
+      out += fmt::format("\\x{:02X}", c);
+      ++i;
+    } else {
+      out += head.substr(i, n);
+      i += n;
+    }
+  }
+  if (msg.size() > 500) out += "...";
+  return out;
+}
+
+}  // namespace dsv4::tools

@@ -1,0 +1,388 @@
+// dsv4-cache-plan's arguments: the flags as parsed (`planner_args`), their validators (decimal
+// integers, memory sizes with units), the presets, the format flags and the option groups the
+// planner, dsv4-cache-layout and the CUDA sample share. Nothing here computes a plan.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <exception>
+#include <limits>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+
+#include "dsv4/cache.hpp"
+#include "dsv4/cache/alloc_sim.hpp"
+#include "dsv4/cache/config_json.hpp"
+#include "dsv4/cache/format.hpp"
+#include "dsv4/cache/parallel.hpp"
+#include "dsv4/tools/engine_report.hpp"
+#include "dsv4/tools/messages.hpp"
+
+namespace dsv4::cache::cli {
+
+/// The planner's inputs, as parsed from the command line.
+struct planner_args {
+  std::string preset = "flash";
+  bool preset_given = true;  // false: --preset left at its default (errors then name the model, not a flag)
+  std::string config_path;
+  std::optional<std::int64_t> context;  // none: the model's max_position_embeddings
+  std::int64_t requests = 1;
+  std::optional<double> memory_gib;
+  std::optional<std::string> indexer;      // --indexer fp8|mxfp4 (V4; none: fp8)
+  std::string format_set;                  // --format-set v41|v4 (V4.1; empty: v41)
+  std::string kv_format;                   // --kv-format NAME: every main-KV pool
+  std::vector<std::string> group_formats;  // --format GROUP=NAME, repeatable
+  std::string indexer_format;              // --indexer-format NAME
+  std::int64_t tokens_per_step = 1;
+  std::int64_t prefill_chunk = 8192;
+  bool no_mtp = false;
+  bool json = false;
+  bool verbose = false;  // --verbose: every table
+  bool layers = false;   // --layers / --groups / --ranks: a table after the screen
+  bool groups = false;
+  bool ranks = false;
+  bool summary = false;      // --summary: one line
+  std::string svg_path;      // --svg FILE
+  bool require_fit = false;  // --require-fit: exit 1 when the verdict is "does not fit"
+  std::string engine = "vllm";
+  std::string pools = "engine";             // --pools engine|own
+  std::optional<std::int64_t> max_running;  // --max-running-requests (default: the engine's)
+  std::optional<double> swa_ratio;          // --swa-full-tokens-ratio (SGLang only; default 0.1)
+  bool overlap = false;
+  bool simulate = false;
+  std::int64_t max_sim_visits = kSimulateMaxVisits;  // not a flag: the fuzz target lowers it (inputs end in seconds)
+  // Parallelism and roles (per-rank plans)
+  std::int64_t tp = 1;
+  std::int64_t dp = 1;
+  std::int64_t pp = 1;
+  std::string pp_layers;  // "22,21": main layers per stage; empty = vLLM's even split
+  std::int64_t dcp = 1;
+  std::int64_t dcp_interleave = 1;
+  std::string role = "colocated";
+  std::int64_t handover = 0;
+  std::optional<double> gpu_memory_gib;
+  std::optional<double> reserved_gib;
+};
+
+/// The exit codes of dsv4-cache-plan and dsv4-cache-layout, one table (both --help footers and
+/// the README print it).
+inline constexpr std::string_view kExitCodesHelp =
+    "Exit codes (dsv4-cache-plan and dsv4-cache-layout):\n"
+    "  0  success\n"
+    "  1  the answer is no: --require-fit and N x L does not fit; diff: incompatible; check: wrong\n"
+    "  2  bad input: one line on stderr, nothing on stdout (--require-fit without a budget too)\n"
+    "  3  a write error (stdout, --svg, golden's DIR) or an internal error\n"
+    "  4  diff: different, but compatible for page transfer";
+
+/// --simulate refuses more requests than this (each simulated step visits the running ones);
+/// beyond that it refuses an estimated work above kSimulateMaxWork (engine_report.hpp).
+inline constexpr std::int64_t kSimulateMaxRequests = 4096;
+
+/// A GiB count as bytes; fails unless 1 byte <= gib x 2^30 < 2^64 (a budget is never
+/// silently rounded to 0 bytes).
+inline std::uint64_t gib_to_bytes(double gib, const char* what = "--memory-gib") {
+  constexpr double kMaxBytes = 18446744073709551616.0;  // 2^64
+  const double bytes = gib * 1073741824.0;
+  if (!std::isfinite(gib) || !(bytes >= 1.0) || !(bytes < kMaxBytes))
+    throw std::invalid_argument(
+        fmt::format("{} must be at least 1 byte (2^-30 GiB) and below 2^34 GiB (2^64 bytes), got {}", what, gib));
+  return static_cast<std::uint64_t>(bytes);
+}
+
+/// CLI11 validators: the flags take plain decimal numbers only. CLI11 alone would read "0x10"
+/// as 16, clamp 2^64 to INT64_MAX and take an empty string as "not given".
+inline const CLI::Validator kDecimalInt(
+    [](std::string& s) -> std::string {
+      std::int64_t v = 0;
+      const char* end = s.data() + s.size();
+      const auto [ptr, ec] = std::from_chars(s.data(), end, v);  // base 10: no "0x", "+", blanks
+      if (s.empty()) return "must not be empty";
+      if (ec == std::errc::result_out_of_range) return "'" + s + "' does not fit in 64 bits";
+      if (ec != std::errc() || ptr != end) return "'" + s + "' is not a decimal integer";
+      s = std::to_string(v);  // CLI11 would read a leading 0 as octal ("0100" = 64): pass it plain decimal
+      return {};
+    },
+    "INT");
+inline const CLI::Validator kDecimalNumber(
+    [](std::string& s) -> std::string {
+      double v = 0;
+      const char* end = s.data() + s.size();
+      if (s.empty()) return "must not be empty";
+      if (s.find_first_not_of("0123456789.eE+-") != std::string::npos) return "'" + s + "' is not a decimal number";
+      const auto [ptr, ec] = std::from_chars(s.data(), end, v);  // no hex, nan or inf (filtered above)
+      if (ec != std::errc() || ptr != end) return "'" + s + "' is not a decimal number";
+      return {};
+    },
+    "NUMBER");
+/// Memory sizes: a decimal number of GiB, or one with a unit: GB (10^9 B), GiB (2^30 B), MB, MiB,
+/// TB, TiB (e.g. "141GB"). Rewrites the value as GiB (exact: every unit is an integer number of
+/// bytes and 2^30 a power of two, so GiB x 2^30 gives the bytes back).
+inline const CLI::Validator kMemorySize(
+    [](std::string& s) -> std::string {
+      static constexpr std::array<std::pair<std::string_view, double>, 6> kUnits = {
+          {{"GiB", 1.0}, {"MiB", 1.0 / 1024}, {"TiB", 1024.0}, {"GB", 1e9}, {"MB", 1e6}, {"TB", 1e12}}};
+      const std::string what =
+          "'" + s + "' is not a memory size: a decimal number of GiB, or with a unit GB, GiB, MB, MiB, TB or TiB";
+      std::string_view number = s;
+      double scale = 1.0;
+      bool bytes = false;  // a decimal unit: scale is bytes per unit
+      for (const auto& [unit, factor] : kUnits)
+        if (number.size() > unit.size() && number.ends_with(unit)) {
+          number.remove_suffix(unit.size());
+          scale = factor;
+          bytes = unit[1] != 'i';
+          break;
+        }
+      if (number.empty() || number.find_first_not_of("0123456789.eE+-") != std::string_view::npos) return what;
+      double v = 0;
+      const auto [ptr, ec] = std::from_chars(number.data(), number.data() + number.size(), v);
+      if (ec != std::errc() || ptr != number.data() + number.size()) return what;
+      s = fmt::format("{:.17g}", bytes ? v * scale / 1073741824.0 : v * scale);
+      return {};
+    },
+    "SIZE");
+inline const CLI::Validator kNonEmpty([](std::string& s) { return s.empty() ? std::string("must not be empty") : ""; },
+                                      "PATH");
+
+using dsv4::tools::one_line;  // messages.hpp: one printable line of valid UTF-8
+
+/// Parses --pp-layers "22,21" into `p` (decimal entries, comma-separated).
+inline void parse_pp_layers(const std::string& text, parallel_config& p) {
+  std::size_t start = 0;
+  p.num_stage_layers = 0;
+  while (start <= text.size()) {
+    const std::size_t end = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, end - start);
+    int v = 0;
+    const auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+    if (item.empty() || ec != std::errc() || ptr != item.data() + item.size())
+      throw std::invalid_argument("--pp-layers must be comma-separated decimal layer counts, got '" + text + "'");
+    if (p.num_stage_layers >= kMaxLayers) throw std::invalid_argument("--pp-layers has more than 256 entries");
+    p.stage_layers[static_cast<std::size_t>(p.num_stage_layers++)] = v;
+    start = end + 1;
+  }
+}
+
+/// The KV budget per GPU from --memory-gib, or --gpu-memory-gib minus --reserved-gib.
+inline std::optional<std::uint64_t> budget_from(const planner_args& a) {
+  if (a.reserved_gib && !a.gpu_memory_gib) throw std::invalid_argument("--reserved-gib needs --gpu-memory-gib");
+  if (!a.gpu_memory_gib)
+    return a.memory_gib ? std::optional(gib_to_bytes(*a.memory_gib, "--memory-gib")) : std::nullopt;
+  if (a.memory_gib)
+    throw std::invalid_argument("give --memory-gib or --gpu-memory-gib (with --reserved-gib), not both");
+  (void)gib_to_bytes(*a.gpu_memory_gib, "--gpu-memory-gib");  // a valid size of its own first
+  if (!a.reserved_gib)
+    throw std::invalid_argument(
+        "--gpu-memory-gib needs --reserved-gib (the GPU memory the weights and activations take before the KV "
+        "cache; --reserved-gib 0 reserves nothing)");
+  const double reserved = *a.reserved_gib;
+  if (!(reserved >= 0.0) || !std::isfinite(reserved))
+    throw std::invalid_argument(fmt::format("--reserved-gib must be >= 0, got {}", reserved));
+  if (!(reserved < *a.gpu_memory_gib))
+    throw std::invalid_argument(fmt::format(
+        "--reserved-gib ({}) must be below --gpu-memory-gib ({}): no KV budget left", reserved, *a.gpu_memory_gib));
+  return gib_to_bytes(*a.gpu_memory_gib - reserved, "--gpu-memory-gib minus --reserved-gib");
+}
+
+/// The flags SGLang's modelled pools refuse or ignore under --engine sglang (its own pools):
+/// pipeline stages, decode context parallelism and PD roles are not modelled, --overlap is its
+/// default already, and --simulate replays block tables SGLang does not have (its occupancy is
+/// replayed in the engine report with a budget).
+inline void check_sglang_flags(const planner_args& a) {
+  const auto refuse = [](const std::string& what) {
+    throw std::invalid_argument("--engine sglang: " + what + "; plan it with --pools own (or another engine)");
+  };
+  if (a.pp != 1 || !a.pp_layers.empty()) refuse(fmt::format("--pp {} (pipeline stages) is not modelled", a.pp));
+  if (a.dcp != 1) refuse(fmt::format("--dcp {} (decode context parallelism) is not modelled", a.dcp));
+  if (a.role != "colocated") refuse("--role " + a.role + " (PD disaggregation) is not modelled");
+  if (a.overlap)
+    throw std::invalid_argument(
+        "--engine sglang: --overlap has no effect: SGLang's overlap scheduler is its default and always modelled");
+  if (a.simulate)
+    throw std::invalid_argument(
+        "--engine sglang: --simulate replays vLLM's and tokenspeed's block tables; SGLang's occupancy is replayed "
+        "in the engine report when a budget is given (--memory-gib)");
+}
+
+/// The engine named by --engine ("vllm", "vllm@2026.11", "tokenspeed", "sglang", ...).
+inline const engine_spec& engine_from(const std::string& name) {
+  const engine_spec* e = find_engine(name);
+  if (e == nullptr) throw std::invalid_argument("--engine must be one of " + engine_names() + ", got '" + name + "'");
+  return *e;
+}
+
+/// A built-in model: its preset name, an older alias ("" if none) and the config.
+struct preset {
+  std::string_view name;
+  std::string_view alias;
+  const model_config* model;
+};
+
+/// The presets, in one list: --preset, --help and the errors take their names from it.
+inline constexpr std::array<preset, 4> kPresets = {{
+    {"v4-flash", "flash", &deepseek_v4_flash},
+    {"v4-pro", "pro", &deepseek_v4_pro},
+    {"v4.1-flash", "", &deepseek_v4_1_flash},
+    {"v3.2", "", &deepseek_v3_2},
+}};
+
+/// Every preset name and alias ("v4-flash, flash, v4-pro, pro, v4.1-flash, v3.2").
+inline std::vector<std::string> preset_names() {
+  std::vector<std::string> names;
+  for (const preset& p : kPresets) {
+    names.emplace_back(p.name);
+    if (!p.alias.empty()) names.emplace_back(p.alias);
+  }
+  return names;
+}
+
+/// The registry index of format `name` for flag `flag`; throws naming the flag, the value and
+/// the registered names.
+inline int format_flag(const std::string& flag, const std::string& name) {
+  const int i = format_index(name);
+  if (i < 0)
+    throw std::invalid_argument(flag + ": unknown row format '" + name + "' (registered: " + format_names() + ")");
+  return i;
+}
+
+/// The groups whose main-KV format --format GROUP=NAME sets, per family, and the field it sets.
+struct format_group_flag {
+  model_family family;
+  std::string_view group;
+  int format_overrides::*field;
+};
+inline constexpr std::array<format_group_flag, 8> kFormatGroupFlags = {{
+    {model_family::v4, "v4.swa_kv", &format_overrides::swa_kv},
+    {model_family::v4, "v4.c4a.compressed_kv", &format_overrides::csa_kv},
+    {model_family::v4, "v4.c128a.compressed_kv", &format_overrides::hca_kv},
+    {model_family::v4_1, "v4.1.swa", &format_overrides::swa_kv},
+    {model_family::v4_1, "v4.1.global_r2", &format_overrides::global_r2},
+    {model_family::v4_1, "v4.1.global_r1", &format_overrides::global_r1},
+    {model_family::v3_2, "v3.2.mla_kv", &format_overrides::mla_kv},
+    {model_family::v3_2, "v3.2.indexer_k", &format_overrides::indexer},
+}};
+
+/// Applies --format-set, --kv-format, --format GROUP=NAME and --indexer-format to `o`, then
+/// checks every chosen format against the model (`check_formats`: a format that does not fit
+/// names both).
+inline void apply_format_flags(const planner_args& a, const model_config& m, plan_options& o) {
+  if (!a.format_set.empty()) {
+    if (m.family != model_family::v4_1)
+      throw std::invalid_argument("--format-set " + a.format_set + ": format sets are for DeepSeek V4.1 models, not " +
+                                  std::string(to_string(m.family)) + " (use --kv-format / --format)");
+    if (a.format_set == "v41")
+      o.formats.set = format_set::v41;
+    else if (a.format_set == "v4")
+      o.formats.set = format_set::v4;
+    else
+      throw std::invalid_argument("--format-set must be v41 or v4, got '" + a.format_set + "'");
+  }
+  if (!a.kv_format.empty()) o.formats.kv = format_flag("--kv-format", a.kv_format);
+  if (!a.indexer_format.empty()) o.formats.indexer = format_flag("--indexer-format", a.indexer_format);
+  if (a.indexer && !a.indexer_format.empty())
+    throw std::invalid_argument("--indexer " + *a.indexer + " has no effect with --indexer-format " + a.indexer_format +
+                                " (which chooses the index-key format): give one of them");
+  std::vector<std::pair<std::string, std::string>> seen;  // group, format: each group once
+  for (const std::string& item : a.group_formats) {
+    const std::size_t eq = item.find('=');
+    if (eq == std::string::npos)
+      throw std::invalid_argument("--format must be GROUP=NAME (e.g. v4.swa_kv=v4.fp8_ds_mla.footer), got '" + item +
+                                  "'");
+    const std::string group = item.substr(0, eq);
+    for (const auto& [g, name] : seen)
+      if (g == group)
+        throw std::invalid_argument("--format " + group + " given twice (" + name + ", " + item.substr(eq + 1) +
+                                    "): give each group once");
+    seen.emplace_back(group, item.substr(eq + 1));
+    const int f = format_flag("--format " + group, item.substr(eq + 1));
+    std::vector<std::string_view> groups;
+    bool found = false;
+    for (const format_group_flag& g : kFormatGroupFlags) {
+      if (g.family != m.family) continue;
+      groups.push_back(g.group);
+      if (g.group == group) {
+        o.formats.*g.field = f;
+        found = true;
+      }
+    }
+    if (!found)
+      throw std::invalid_argument("--format: group '" + group + "' has no format to choose for a " +
+                                  std::string(to_string(m.family)) + " model (" +
+                                  fmt::format("{}", fmt::join(groups, ", ")) +
+                                  "; compressor states are always fp32_state; use --indexer-format for " +
+                                  (m.family == model_family::v3_2 ? "the" : "V4 / V4.1") + " indexer keys)");
+  }
+  check_formats(m, resolve_formats(m.family, o.indexer, o.formats));
+}
+
+/// Registers the model and plan flags shared by the planner and the CUDA sample: --preset,
+/// --config, --context, --requests, --memory-gib (described by `memory_gib_help`), --indexer.
+/// The defaults shown by --help are the values `a` holds now (context 0 = the model's max).
+inline void add_model_options(CLI::App& app, planner_args& a, const std::string& memory_gib_help) {
+  app.add_option("--preset", a.preset,
+                 "Built-in model: v4-flash or flash (DeepSeek-V4-Flash), v4-pro or pro (DeepSeek-V4-Pro), "
+                 "v4.1-flash (DeepSeek-V4.1-Flash), v3.2 (DeepSeek-V3.2)")
+      ->check(CLI::IsMember(preset_names()))
+      ->capture_default_str();
+  app.add_option("--config", a.config_path,
+                 "A V4, V4.1 or V3.2 config.json, or a model directory holding one (overrides --preset)")
+      ->check(kNonEmpty);
+  app.add_option("--context", a.context,
+                 "Max context tokens per request L (default: the model's max_position_embeddings)")
+      ->transform(kDecimalInt);
+  app.add_option("--requests", a.requests, "Concurrent requests N")->transform(kDecimalInt)->capture_default_str();
+  app.add_option("--memory-gib", a.memory_gib, memory_gib_help)->transform(kMemorySize);
+  app.add_option("--indexer", a.indexer,
+                 "V4 indexer key format: fp8 (132 B/row, the default) or mxfp4 (68 B/row); V4.1 models take "
+                 "theirs from --format-set")
+      ->check(CLI::IsMember({"fp8", "mxfp4"}));
+  app.add_option("--format-set", a.format_set,
+                 "V4.1 default formats: v41 (default: SWA v4.1.fp8, global v4.1.fp4, index v4.indexer_mxfp4) or "
+                 "v4 (the Hopper fallback: v4.fp8_ds_mla rows, v4.indexer_fp8 keys)")
+      ->check(CLI::IsMember({"v41", "v4"}));
+  app.add_option("--kv-format", a.kv_format,
+                 "Row format of every main-KV pool (registry name, e.g. v4.fp8_ds_mla.footer; see "
+                 "dsv4-cache-layout formats)")
+      ->check(kNonEmpty);
+  app.add_option("--format", a.group_formats,
+                 "GROUP=NAME: the row format of one group's main-KV pool (repeatable; overrides --kv-format), "
+                 "e.g. v4.swa_kv=v4.fp8_uniform")
+      ->check(kNonEmpty);
+  app.add_option("--indexer-format", a.indexer_format,
+                 "Row format of the indexer keys (registry name; overrides --indexer), e.g. "
+                 "v4.indexer_mxfp4_in_fp8_slot")
+      ->check(kNonEmpty);
+}
+
+/// Registers the parallel flags shared by the planner and dsv4-cache-layout: --tp, --dp, --pp,
+/// --pp-layers, --dcp, --dcp-interleave.
+inline void add_parallel_options(CLI::App& app, planner_args& a) {
+  app.add_option("--tp", a.tp, "Tensor parallel size: replicates the cache")
+      ->transform(kDecimalInt)
+      ->capture_default_str();
+  app.add_option("--dp", a.dp, "Data parallel (attention) size: splits the requests")
+      ->transform(kDecimalInt)
+      ->capture_default_str();
+  app.add_option("--pp", a.pp, "Pipeline stages: split the main layers (vLLM's get_pp_indices)")
+      ->transform(kDecimalInt)
+      ->capture_default_str();
+  app.add_option("--pp-layers", a.pp_layers, "Explicit main layers per stage, e.g. 22,21 (needs --pp)")
+      ->check(kNonEmpty);
+  app.add_option("--dcp", a.dcp, "Decode context parallel size (divides --tp): shards the compressed KV")
+      ->transform(kDecimalInt)
+      ->capture_default_str();
+  app.add_option("--dcp-interleave", a.dcp_interleave, "Rows dealt to one DCP rank in turn")
+      ->transform(kDecimalInt)
+      ->capture_default_str();
+}
+
+}  // namespace dsv4::cache::cli

@@ -1,0 +1,585 @@
+// dsv4-cache-plan's computed report: `compute` turns the arguments into every figure the
+// renderers print (the plan, the budget answers, the per-rank plans, the engine report, the
+// simulation), and `verdict_of` / `breakdown_of` / `hint_of` / `capacity_curves` derive the
+// operator screen's answers from it. Renderers (render_*.hpp) only format this report.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <exception>
+#include <limits>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "dsv4/tools/planner_args.hpp"
+
+namespace dsv4::cache::cli {
+
+/// Bytes per token of context each layer adds: over the plan's full-history groups that cover
+/// it, row bytes (all pools) / tokens per row. 0 for a layer with sliding groups only.
+inline std::vector<double> bytes_per_context_token(const memory_plan& p, int num_layers) {
+  std::vector<double> per(static_cast<std::size_t>(num_layers), 0.0);
+  for (const group_plan& g : p) {
+    if (g.spec.has_sliding_window()) continue;
+    for (int i = 0; i < g.spec.num_layers; ++i)
+      per[static_cast<std::size_t>(g.spec.layers[static_cast<std::size_t>(i)])] +=
+          static_cast<double>(g.spec.row_bytes()) / static_cast<double>(g.spec.entry_stride_tokens);
+  }
+  return per;
+}
+
+/// The sum of `bytes_per_context_token` over the main layers: the global KV bytes a token of
+/// context adds (V4.1-Flash with the v41 formats: 3 x (288 + 68) / 2 + (288 + 68) = 890, the
+/// figure of the V4.1 paper and the vLLM blog; layout-variants 1.8).
+inline double main_layer_bytes_per_context_token(const memory_plan& p, const model_config& m) {
+  const std::vector<double> per = bytes_per_context_token(p, m.num_layers());
+  double sum = 0;
+  for (int i = 0; i < m.num_hidden_layers; ++i) sum += per[static_cast<std::size_t>(i)];
+  return sum;
+}
+
+/// "fp8" or "mxfp4": the indexer keys the plan's groups store (the format set decides for V4.1).
+inline std::string_view plan_indexer(const memory_plan& p) {
+  for (const group_plan& g : p)
+    for (int i = 0; i < g.spec.num_pools; ++i)
+      if (g.spec.pools[static_cast<std::size_t>(i)].format.role == format_role::indexer_k)
+        return g.spec.pools[static_cast<std::size_t>(i)].format.data.type == element_type::e2m1 ? "mxfp4" : "fp8";
+  return to_string(p.options.indexer);
+}
+
+/// Bytes a request keeps in each layer whatever its context: the rows of every sliding group
+/// (SWA window, compressor states) the layer belongs to, min(L, W) x row bytes, from the plan.
+inline std::vector<std::uint64_t> fixed_bytes_per_request(const memory_plan& p, int num_layers) {
+  std::vector<std::uint64_t> fixed(static_cast<std::size_t>(num_layers), 0);
+  for (const group_plan& g : p) {
+    if (!g.spec.has_sliding_window()) continue;
+    const std::int64_t rows = std::min(g.window_tokens, p.options.context_tokens);
+    for (int i = 0; i < g.spec.num_layers; ++i)
+      fixed[static_cast<std::size_t>(g.spec.layers[static_cast<std::size_t>(i)])] +=
+          static_cast<std::uint64_t>(rows) * static_cast<std::uint64_t>(g.spec.row_bytes());
+  }
+  return fixed;
+}
+
+/// `v` with thousands separators: 1048576 -> "1,048,576" (vLLM's `{:,}`).
+inline std::string thousands(std::int64_t v) { return vllm_thousands(v); }
+
+/// A size for the screen: GiB with two decimals from 1 GiB, MiB with one from 1 MiB, else KiB or
+/// bytes; thousands separators in the integer part ("1,234.56 GiB").
+inline std::string size_text(std::uint64_t bytes) {
+  constexpr double kGiB = 1073741824.0;
+  constexpr double kMiB = 1048576.0;
+  const auto b = static_cast<double>(bytes);
+  const auto with_commas = [](double v, int decimals, std::string_view unit) {
+    std::string digits = fmt::format("{:.{}f}", v, decimals);
+    const std::size_t dot = digits.find('.');
+    const std::size_t n = dot == std::string::npos ? digits.size() : dot;
+    std::string out;
+    for (std::size_t i = 0; i < n; ++i) {  // a comma before every group of three digits
+      if (i > 0 && (n - i) % 3 == 0) out += ',';
+      out += digits[i];
+    }
+    return out + digits.substr(n) + " " + std::string(unit);
+  };
+  if (b >= kGiB) return with_commas(b / kGiB, 2, "GiB");
+  if (b >= kMiB) return with_commas(b / kMiB, 1, "MiB");
+  if (bytes >= 1024) return with_commas(b / 1024.0, 1, "KiB");
+  return fmt::format("{} B", bytes);
+}
+
+/// A request count, or "any number" when memory does not bound it.
+inline std::string requests_text(std::int64_t n) {
+  return n == std::numeric_limits<std::int64_t>::max() ? std::string("any number") : thousands(n);
+}
+
+/// A change of one flag that plans more requests of L in the same budget (the screen's hint).
+struct plan_hint {
+  std::string flag;                ///< As the user types it: "--prefill-chunk 2048".
+  std::int64_t requests_now = 0;   ///< The plan's answer now (the cluster's with parallel flags).
+  std::int64_t requests_then = 0;  ///< With the change.
+  std::string why;                 ///< What the change trades.
+};
+
+/// Max requests of each context under one engine, for the budget (the SVG's capacity curve).
+struct capacity_curve {
+  std::string engine;                                         ///< --engine name.
+  std::vector<std::pair<std::int64_t, std::int64_t>> points;  ///< (context tokens, max requests), capped.
+  std::string why_not;  ///< Why the engine has no curve for this model / these flags ("" when drawn).
+};
+
+/// Everything the planner prints, computed before anything is printed.
+struct planner_result {
+  model_config model;
+  model_cache_schema schema;
+  memory_plan plan;
+  const engine_spec* engine = nullptr;  ///< The engine planned for (--engine).
+  std::optional<engine_report> report;  ///< Its pool, startup figures and (with a budget) what really fits.
+  std::optional<std::uint64_t> budget_bytes;
+  std::optional<request_capacity> requests_fit;
+  /// The engine's cap on requests running at once (--max-running-requests, or the engine's own:
+  /// vLLM's max_num_seqs); 0 = none. The budget answers never exceed it (`max_requests_by_memory`
+  /// keeps memory's own answer).
+  std::int64_t max_running = 0;
+  std::optional<context_capacity> context_fit;
+  std::optional<sim_result> simulated;  ///< With --simulate: the worst case of the allocation simulator.
+  // With parallel flags: every rank's plan, the worst rank, and with a budget what the cluster fits.
+  std::optional<parallel_config> parallel;
+  std::vector<rank_plan_result> ranks;
+  cluster_worst worst{};
+  std::optional<cluster_capacity> cluster_fit;
+  /// With a budget: one change of a flag that plans more requests of L (see `hint_of`).
+  std::optional<plan_hint> hint;
+  /// With --svg: max requests against context under each modelled engine (`capacity_curves`).
+  std::vector<capacity_curve> curves;
+};
+
+/// `n` requests (of `engines` engines together) capped at what the engines run at once.
+inline std::int64_t capped_requests(const planner_result& r, std::int64_t n, std::int64_t engines) {
+  if (r.max_running <= 0) return n;
+  const std::int64_t cap = r.max_running > std::numeric_limits<std::int64_t>::max() / engines
+                               ? std::numeric_limits<std::int64_t>::max()
+                               : r.max_running * engines;
+  return std::min(n, cap);
+}
+
+/// The largest N of L the budget fits under options `o` (the cluster's with parallel flags),
+/// capped at what the engines run at once; throws std::invalid_argument as the library.
+inline std::int64_t plan_capacity(const planner_result& r, const plan_options& o) {
+  if (r.parallel)
+    return capped_requests(r, cluster_capacity_for_budget(r.model, o, *r.parallel, *r.budget_bytes).max_requests,
+                           r.parallel->dp);
+  return capped_requests(r, max_requests_for_budget(r.model, o, *r.budget_bytes).max_requests, 1);
+}
+
+/// The prefill chunk the screen's hint tries: a quarter of the planner's default 8192. A smaller
+/// chunk holds fewer prompt pages in flight per step; it costs a longer time to first token.
+inline constexpr std::int64_t kHintPrefillChunk = 2048;
+
+/// One flag change that plans more requests of L in the same budget, or none: SGLang, a smaller
+/// --swa-full-tokens-ratio (its report's search); the others, --prefill-chunk 2048 when the
+/// chunk is larger (prompt pages in flight are bounded by the chunk). Needs a budget.
+inline std::optional<plan_hint> hint_of(const planner_result& r) {
+  if (!r.budget_bytes || !r.requests_fit) return std::nullopt;
+  const plan_options& o = r.plan.options;
+  try {
+    const std::int64_t now = plan_capacity(r, o);
+    if (r.report && r.report->sglang) {
+      const sglang_engine_report& sr = *r.report->sglang;
+      if (sr.better_ratio <= 0 || sr.better_ratio_requests <= 0) return std::nullopt;
+      return plan_hint{fmt::format("--swa-full-tokens-ratio {:g}", sr.better_ratio), now,
+                       sr.better_ratio_requests * r.report->dp,
+                       "SGLang's SWA pool is a share of its full tokens, not what N requests' windows need"};
+    }
+    if (o.pools != pools_choice::engine && o.policy.engine == engine_kind::sglang) return std::nullopt;
+    if (o.prefill_chunk_tokens <= kHintPrefillChunk || o.tokens_per_step > kHintPrefillChunk) return std::nullopt;
+    plan_options smaller = o;
+    smaller.prefill_chunk_tokens = kHintPrefillChunk;
+    const std::int64_t then = plan_capacity(r, smaller);
+    if (then <= now) return std::nullopt;
+    return plan_hint{fmt::format("--prefill-chunk {}", kHintPrefillChunk), now, then,
+                     "fewer prompt pages in flight, slower first token"};
+  } catch (const std::invalid_argument&) {  // the change is not valid for these options: no hint
+    return std::nullopt;
+  }
+}
+
+/// Computes the report of `a`: the model, schema, plan, budget answers, per-rank plans, the
+/// simulation (--simulate) and, unless `with_engine_report` is false (the capacity curves), the
+/// engine report and the hint. Throws std::invalid_argument naming the flag or the model for bad
+/// input; nothing is printed.
+inline planner_result compute(const planner_args& a, bool with_engine_report = true) {
+  planner_result r;
+  if (!a.config_path.empty()) {
+    r.model = load_model_config(a.config_path);
+  } else {
+    const auto it = std::find_if(kPresets.begin(), kPresets.end(),
+                                 [&](const preset& p) { return a.preset == p.name || a.preset == p.alias; });
+    if (it == kPresets.end())
+      throw std::invalid_argument("--preset must be one of " + fmt::format("{}", fmt::join(preset_names(), ", ")) +
+                                  ", got '" + a.preset + "'");
+    r.model = *it->model;
+  }
+  plan_options o;
+  const std::string indexer = a.indexer.value_or("fp8");
+  if (a.indexer && r.model.family == model_family::v4_1)
+    throw std::invalid_argument("--indexer " + indexer +
+                                ": a DeepSeek V4.1 model takes its index-key format from --format-set (v41: "
+                                "v4.indexer_mxfp4, v4: v4.indexer_fp8) or --indexer-format NAME");
+  if (indexer == "fp8") {
+    o.indexer = indexer_format::fp8;
+  } else if (indexer == "mxfp4") {
+    if (r.model.family == model_family::v3_2)
+      throw std::invalid_argument("--indexer mxfp4: DeepSeek V3.2 indexer keys are FP8 only (v3.2.indexer_fp8)");
+    o.indexer = indexer_format::mxfp4;
+  } else {
+    throw std::invalid_argument("--indexer must be fp8 or mxfp4, got '" + indexer + "'");
+  }
+  apply_format_flags(a, r.model, o);
+  o.context_tokens = a.context.value_or(0);  // 0: the model's max_position_embeddings
+  o.requests = a.requests;
+  o.tokens_per_step = a.tokens_per_step;
+  o.prefill_chunk_tokens = a.prefill_chunk;
+  o.cache_mtp = !a.no_mtp;
+  r.engine = &engine_from(a.engine);
+  o.policy = r.engine->policy;
+  o.policy.overlap = a.overlap;
+  o.vllm_pools = r.engine->vllm;
+  if (a.pools == "own")
+    o.pools = pools_choice::own;
+  else if (a.pools != "engine")
+    throw std::invalid_argument("--pools must be engine or own, got '" + a.pools + "'");
+  if (a.max_running && *a.max_running < 1)
+    throw std::invalid_argument(fmt::format("--max-running-requests must be >= 1, got {}", *a.max_running));
+  r.budget_bytes = budget_from(a);
+  if (a.role == "prefill") {
+    o.role = deployment_role::prefill;
+  } else if (a.role == "decode") {
+    o.role = deployment_role::decode;
+  } else if (a.role != "colocated") {
+    throw std::invalid_argument("--role must be colocated, prefill or decode, got '" + a.role + "'");
+  }
+  o.handover_requests = a.handover;
+  if (o.policy.decode_needs_whole_step && a.prefill_chunk >= 1 && a.tokens_per_step > a.prefill_chunk)
+    throw std::invalid_argument(fmt::format(
+        "--prefill-chunk {} must be >= --tokens-per-step {}: {} decodes only with a whole step of tokens in the "
+        "step's budget",
+        a.prefill_chunk, a.tokens_per_step, engine_label(*r.engine)));
+  if (a.handover != 0 && o.role != deployment_role::decode)
+    throw std::invalid_argument(fmt::format("--handover {} is for --role decode only", a.handover));
+  if (a.handover < 0) throw std::invalid_argument(fmt::format("--handover must be >= 0, got {}", a.handover));
+  if (a.context && *a.context < 1)
+    throw std::invalid_argument(
+        fmt::format("--context must be >= 1, got {} (omit it for the model's max_position_embeddings)", *a.context));
+  if (a.simulate && o.role != deployment_role::colocated)
+    throw std::invalid_argument(
+        "--simulate replays colocated engines only: a --role prefill or decode instance is not simulated");
+  if (a.dcp_interleave != 1 && a.dcp == 1)
+    throw std::invalid_argument(fmt::format(
+        "--dcp-interleave {} has no effect without --dcp (decode context parallelism over more than 1 rank)",
+        a.dcp_interleave));
+  if (a.tp != 1 || a.dp != 1 || a.pp != 1 || a.dcp != 1 || a.dcp_interleave != 1 || !a.pp_layers.empty()) {
+    parallel_config pc;
+    pc.tp = a.tp;
+    pc.dp = a.dp;
+    pc.pp = a.pp;
+    pc.dcp = a.dcp;
+    pc.dcp_interleave_rows = a.dcp_interleave;
+    if (!a.pp_layers.empty()) parse_pp_layers(a.pp_layers, pc);
+    r.parallel = pc;
+  }
+  const bool tokenspeed =
+      o.policy.engine == engine_kind::tokenspeed || o.policy.engine == engine_kind::tokenspeed_default;
+  r.max_running = a.max_running.value_or(tokenspeed ? tokenspeed_default_max_num_seqs(o.tokens_per_step)
+                                                    : r.engine->default_max_running_requests);
+  o.max_running_requests = r.max_running;  // tokenspeed sizes its arena's windows for max_num_seqs
+  if (a.swa_ratio && !(o.policy.engine == engine_kind::sglang && o.pools == pools_choice::engine))
+    throw std::invalid_argument(
+        "--swa-full-tokens-ratio has no effect without --engine sglang (and its own pools, --pools engine)");
+  if (a.swa_ratio) {
+    if (!(*a.swa_ratio > 0 && *a.swa_ratio <= 1))
+      throw std::invalid_argument(fmt::format("--swa-full-tokens-ratio must be in (0, 1], got {}", *a.swa_ratio));
+    // SGLang's V4 override turns its class default 0.8 into 0.1, an explicit 0.8 too
+    // (arg_groups/overrides.py:1139-1167, server_args.py:931-943).
+    o.swa_full_tokens_ratio = *a.swa_ratio == 0.8 ? 0.1 : *a.swa_ratio;
+  }
+  if (o.policy.engine == engine_kind::sglang && o.pools == pools_choice::engine) {
+    check_sglang_flags(a);
+    // SGLang's HCA-state reservation is per attention-DP worker: max_running_requests // dp.
+    o.max_running_requests = r.max_running / a.dp;
+    if (o.max_running_requests < 1)
+      throw std::invalid_argument(fmt::format(
+          "--engine sglang: --max-running-requests {} // --dp {} is 0, which SGLang refuses (\"max_running_request is "
+          "zero\", tp_worker.py:410)",
+          r.max_running, a.dp));
+  }
+  try {  // errors from here on depend on the model: say which one
+    r.schema = build_model_schema(r.model, r.model.family == model_family::v3_2 ? indexer_format::fp8 : o.indexer);
+    const pool_structure structure = plan_structure(o, r.model.family);
+    if (structure == pool_structure::ratio_pools) (void)sglang_geometry_of(r.model, false);  // V4 only
+    if (structure != pool_structure::own_pools)
+      for (const paged_cache_group_spec& g : plan_cache_specs(r.model, o))
+        for (int k = 0; k < g.num_pools; ++k)
+          if (const char* why = structure == pool_structure::shared_block_pool ? vllm_format_mismatch(g, k)
+                                : structure == pool_structure::ratio_pools     ? sglang_format_mismatch(g, k)
+                                                                               : tokenspeed_format_mismatch(g, k))
+            throw std::invalid_argument(
+                fmt::format("--engine {}: row format '{}' of {}{}: {}; plan it with --pools own (or another engine)",
+                            engine_label(*r.engine), g.pools[static_cast<std::size_t>(k)].format.name, to_string(g.id),
+                            g.num_pools > 1 ? fmt::format("[{}]", k) : "", why));
+    r.plan = build_memory_plan(r.model, o);
+    if (r.budget_bytes) {
+      r.requests_fit = max_requests_for_budget(r.model, o, *r.budget_bytes);
+      r.context_fit = max_context_for_budget(r.model, o, *r.budget_bytes);
+    }
+    if (r.parallel) {
+      validate(*r.parallel, r.model);
+      if (r.parallel->world_size() > 4096)
+        throw std::invalid_argument(fmt::format("the planner prints every rank: dp x pp x tp must be <= 4096, got {}",
+                                                r.parallel->world_size()));
+      for (std::int64_t rank = 0; rank < r.parallel->world_size(); ++rank) {
+        r.ranks.push_back(rank_plan(r.model, o, *r.parallel, rank));
+        const std::uint64_t b = r.ranks.back().plan.total_bytes;
+        if (rank == 0 || b > r.worst.worst_bytes) r.worst = {rank, b};
+      }
+      if (r.budget_bytes) r.cluster_fit = cluster_capacity_for_budget(r.model, o, *r.parallel, *r.budget_bytes);
+    }
+    const std::int64_t max_running = r.max_running;
+    if (a.simulate) {
+      const memory_plan& p = r.plan;
+      const std::int64_t n = p.options.requests;
+      const std::int64_t ctx = p.options.context_tokens;
+      if (ctx < 2) throw std::invalid_argument("--simulate needs --context >= 2 (a prompt and a generated token)");
+      if (n > kSimulateMaxRequests)
+        throw std::invalid_argument(
+            fmt::format("--simulate replays at most {} requests (each step visits the running ones), got {}",
+                        kSimulateMaxRequests, n));
+      sim_search search;
+      search.max_running = a.max_running.value_or(0);  // the plan's N run at once unless capped on purpose
+      search.sim.max_visits = a.max_sim_visits;
+      const double work = sim_work_estimate(p.pools, o.policy, n, ctx, p.options.tokens_per_step,
+                                            p.options.prefill_chunk_tokens, search);
+      if (work > kSimulateMaxWork)
+        throw std::invalid_argument(fmt::format(
+            "--simulate: the estimated work of {} requests x {} tokens is {:.2g} request steps, above the limit {:.2g} "
+            "(about 10 s on 2 cores); simulate fewer requests",
+            n, ctx, work, kSimulateMaxWork));
+      r.simulated = simulate_worst_case(p.pools, o.policy, n, ctx, p.options.tokens_per_step,
+                                        p.options.prefill_chunk_tokens, search);
+      if (r.simulated->incomplete)
+        throw std::invalid_argument(fmt::format(
+            "--simulate stopped at its work limit ({} request visits, about 10 s on 2 cores) after {} workload(s): "
+            "simulate fewer requests or a smaller --tokens-per-step",
+            a.max_sim_visits, r.simulated->simulations));
+    }
+    if (with_engine_report) {
+      r.report = compute_engine_report(r.model, r.plan, r.ranks, r.parallel ? r.parallel->dp : 1, *r.engine,
+                                       r.budget_bytes, max_running, a.max_sim_visits, r.parallel ? r.parallel->dcp : 1);
+      r.hint = hint_of(r);
+    }
+  } catch (const std::invalid_argument& e) {
+    const std::string source = !a.config_path.empty() ? a.config_path
+                               : a.preset_given       ? "--preset " + a.preset
+                                                      : std::string(r.model.name.view()) + " (the default model)";
+    throw std::invalid_argument(source + ": " + e.what());
+  }
+  return r;
+}
+
+/// The simulator's peak pages of library group `gi` in the units of its `pages_per_layer`: own
+/// pools, its peak + its null page; a shared pool (a parent arena), the peak blocks (pages) of its
+/// engine group's table (the pool's one null block, the arena's null parent apart).
+inline std::int64_t simulated_group_pages(const memory_plan& p, const sim_result& sim, int gi) {
+  if (p.pools.structure == pool_structure::own_pools) return sim.peak_pages[static_cast<std::size_t>(gi)] + 1;
+  const group_id id = p.groups[static_cast<std::size_t>(gi)].spec.id;
+  for (int e = 0; e < p.pools.num_groups; ++e)
+    for (int m = 0; m < p.pools[e].num_members; ++m)
+      if (p.pools[e].members[static_cast<std::size_t>(m)].group == id)
+        return sim.peak_pages[static_cast<std::size_t>(sim.table_of_group[static_cast<std::size_t>(e)])];
+  return 0;
+}
+
+/// Bytes of one page of library group `gi` in one layer, all pools, as the engine lays it out
+/// (a shared pool pads them; own pools: the group's page bytes).
+inline std::int64_t engine_page_bytes(const memory_plan& p, int gi) {
+  const paged_cache_group_spec& spec = p.groups[static_cast<std::size_t>(gi)].spec;
+  if (p.pools.structure != pool_structure::shared_block_pool) return spec.page_bytes();
+  std::int64_t b = 0;
+  for (int k = 0; k < spec.num_pools; ++k) {
+    bool found = false;
+    for (int e = 0; e < p.pools.num_groups && !found; ++e)
+      for (int m = 0; m < p.pools[e].num_members && !found; ++m) {
+        const engine_member& mb = p.pools[e].members[static_cast<std::size_t>(m)];
+        if (mb.group == spec.id && mb.pool == k) {
+          b += mb.page_bytes;
+          found = true;
+        }
+      }
+  }
+  return b;
+}
+
+/// Does N x L fit the budget per GPU: the plan's bytes (every rank's: the cluster's answer with
+/// parallel flags), the engine's startup check, and what really fits (the simulated capacity,
+/// when simulated). Computed from the report, never recomputed.
+struct plan_verdict {
+  bool has_budget = false;
+  bool fits = false;
+  std::int64_t requests = 0;        ///< N (the whole deployment).
+  std::int64_t context_tokens = 0;  ///< L.
+  std::int64_t plan_max_requests =
+      0;  ///< The plan's answer (the cluster's with parallel flags), capped at the engine's running cap.
+  bool engine_starts = true;
+  std::optional<std::int64_t>
+      simulated_max_requests;  ///< The engine's own occupancy replayed (a lower bound when marked).
+  bool simulated_lower_bound = false;
+  std::int64_t max_requests = 0;  ///< The largest N that fits by all three (0 when the engine does not start).
+  std::string why;                ///< The first check that fails ("" when it fits).
+};
+
+inline plan_verdict verdict_of(const planner_result& r) {
+  plan_verdict v;
+  v.requests = r.plan.options.requests;
+  v.context_tokens = r.plan.options.context_tokens;
+  if (!r.budget_bytes || !r.requests_fit) return v;
+  v.has_budget = true;
+  v.plan_max_requests = r.parallel && r.cluster_fit ? capped_requests(r, r.cluster_fit->max_requests, r.parallel->dp)
+                                                    : capped_requests(r, r.requests_fit->max_requests, 1);
+  if (r.report) {
+    if (r.report->vllm) v.engine_starts = r.report->vllm->starts;
+    if (r.report->tokenspeed) v.engine_starts = r.report->tokenspeed->starts && r.report->tokenspeed->admits_context;
+    if (r.report->sglang) v.engine_starts = r.report->sglang->sizes.starts;
+    if (r.report->fit && r.report->fit->simulated) {
+      v.simulated_max_requests = r.report->fit->max_requests * r.report->dp;
+      v.simulated_lower_bound = r.report->fit->lower_bound;
+    }
+  }
+  v.max_requests = v.engine_starts ? v.plan_max_requests : 0;
+  // A simulated answer bounds what fits unless it is only a lower bound at or above the plan's.
+  if (v.simulated_max_requests && !(v.simulated_lower_bound && *v.simulated_max_requests >= v.max_requests))
+    v.max_requests = std::min(v.max_requests, *v.simulated_max_requests);
+  if (v.plan_max_requests < v.requests)
+    v.why = fmt::format("the plan fits {} request(s) of {} tokens per the budget", requests_text(v.plan_max_requests),
+                        thousands(v.context_tokens));
+  else if (!v.engine_starts)
+    v.why =
+        fmt::format("{} does not start with this budget", r.engine != nullptr ? engine_label(*r.engine) : "the engine");
+  else if (v.max_requests < v.requests)
+    v.why =
+        fmt::format("what really fits (the engine's occupancy replayed) is {} request(s)", thousands(v.max_requests));
+  v.fits = v.why.empty();
+  return v;
+}
+
+/// The verdict's one line: "1 x 1,048,576 tokens FITS ..." / "DOES NOT FIT ..." / no budget.
+inline std::string verdict_line(const plan_verdict& v) {
+  if (!v.has_budget)
+    return fmt::format("verdict: {} x {} tokens: no budget given (--memory-gib or --gpu-memory-gib): the plan only",
+                       thousands(v.requests), thousands(v.context_tokens));
+  if (v.fits)
+    return fmt::format("verdict: {} x {} tokens FITS (at most {} request(s) of {} tokens)", thousands(v.requests),
+                       thousands(v.context_tokens), requests_text(v.max_requests), thousands(v.context_tokens));
+  return fmt::format("verdict: {} x {} tokens DOES NOT FIT: {}; {} request(s) fit", thousands(v.requests),
+                     thousands(v.context_tokens), v.why, requests_text(v.max_requests));
+}
+
+/// Where one GPU's plan bytes go (the screen's "why"); the parts sum to `total` exactly.
+/// Rows and windows are the exact rows of the requests holding pages (the plan's ideal bytes);
+/// rounding is what whole pages add to them; in flight, the pages of the prompts a step admits
+/// beyond their windows (the prefill chunk / step budget); null pages, one page per pool and
+/// layer (own pools); the engine's share is the rest: a shared pool's padding to its widest block
+/// and its null block, a parent arena's parent rounding and null parent, the startup or admission
+/// raise, SGLang's ratio sizing. Bytes throughout.
+struct plan_breakdown {
+  std::uint64_t total = 0;         ///< The plan's bytes.
+  std::uint64_t context_rows = 0;  ///< Full-history rows (compressed KV, indexer keys, V3.2 latents).
+  std::uint64_t windows = 0;       ///< Sliding windows and compressor-state rings.
+  std::uint64_t rounding = 0;      ///< Page rounding of the requests' pages.
+  std::uint64_t in_flight = 0;     ///< Prompt pages in flight (the prefill chunk's pages beyond the rings).
+  std::uint64_t null_pages = 0;    ///< Own pools: the null page of every pool and layer.
+  std::uint64_t engine = 0;        ///< The engine's pool structure: the rest.
+};
+
+/// The breakdown of plan `p` (one GPU's). Never throws: every part is at most the plan's bytes,
+/// and parts that would pass the total are cut to it (the engine's share is then 0).
+inline plan_breakdown breakdown_of(const memory_plan& p) {
+  __extension__ typedef unsigned __int128 u128;  // products of three plan quantities (pedantic: an extension)
+  plan_breakdown b;
+  b.total = p.total_bytes;
+  u128 sum = 0;
+  const auto take = [&](std::uint64_t& part, u128 bytes) {
+    const u128 room = static_cast<u128>(b.total) - std::min<u128>(sum, b.total);
+    const u128 got = std::min(bytes, room);
+    part += static_cast<std::uint64_t>(got);
+    sum += got;
+  };
+  const bool ratio = p.pools.structure == pool_structure::ratio_pools;
+  for (const group_plan& g : p) {
+    const paged_cache_group_spec& spec = g.spec;
+    std::uint64_t& rows_part = spec.has_sliding_window() ? b.windows : b.context_rows;
+    if (ratio) {  // SGLang sizes pools in tokens: the rows, and the rest is its ratio sizing
+      take(rows_part, g.ideal_bytes);
+      continue;
+    }
+    const u128 layers = static_cast<u128>(spec.num_layers);
+    const std::int64_t ideal_rows = spec.has_sliding_window() ? std::min(p.options.context_tokens, g.window_tokens)
+                                                              : p.options.context_tokens / spec.entry_stride_tokens;
+    const std::int64_t null = p.pools.structure == pool_structure::own_pools ? 1 : 0;
+    for (int k = 0; k < spec.num_pools; ++k) {
+      const pool_spec& ps = spec.pools[static_cast<std::size_t>(k)];
+      const bool sharded = dcp_sharded(spec, k) && p.options.dcp > 1;
+      const std::int64_t shared = sharded ? (g.shared_pages + p.options.dcp - 1) / p.options.dcp : g.shared_pages;
+      const std::int64_t pages = g.pool_pages[static_cast<std::size_t>(k)];
+      const std::int64_t held = std::max<std::int64_t>(0, pages - null - shared);
+      const u128 held_bytes = static_cast<u128>(held) * static_cast<u128>(ps.page_bytes) * layers;
+      u128 rows = static_cast<u128>(p.holding_requests) * layers * static_cast<u128>(ideal_rows) *
+                  static_cast<u128>(ps.row_bytes);
+      if (sharded) rows = (rows + static_cast<u128>(p.options.dcp) - 1) / static_cast<u128>(p.options.dcp);
+      rows = std::min(rows, held_bytes);
+      take(rows_part, rows);
+      take(b.rounding, held_bytes - rows);
+      take(b.in_flight,
+           static_cast<u128>(std::max<std::int64_t>(0, shared)) * static_cast<u128>(ps.page_bytes) * layers);
+      take(b.null_pages, static_cast<u128>(null) * static_cast<u128>(ps.page_bytes) * layers);
+    }
+  }
+  b.engine = b.total - static_cast<std::uint64_t>(sum);
+  return b;
+}
+
+/// The plan the screen shows: the worst rank's with parallel flags (the GPU that runs out first),
+/// else the plan.
+inline const memory_plan& screen_plan(const planner_result& r) {
+  if (!r.ranks.empty()) return r.ranks[static_cast<std::size_t>(r.worst.worst_rank)].plan;
+  return r.plan;
+}
+
+/// The --engine names the capacity curves are drawn for (one per modelled engine).
+inline constexpr std::array<std::string_view, 3> kCurveEngines = {"vllm", "tokenspeed", "sglang"};
+
+/// The contexts of the capacity curve: 4,096 x 2^k up to the model's max_position_embeddings,
+/// and that maximum.
+inline std::vector<std::int64_t> curve_contexts(const model_config& m) {
+  std::vector<std::int64_t> c;
+  for (std::int64_t l = 4096; l < m.max_position_embeddings; l *= 2) c.push_back(l);
+  c.push_back(m.max_position_embeddings);
+  return c;
+}
+
+/// Max requests against context for the budget under each engine of kCurveEngines, every other
+/// flag as given (the plan's answer, capped at the engine's running cap; the cluster's with
+/// parallel flags). An engine that refuses the flags or the model has no points and says why.
+/// Needs a budget (else no curves). Units: tokens, requests.
+inline std::vector<capacity_curve> capacity_curves(const planner_args& a, const model_config& m) {
+  std::vector<capacity_curve> curves;
+  if (!a.memory_gib && !a.gpu_memory_gib) return curves;
+  for (const std::string_view engine : kCurveEngines) {
+    capacity_curve c;
+    c.engine = std::string(engine);
+    for (const std::int64_t l : curve_contexts(m)) {
+      planner_args b = a;
+      b.engine = c.engine;
+      b.context = l;
+      b.requests = 1;
+      b.simulate = false;
+      try {
+        const planner_result r = compute(b, false);
+        c.points.emplace_back(l, plan_capacity(r, r.plan.options));
+      } catch (const std::invalid_argument& e) {
+        c.points.clear();
+        c.why_not = e.what();
+        break;
+      }
+    }
+    curves.push_back(std::move(c));
+  }
+  return curves;
+}
+
+}  // namespace dsv4::cache::cli

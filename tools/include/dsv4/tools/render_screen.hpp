@@ -1,0 +1,236 @@
+// dsv4-cache-plan's default output: the operator screen (at most 20 lines of at most 100
+// columns): the verdict first, then N x L per GPU (the worst rank) and for the cluster, one
+// request, the engine's own startup figure beside what really fits, where the bytes go and one
+// hint. `--summary` prints its one-line form. Sizes in GiB / MiB with thousands separators; the
+// exact bytes are in --verbose and --json.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "dsv4/tools/planner_report.hpp"
+
+namespace dsv4::cache::cli {
+
+/// The screen's width: no line is longer (columns, ASCII).
+inline constexpr std::size_t kScreenColumns = 100;
+
+/// `text` after a label padded to 9 columns, wrapped at `kScreenColumns` on a blank (the break
+/// after ", " or "; " when there is one in the last third), continuation lines indented 9; at most
+/// `max_lines` lines (the last ends in "..." when cut). Returns the lines, each ending in '\n'.
+inline std::string screen_lines(std::string_view label, std::string_view text, int max_lines = 2) {
+  constexpr std::size_t kIndent = 9;
+  std::string out;
+  std::string line = std::string(label) + " ";  // a long label keeps a blank
+  if (line.size() < kIndent) line.resize(kIndent, ' ');
+  std::string_view rest = text;
+  for (int n = 1; !rest.empty(); ++n) {
+    const std::size_t room = kScreenColumns - line.size();
+    if (rest.size() <= room) {
+      line += rest;
+      rest = {};
+    } else if (n == max_lines) {
+      const std::size_t cut = rest.rfind(' ', room - 3);
+      line += std::string(rest.substr(0, cut == std::string_view::npos || cut == 0 ? room - 3 : cut)) + "...";
+      rest = {};
+    } else {
+      std::size_t cut = rest.rfind(' ', room);   // a blank within the room: it starts the next line
+      std::size_t sep = std::string_view::npos;  // or after the last ", " / "; " in the room's last third
+      for (const std::string_view mark : {std::string_view(", "), std::string_view("; ")}) {
+        const std::size_t at = rest.rfind(mark, room - 1);
+        if (at != std::string_view::npos && (sep == std::string_view::npos || at > sep)) sep = at;
+      }
+      if (sep != std::string_view::npos && sep + 1 >= room * 2 / 3) cut = sep + 1;
+      if (cut == std::string_view::npos || cut == 0) cut = room;
+      line += rest.substr(0, cut);
+      rest.remove_prefix(cut);
+      while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + "\n";
+    line.assign(kIndent, ' ');
+  }
+  return out;
+}
+
+/// What one engine calls itself in a sentence ("vLLM", "tokenspeed", "SGLang").
+inline std::string engine_title(const planner_result& r) {
+  const engine_kind k = r.plan.options.policy.engine;
+  return k == engine_kind::vllm ? "vLLM" : k == engine_kind::sglang ? "SGLang" : "tokenspeed";
+}
+
+/// The engine line: its label and pool structure as the plan prices it.
+inline std::string screen_engine_text(const planner_result& r) {
+  const memory_plan& p = screen_plan(r);
+  const std::string label = r.engine != nullptr ? engine_label(*r.engine) : std::string("engine");
+  std::string s;
+  switch (p.pools.structure) {
+    case pool_structure::shared_block_pool:
+      s = fmt::format("{}: one shared block pool, {} B per block", label, thousands(p.pools.bytes_per_block));
+      break;
+    case pool_structure::parent_arena:
+      s = fmt::format("{}: one parent arena, {} B per parent", label, thousands(p.pools.bytes_per_block));
+      break;
+    case pool_structure::ratio_pools:
+      s = fmt::format("{}: ratio pools sized from one full-token count (SWA x {:g})", label,
+                      p.options.swa_full_tokens_ratio);
+      break;
+    case pool_structure::own_pools:
+      s = fmt::format("{}: one pool per group ({})", label,
+                      p.options.pools == pools_choice::own ? "--pools own: not the engine's own structure"
+                                                           : "the engine's own pools are not modelled for this model");
+      break;
+  }
+  if (p.options.policy.overlap) s += ", async scheduling";
+  if (p.options.role != deployment_role::colocated) s += fmt::format(", {} role", to_string(p.options.role));
+  return s;
+}
+
+/// The engine's own startup figure, in its own words ("" when the plan is not in its pools).
+inline std::string screen_engine_figure(const planner_result& r) {
+  if (!r.report || !r.budget_bytes) return {};
+  if (const auto& v = r.report->vllm) return v->starts ? "logs " + v->log_line : "refuses to start: " + v->refusal;
+  if (const auto& t = r.report->tokenspeed) {
+    if (!t->starts) return "refuses to start: " + t->refusal;
+    std::string s = fmt::format("logs Cache profile: parent_bytes={}, parents={}, token_capacity={}", t->parent_bytes,
+                                t->parents, t->token_capacity);
+    if (!t->admits_context) s += fmt::format("; admits at most {} tokens a request", thousands(t->max_request_tokens));
+    return s;
+  }
+  if (const auto& g = r.report->sglang) {
+    if (!g->sizes.starts) return std::string("refuses to start: ") + g->sizes.refusal;
+    return fmt::format("logs max_total_num_tokens={}, max_running_requests={} (per worker)", g->sizes.full,
+                       g->sizes.max_running_requests);
+  }
+  return {};
+}
+
+/// What really fits: the engine's occupancy replayed on its pools ("" without a budget).
+inline std::string screen_replayed(const planner_result& r) {
+  if (!r.report || !r.report->fit || !r.budget_bytes) return {};
+  const engine_fit& f = *r.report->fit;
+  const std::int64_t l = r.plan.options.context_tokens;
+  if (!f.simulated) return "not replayed: " + f.why_not;
+  std::string s =
+      fmt::format("{}{} x {} tokens fit ({}'s occupancy replayed on these pools{})", f.lower_bound ? "at least " : "",
+                  thousands(f.max_requests * r.report->dp), thousands(l), engine_title(r),
+                  r.report->max_running > 0 ? fmt::format(", at most {} running", thousands(r.report->max_running))
+                                            : std::string());
+  return s;
+}
+
+/// The default output of dsv4-cache-plan (see the file comment).
+inline std::string screen_text(const planner_result& r) {
+  const plan_verdict v = verdict_of(r);
+  const memory_plan& p = screen_plan(r);
+  const model_config& m = r.model;
+  const std::int64_t l = r.plan.options.context_tokens;
+  std::string s = screen_lines("verdict:", verdict_line(v).substr(std::string_view("verdict: ").size()));
+  s += screen_lines(
+      "model", fmt::format("{}: {} layers + {} MTP{}, indexer {}, {} token(s)/step, prefill chunk {}", m.name.view(),
+                           m.num_hidden_layers, m.num_nextn_predict_layers,
+                           m.num_nextn_predict_layers > 0 && !p.options.cache_mtp ? " (not cached)" : "",
+                           plan_indexer(p), p.options.tokens_per_step, thousands(p.options.prefill_chunk_tokens)));
+  s += screen_lines("engine", screen_engine_text(r));
+  // Per GPU: the worst rank's requests and bytes against the budget.
+  const std::int64_t gpu_requests =
+      r.ranks.empty() ? r.plan.options.requests : r.ranks[static_cast<std::size_t>(r.worst.worst_rank)].requests;
+  std::string gpu =
+      r.parallel ? fmt::format("rank {} of {} (the worst): ", r.worst.worst_rank, thousands(r.parallel->world_size()))
+                 : std::string();
+  gpu += fmt::format("{} x {} tokens take {}", thousands(gpu_requests), thousands(l), size_text(p.total_bytes));
+  if (r.budget_bytes)
+    gpu += p.total_bytes <= *r.budget_bytes
+               ? fmt::format(" of {}, {} left", size_text(*r.budget_bytes), size_text(*r.budget_bytes - p.total_bytes))
+               : fmt::format(", over the {} budget by {}", size_text(*r.budget_bytes),
+                             size_text(p.total_bytes - *r.budget_bytes));
+  else
+    gpu += " (no budget given: --memory-gib or --gpu-memory-gib)";
+  if (r.budget_bytes && r.requests_fit && !r.parallel)
+    gpu += fmt::format("; at most {}", requests_text(capped_requests(r, r.requests_fit->max_requests, 1)));
+  s += screen_lines("per GPU", gpu);
+  if (r.parallel) {
+    const parallel_config& pc = *r.parallel;
+    std::string c =
+        fmt::format("tp {} x dp {} x pp {}{} = {} GPUs", pc.tp, pc.dp, pc.pp,
+                    pc.dcp > 1 ? fmt::format(", dcp {}", pc.dcp) : std::string(), thousands(pc.world_size()));
+    if (r.cluster_fit)
+      c += fmt::format(": at most {} x {} tokens; {} up to {} tokens",
+                       requests_text(capped_requests(r, r.cluster_fit->max_requests, pc.dp)), thousands(l),
+                       thousands(r.plan.options.requests), thousands(r.cluster_fit->max_context_tokens));
+    else {
+      std::uint64_t all = 0;
+      for (const rank_plan_result& rp : r.ranks) all += rp.plan.total_bytes;
+      c += fmt::format(": {} x {} tokens take {} in all", thousands(r.plan.options.requests), thousands(l),
+                       size_text(all));
+    }
+    s += screen_lines("cluster", c);
+  } else if (r.context_fit) {
+    s += screen_lines("context", fmt::format("{} request(s) fit up to {} tokens{}", thousands(r.plan.options.requests),
+                                             thousands(r.context_fit->max_context_tokens),
+                                             r.context_fit->limited_by_model ? " (the model's maximum)" : ""));
+  }
+  if (p.holding_requests > 0) {
+    const auto h = static_cast<std::uint64_t>(p.holding_requests);
+    s += screen_lines("request", fmt::format("one of {} tokens: {} of rows ({} B/token), {} of the plan", thousands(l),
+                                             size_text(p.ideal_bytes / h),
+                                             thousands(std::llround(main_layer_bytes_per_context_token(p, m))),
+                                             size_text(p.total_bytes / h)));
+  }
+  if (const std::string fig = screen_engine_figure(r); !fig.empty()) s += screen_lines(engine_title(r), fig);
+  if (const std::string rep = screen_replayed(r); !rep.empty()) s += screen_lines("replayed", rep);
+  // Why: where this GPU's bytes go.
+  const plan_breakdown b = breakdown_of(p);
+  s += fmt::format("\nwhere the {} of this GPU's plan go:\n", size_text(b.total));
+  const auto part = [&](std::uint64_t bytes, const std::string& what) {
+    if (bytes == 0) return;
+    const std::string size = size_text(bytes);
+    std::string line = std::string(size.size() < 14 ? 14 - size.size() : 0, ' ') + size + "  " + what;
+    if (line.size() > kScreenColumns) line = line.substr(0, kScreenColumns - 3) + "...";
+    s += line + "\n";
+  };
+  part(b.context_rows, fmt::format("rows of context ({} x {} tokens in every full-history group)",
+                                   thousands(p.holding_requests), thousands(l)));
+  part(b.windows, "sliding windows and compressor-state rings (min(L, window) rows a request)");
+  part(b.rounding, "page rounding (each request's last page of each group)");
+  part(b.in_flight, fmt::format("prompt pages in flight (a step's --prefill-chunk {} tokens)",
+                                thousands(p.options.prefill_chunk_tokens)));
+  part(b.null_pages, "null pages (one per pool and layer)");
+  part(b.engine,
+       p.pools.structure == pool_structure::shared_block_pool ? "the shared pool: groups padded to its widest block, "
+                                                                "the null block, its startup need"
+       : p.pools.structure == pool_structure::parent_arena ? "the parent arena: parents rounded up, the null parent, "
+                                                             "what it needs to start"
+       : p.pools.structure == pool_structure::ratio_pools  ? "SGLang's ratio sizing: pools sized as shares of its "
+                                                             "full tokens, state rings"
+                                                           : "the engine's pool structure");
+  if (r.hint)
+    s += screen_lines("hint",
+                      fmt::format("{} plans {} requests, not {} ({})", r.hint->flag, thousands(r.hint->requests_then),
+                                  thousands(r.hint->requests_now), r.hint->why));
+  s += "(tables: --verbose or --layers / --groups / --ranks; exact bytes: --json; a picture: --svg FILE)\n";
+  return s;
+}
+
+/// --summary: the screen in one line, for a ticket.
+inline std::string summary_line(const planner_result& r) {
+  const plan_verdict v = verdict_of(r);
+  const memory_plan& p = screen_plan(r);
+  std::string s = fmt::format("{} {}", r.model.name.view(), r.engine != nullptr ? engine_label(*r.engine) : "");
+  if (r.parallel) s += fmt::format(" tp{} dp{} pp{}", r.parallel->tp, r.parallel->dp, r.parallel->pp);
+  s += fmt::format(": {} x {} tokens ", thousands(v.requests), thousands(v.context_tokens));
+  if (!v.has_budget) return s + fmt::format("need {} per GPU (no budget given)\n", size_text(p.total_bytes));
+  s += v.fits ? "FITS" : "DOES NOT FIT";
+  s += fmt::format(" (at most {}; per GPU {} of {}", requests_text(v.max_requests), size_text(p.total_bytes),
+                   size_text(*r.budget_bytes));
+  if (v.simulated_max_requests)
+    s += fmt::format("; replayed {}{}", v.simulated_lower_bound ? ">= " : "", thousands(*v.simulated_max_requests));
+  return s + ")\n";
+}
+
+}  // namespace dsv4::cache::cli
