@@ -1039,7 +1039,9 @@ TEST(CliHygiene, NonUtf8BytesInPathsAreEscaped) {
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("/no-such-\\xFF\\xFE-dir/\xc3\xa9/config.json"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find('\xff'), std::string::npos);
-  EXPECT_EQ(dsv4::tools::one_line("a\xe0\x80\x80" "b\xed\xa0\x80" "c\xf4\x90\x80\x80"),
+  EXPECT_EQ(dsv4::tools::one_line("a\xe0\x80\x80"
+                                  "b\xed\xa0\x80"
+                                  "c\xf4\x90\x80\x80"),
             "a\\xE0\\x80\\x80b\\xED\\xA0\\x80c\\xF4\\x90\\x80\\x80");  // overlong, surrogate, > U+10FFFF
 }
 
