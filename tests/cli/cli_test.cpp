@@ -898,6 +898,32 @@ TEST(CliScreen, TheIssuesCommandFitsOneScreen) {
     expect_one_screen(run(other), other.empty() ? "default" : other[0] + " " + other[1]);
 }
 
+// Issue 23's command on the screen: SGLang's own pool-size line and figures, and what really fits.
+TEST(CliScreen, SglangPoolSizesOnTheScreen) {
+  const std::vector<std::string> args = {"--preset",     "v4-flash", "--engine",  "sglang",
+                                         "--memory-gib", "64",       "--context", "1048576"};
+  const run_result r = run(args);
+  expect_one_screen(r, "sglang");
+  const json j = run_json(args);
+  std::string pools;
+  for (const json& line : j["engine_report"]["log_lines"])
+    if (line.get<std::string>().rfind("DSV4 pool sizes", 0) == 0) pools = line.get<std::string>();
+  ASSERT_FALSE(pools.empty());
+  std::string joined;  // the screen wraps at 100 columns: join its continuation lines
+  for (const std::string& line : lines_of(r.out))
+    joined += line.rfind("         ", 0) == 0 ? " " + line.substr(9) : "\n" + line;
+  EXPECT_NE(joined.find("SGLang   logs " + pools + "; max_total_num_tokens=" +
+                        std::to_string(j["engine_report"]["max_total_num_tokens"].get<std::int64_t>()) +
+                        ", max_running_requests=" +
+                        std::to_string(j["engine_report"]["max_running_requests"].get<std::int64_t>())),
+            std::string::npos)
+      << joined;
+  EXPECT_NE(joined.find("replayed " + vllm_thousands(j["verdict"]["simulated_max_requests"].get<std::int64_t>()) +
+                        " x 1,048,576 tokens fit"),
+            std::string::npos)
+      << joined;
+}
+
 // Independent of the breakdown's code: the parts sum to the plan's bytes, and in own pools the
 // rows and null pages are what the JSON's groups say (N x layers x floor(L / stride) x row bytes
 // for full-history groups; one page per pool and layer).

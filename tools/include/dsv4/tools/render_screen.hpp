@@ -104,7 +104,10 @@ inline std::string screen_engine_figure(const planner_result& r) {
   }
   if (const auto& g = r.report->sglang) {
     if (!g->sizes.starts) return std::string("refuses to start: ") + g->sizes.refusal;
-    return fmt::format("logs max_total_num_tokens={}, max_running_requests={} (per worker)", g->sizes.full,
+    std::string pools;  // its own "DSV4 pool sizes" line
+    for (const std::string& line : g->log_lines)
+      if (line.starts_with("DSV4 pool sizes")) pools = line + "; ";
+    return fmt::format("logs {}max_total_num_tokens={}, max_running_requests={} (per worker)", pools, g->sizes.full,
                        g->sizes.max_running_requests);
   }
   return {};
