@@ -131,13 +131,13 @@ inline int ratio_of_layer_type(const nlohmann::json& types, const nlohmann::json
 
 namespace detail {
 /// The deepseek_v32 fields of `root` into `c` (named, family v3.2). Errors as below.
-/// Fails naming every key of `keys` that `root` lacks (each entry: alternatives separated by
-/// " or ", any one present will do), all at once: "missing keys 'a', 'b' (or 'c')".
+/// Fails naming every key of `keys` that `root` lacks (each entry: alternatives, any one present
+/// will do; an empty entry requires nothing), all at once: "missing keys 'a', 'b' (or 'c')".
 inline void require_keys(const nlohmann::json& root, std::initializer_list<std::initializer_list<const char*>> keys) {
   std::string missing;
   int count = 0;
   for (const auto& alternatives : keys) {
-    bool found = false;
+    bool found = alternatives.size() == 0;  // an empty entry requires nothing
     for (const char* k : alternatives) found = found || find_key(root, k) != nullptr;
     if (found) continue;
     if (count++ > 0) missing.append(", ");
@@ -261,23 +261,16 @@ inline model_config model_config_from_json(const nlohmann::json& root, std::stri
   c.name = model_name(name);
   if (v32) return detail::v32_config_from_json(root, c);
   if (v41) c.family = model_family::v4_1;
-  if (v41)
-    detail::require_keys(root, {{"num_hidden_layers"},
-                                {"head_dim"},
-                                {"qk_rope_head_dim", "partial_rotary_factor"},
-                                {"index_head_dim"},
-                                {"sliding_window"},
-                                {"max_position_embeddings"},
-                                {"compress_ratios"},
-                                {"kv_source_layer_ids"}});
-  else
-    detail::require_keys(root, {{"num_hidden_layers"},
-                                {"head_dim"},
-                                {"qk_rope_head_dim", "partial_rotary_factor"},
-                                {"index_head_dim"},
-                                {"sliding_window"},
-                                {"max_position_embeddings"},
-                                {"compress_ratios", "layer_types"}});
+  // V4.1 has no layer_types form, and its owner layers are required.
+  using alternatives = std::initializer_list<const char*>;
+  detail::require_keys(root, {{"num_hidden_layers"},
+                              {"head_dim"},
+                              {"qk_rope_head_dim", "partial_rotary_factor"},
+                              {"index_head_dim"},
+                              {"sliding_window"},
+                              {"max_position_embeddings"},
+                              v41 ? alternatives{"compress_ratios"} : alternatives{"compress_ratios", "layer_types"},
+                              v41 ? alternatives{"kv_source_layer_ids"} : alternatives{}});
   c.num_hidden_layers = static_cast<int>(detail::required_int(root, "num_hidden_layers", 1, kMaxLayers));
   const nlohmann::json* mtp = detail::find_key(root, "num_nextn_predict_layers");
   c.num_nextn_predict_layers =

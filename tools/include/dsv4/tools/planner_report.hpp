@@ -149,6 +149,13 @@ inline std::int64_t capped_requests(const planner_result& r, std::int64_t n, std
   return std::min(n, cap);
 }
 
+/// The plan's answer for the budget: the largest N of L (the cluster's with parallel flags), capped
+/// at what the engines run at once; from the report's own searches. Needs a budget.
+inline std::int64_t plan_max_requests(const planner_result& r) {
+  return r.parallel && r.cluster_fit ? capped_requests(r, r.cluster_fit->max_requests, r.parallel->dp)
+                                     : capped_requests(r, r.requests_fit->max_requests, 1);
+}
+
 /// The largest N of L the budget fits under options `o` (the cluster's with parallel flags),
 /// capped at what the engines run at once; throws std::invalid_argument as the library.
 inline std::int64_t plan_capacity(const planner_result& r, const plan_options& o) {
@@ -169,7 +176,7 @@ inline std::optional<plan_hint> hint_of(const planner_result& r) {
   if (!r.budget_bytes || !r.requests_fit) return std::nullopt;
   const plan_options& o = r.plan.options;
   try {
-    const std::int64_t now = plan_capacity(r, o);
+    const std::int64_t now = plan_max_requests(r);
     if (r.report && r.report->sglang) {
       const sglang_engine_report& sr = *r.report->sglang;
       if (sr.better_ratio <= 0 || sr.better_ratio_requests <= 0) return std::nullopt;
@@ -429,8 +436,7 @@ inline plan_verdict verdict_of(const planner_result& r) {
   v.context_tokens = r.plan.options.context_tokens;
   if (!r.budget_bytes || !r.requests_fit) return v;
   v.has_budget = true;
-  v.plan_max_requests = r.parallel && r.cluster_fit ? capped_requests(r, r.cluster_fit->max_requests, r.parallel->dp)
-                                                    : capped_requests(r, r.requests_fit->max_requests, 1);
+  v.plan_max_requests = plan_max_requests(r);
   if (r.report) {
     if (r.report->vllm) v.engine_starts = r.report->vllm->starts;
     if (r.report->tokenspeed) v.engine_starts = r.report->tokenspeed->starts && r.report->tokenspeed->admits_context;
@@ -508,8 +514,8 @@ inline plan_breakdown breakdown_of(const memory_plan& p) {
       continue;
     }
     const u128 layers = static_cast<u128>(spec.num_layers);
-    const std::int64_t ideal_rows = spec.has_sliding_window() ? std::min(p.options.context_tokens, g.window_tokens)
-                                                              : p.options.context_tokens / spec.entry_stride_tokens;
+    // The plan's exact rows (ideal_bytes = H x layers x rows x row bytes over the pools), per pool.
+    const u128 rows_per_row_byte = static_cast<u128>(g.ideal_bytes) / static_cast<u128>(spec.row_bytes());
     const std::int64_t null = p.pools.structure == pool_structure::own_pools ? 1 : 0;
     for (int k = 0; k < spec.num_pools; ++k) {
       const pool_spec& ps = spec.pools[static_cast<std::size_t>(k)];
@@ -518,8 +524,7 @@ inline plan_breakdown breakdown_of(const memory_plan& p) {
       const std::int64_t pages = g.pool_pages[static_cast<std::size_t>(k)];
       const std::int64_t held = std::max<std::int64_t>(0, pages - null - shared);
       const u128 held_bytes = static_cast<u128>(held) * static_cast<u128>(ps.page_bytes) * layers;
-      u128 rows = static_cast<u128>(p.holding_requests) * layers * static_cast<u128>(ideal_rows) *
-                  static_cast<u128>(ps.row_bytes);
+      u128 rows = rows_per_row_byte * static_cast<u128>(ps.row_bytes);
       if (sharded) rows = (rows + static_cast<u128>(p.options.dcp) - 1) / static_cast<u128>(p.options.dcp);
       rows = std::min(rows, held_bytes);
       take(rows_part, rows);
@@ -570,7 +575,7 @@ inline std::vector<capacity_curve> capacity_curves(const planner_args& a, const 
       b.simulate = false;
       try {
         const planner_result r = compute(b, false);
-        c.points.emplace_back(l, plan_capacity(r, r.plan.options));
+        c.points.emplace_back(l, plan_max_requests(r));
       } catch (const std::invalid_argument& e) {
         c.points.clear();
         c.why_not = e.what();

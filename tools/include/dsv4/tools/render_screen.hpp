@@ -141,8 +141,7 @@ inline std::string screen_text(const planner_result& r) {
                            plan_indexer(p), p.options.tokens_per_step, thousands(p.options.prefill_chunk_tokens)));
   s += screen_lines("engine", screen_engine_text(r));
   // Per GPU: the worst rank's requests and bytes against the budget.
-  const std::int64_t gpu_requests =
-      r.ranks.empty() ? r.plan.options.requests : r.ranks[static_cast<std::size_t>(r.worst.worst_rank)].requests;
+  const std::int64_t gpu_requests = p.options.requests;  // the worst rank's DP share
   std::string gpu =
       r.parallel ? fmt::format("rank {} of {} (the worst): ", r.worst.worst_rank, thousands(r.parallel->world_size()))
                  : std::string();

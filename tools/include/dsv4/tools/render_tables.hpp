@@ -87,13 +87,11 @@ inline std::string tables_layers(const planner_result& r) {
                  "sliding windows and compressor states a request keeps in the layer, min(L, window) rows)\n");
   fmt::format_to(out, "global KV per token of context over the {} main layers: {:.2f} B\n", m.num_hidden_layers,
                  main_layer_bytes_per_context_token(p, m));
-
   return s;
 }
 
 /// --groups: every group's pages and bytes, then the plan's totals and, with a budget, what fits.
 inline std::string tables_groups(const planner_result& r) {
-  [[maybe_unused]] const model_config& m = r.model;
   const memory_plan& p = r.plan;
   std::string s;
   auto out = std::back_inserter(s);
@@ -239,7 +237,6 @@ inline std::string tables_groups(const planner_result& r) {
 /// --ranks: every rank's layers, requests and bytes, the worst rank and the cluster's answer
 /// ("" without parallel flags).
 inline std::string tables_ranks(const planner_result& r) {
-  [[maybe_unused]] const model_config& m = r.model;
   const memory_plan& p = r.plan;
   std::string s;
   auto out = std::back_inserter(s);
