@@ -4,6 +4,9 @@
 #   deps    the Debian packages that are missing (scripts/install-deps.sh)
 #   gcc     g++ Release build (the CUDA kernels too, when nvcc is found), the planner on its
 #           default, and every test (GPU tests skip without a device)
+#   python  the Python package: `pip install .` into the virtual environment the deps stage made
+#           (.venv, or $DSV4_VENV), then pytest tests/python, which compares it with the gcc
+#           stage's CLIs (torch tests skip with the reason when torch is not installed)
 #   tidy    clang-tidy (.clang-tidy) over the public headers: zero warnings
 #   format  clang-format (.clang-format) check of every C++/CUDA file in the tree
 #   clang   clang++ Release build (CUDA off: the g++ build compiles the kernels) and every test
@@ -14,7 +17,7 @@
 #           sanitizers, gpu and packaging (no sanitizer content)
 #   fuzz    the libFuzzer targets of fuzz/, each for DSV4_FUZZ_SECONDS (default 60)
 #
-# `bash scripts/test.sh` (the README's test command) runs deps, gcc, tidy and format: every test,
+# `bash scripts/test.sh` (the README's test command) runs deps, gcc, python, tidy and format: every test,
 # once, in under 20 minutes on 2 cores. `bash scripts/test.sh --all` (what .ci/run runs) adds the
 # other compiler, the sanitizers and the fuzzers, each a stage of its own.
 #
@@ -24,8 +27,9 @@
 #                       command); the others use <dir>-clang, <dir>-asan and <dir>-fuzz
 #   DSV4_JOBS           parallel jobs (default: nproc)
 #   DSV4_FUZZ_SECONDS   seconds per fuzz target (default 60)
-#   DSV4_STAGES         the stages to run, in order (default: "deps gcc tidy format"; with --all
-#                       "deps gcc tidy format clang asan fuzz")
+#   DSV4_STAGES         the stages to run, in order (default: "deps gcc python tidy format"; with
+#                       --all "deps gcc python tidy format clang asan fuzz")
+#   DSV4_VENV           the Python environment (default: .venv, made by scripts/install-deps.sh)
 # Prints each stage's time and ctest's summary lines at the end; any failure exits non-zero.
 set -euo pipefail
 
@@ -34,8 +38,8 @@ root=$PWD
 build=${DSV4_BUILD_DIR:-build}
 jobs=${DSV4_JOBS:-$(nproc)}
 fuzz_seconds=${DSV4_FUZZ_SECONDS:-60}
-all_stages="deps gcc tidy format clang asan fuzz"
-default_stages="deps gcc tidy format"
+all_stages="deps gcc python tidy format clang asan fuzz"
+default_stages="deps gcc python tidy format"
 case "${1:-}" in
   "") ;;
   --all) default_stages=$all_stages ;;
@@ -125,6 +129,18 @@ for stage in $stages; do
       "$build/tools/dsv4-cache-plan" >"$build/plan-default.txt"
       head -n 3 "$build/plan-default.txt"
       ctest_run g++ "$build"
+      end
+      ;;
+    python)
+      venv=${DSV4_VENV:-$root/.venv}
+      begin python "the Python package: pip install . into $venv, pytest tests/python"
+      CMAKE_BUILD_PARALLEL_LEVEL=$jobs "$venv/bin/python" -m pip install -q --no-build-isolation "$root"
+      py_log="$root/$build/pytest.log"
+      rc=0
+      (cd "$root" && DSV4_TOOLS_DIR="$root/$build/tools" DSV4_REQUIRE_TOOLS=1 \
+        "$venv/bin/python" -m pytest -q -rs -p no:cacheprovider tests/python) 2>&1 | tee "$py_log" || rc=$?
+      grep -E '^[0-9]+ (passed|failed)|^SKIPPED' "$py_log" | sed 's/^/  pytest: /' >>"$summary" || true
+      ((rc == 0)) || exit "$rc"
       end
       ;;
     clang)

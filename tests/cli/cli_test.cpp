@@ -364,6 +364,19 @@ TEST(CliEngine, RefusedInputsExit2) {
   expect_refused(cases);
 }
 
+// tokenspeed under DCP: its ranks are priced as own pools (its arena under DCP is not modelled),
+// so the report has no arena startup. It used to take the whole model's arena structure and fail
+// with "tokenspeed_startup needs a parent arena (bytes_per_block=0)" (exit 2) on a valid input.
+TEST(CliEngine, TokenspeedUnderDcpPricesOwnPools) {
+  const json j = run_json({"--preset", "v4-pro", "--engine", "tokenspeed", "--tp", "4", "--dcp", "2", "--context",
+                           "65536", "--requests", "32", "--memory-gib", "50"});
+  EXPECT_EQ(j["engine_report"]["structure"], "own_pools");
+  EXPECT_EQ(run_json({"--preset", "v4-pro", "--engine", "tokenspeed", "--tp", "4"})["engine_report"]["structure"],
+            "parent_arena");
+  for (const json& rank : j["ranks"]) EXPECT_GT(rank["total_bytes"].get<std::int64_t>(), 0);
+  EXPECT_TRUE(j["fits"].get<bool>());
+}
+
 TEST(CliEngine, SglangReportsItsPoolSizesAndWhatReallyFits) {
   // The command: SGLang's own figures (tests/oracle/sglang_pool_oracle.py gives the same
   // lines; ctest oracle.sglang_plan_agrees compares 22 cases) and the replayed capacity.

@@ -169,6 +169,28 @@ inline void check_keys(const ojson& d, const std::string& file) {
   }
 }
 
+/// Parses descriptor text `text` (read from `name`: a file's path, or what the caller calls it);
+/// throws bad_descriptor naming `name` for text that is not JSON, not a descriptor, or holds a
+/// key its schema does not define.
+inline ojson parse_descriptor(std::string_view text, const std::string& name) {
+  ojson d;
+  try {
+    d = ojson::parse(text.begin(), text.end());
+  } catch (const nlohmann::json::exception& e) {
+    throw bad_descriptor(name + ": not JSON: " + e.what());
+  }
+  if (!d.is_object() || !d.contains("schema") ||
+      (d["schema"] != std::string(cache::kLayoutSchema) && d["schema"] != std::string(cache::kLayoutSchemaEngine)))
+    throw bad_descriptor(name + ": not a dsv4-cache-layout descriptor (\"schema\" must be \"" +
+                         std::string(cache::kLayoutSchema) + "\" or \"" + std::string(cache::kLayoutSchemaEngine) +
+                         "\")");
+  if (!d.contains("layout") || !d["layout"].is_object()) throw bad_descriptor(name + ": missing object \"layout\"");
+  if (d["layout"].value("schema", "") != d["schema"])
+    throw bad_descriptor(name + ": \"layout.schema\" must equal \"schema\"");
+  check_keys(d, name);
+  return d;
+}
+
 /// Reads and parses a descriptor file; throws bad_descriptor naming the file.
 inline ojson read_descriptor(const std::string& path) {
   std::error_code ec;
@@ -181,22 +203,7 @@ inline ojson read_descriptor(const std::string& path) {
   if (!in) throw bad_descriptor(path + ": cannot read the file");
   std::stringstream ss;
   ss << in.rdbuf();
-  ojson d;
-  try {
-    d = ojson::parse(ss.str());
-  } catch (const nlohmann::json::exception& e) {
-    throw bad_descriptor(path + ": not JSON: " + e.what());
-  }
-  if (!d.is_object() || !d.contains("schema") ||
-      (d["schema"] != std::string(cache::kLayoutSchema) && d["schema"] != std::string(cache::kLayoutSchemaEngine)))
-    throw bad_descriptor(path + ": not a dsv4-cache-layout descriptor (\"schema\" must be \"" +
-                         std::string(cache::kLayoutSchema) + "\" or \"" + std::string(cache::kLayoutSchemaEngine) +
-                         "\")");
-  if (!d.contains("layout") || !d["layout"].is_object()) throw bad_descriptor(path + ": missing object \"layout\"");
-  if (d["layout"].value("schema", "") != d["schema"])
-    throw bad_descriptor(path + ": \"layout.schema\" must equal \"schema\"");
-  check_keys(d, path);
-  return d;
+  return parse_descriptor(ss.str(), path);
 }
 
 /// layout[key] as an integer, or throws bad_descriptor naming the path.
@@ -582,6 +589,42 @@ inline std::vector<difference> differences(const ojson& a, const ojson& b) {
 
 }  // namespace contract_detail
 
+/// What `diff` says of two descriptors: the exit code (kContractEqual, kContractCompatible or
+/// kContractDifferent), the text it prints, and the differences, most consequential first.
+struct diff_result {
+  int code = kContractEqual;
+  std::string text;
+  std::vector<contract_detail::difference> differences;
+};
+
+/// Compares descriptors a and b (named a_name, b_name in errors). A descriptor that fails
+/// `check` is bad input (bad_descriptor): diff compares what the descriptors say, so they must
+/// be right first.
+inline diff_result diff_descriptors(const nlohmann::ordered_json& a, const nlohmann::ordered_json& b,
+                                    const std::string& a_name, const std::string& b_name) {
+  using namespace contract_detail;  // NOLINT(google-build-using-namespace)
+  for (const auto& [name, d] : {std::pair{&a_name, &a}, std::pair{&b_name, &b}}) {
+    const std::string wrong = first_wrong(*d);
+    if (!wrong.empty()) throw bad_descriptor(*name + " fails check: " + wrong);
+  }
+  diff_result r;
+  r.differences = differences(a["layout"], b["layout"]);
+  const std::string fa = a["fingerprint"].get<std::string>();
+  const std::string fb = b["fingerprint"].get<std::string>();
+  if (r.differences.empty() && fa == fb) {
+    r.text = fmt::format("identical (fingerprint {})\n", fa);
+    return r;
+  }
+  const bool compatible = !r.differences.empty() && r.differences.front().rank >= kFirstCompatibleRank;
+  r.code = compatible ? kContractCompatible : kContractDifferent;
+  r.text = compatible ? std::string("compatible for page transfer: every page has the same bytes\n")
+                      : fmt::format("incompatible: {}\n", r.differences.empty() ? "the canonical layouts differ"
+                                                                                : r.differences.front().text);
+  r.text += fmt::format("fingerprint {} vs {}\n", fa, fb);
+  for (const contract_detail::difference& d : r.differences) r.text += d.text + "\n";
+  return r;
+}
+
 /// `dsv4-cache-layout check FILE`: "ok <fingerprint>" (exit 0) or the first wrong number (exit 1).
 inline int run_check(const std::string& path, std::ostream& out, std::ostream& err) {
   using namespace contract_detail;  // NOLINT(google-build-using-namespace)
@@ -601,40 +644,62 @@ inline int run_check(const std::string& path, std::ostream& out, std::ostream& e
 }
 
 /// `dsv4-cache-layout diff A B`: the verdict line, then (when they differ) the two fingerprints
-/// and one line per difference; exit 0 identical, 4 compatible for page transfer, 1 incompatible.
-/// A descriptor that fails `check` is bad input (exit 2): diff compares what the descriptors say,
-/// so they must be right first.
+/// and one line per difference; exit 0 identical, 4 compatible for page transfer, 1 incompatible,
+/// 2 bad input (`diff_descriptors`).
 inline int run_diff(const std::string& a_path, const std::string& b_path, std::ostream& out, std::ostream& err) {
   using namespace contract_detail;  // NOLINT(google-build-using-namespace)
   try {
-    const ojson a = read_descriptor(a_path);
-    const ojson b = read_descriptor(b_path);
-    for (const auto& [path, d] : {std::pair{a_path, &a}, std::pair{b_path, &b}}) {
-      const std::string wrong = first_wrong(*d);
-      if (!wrong.empty()) throw bad_descriptor(path + " fails check: " + wrong);
-    }
-    const std::vector<difference> diffs = differences(a["layout"], b["layout"]);
-    const std::string fa = a["fingerprint"].get<std::string>();
-    const std::string fb = b["fingerprint"].get<std::string>();
-    std::string text;
-    int rc = kContractEqual;
-    if (diffs.empty() && fa == fb) {
-      text = fmt::format("identical (fingerprint {})\n", fa);
-    } else {
-      const bool compatible = !diffs.empty() && diffs.front().rank >= kFirstCompatibleRank;
-      rc = compatible ? kContractCompatible : kContractDifferent;
-      text = compatible ? std::string("compatible for page transfer: every page has the same bytes\n")
-                        : fmt::format("incompatible: {}\n",
-                                      diffs.empty() ? "the canonical layouts differ" : diffs.front().text);
-      text += fmt::format("fingerprint {} vs {}\n", fa, fb);
-      for (const difference& d : diffs) text += d.text + "\n";
-    }
-    out << text << std::flush;
-    return out ? rc : kContractInternal;
+    const diff_result r = diff_descriptors(read_descriptor(a_path), read_descriptor(b_path), a_path, b_path);
+    out << r.text << std::flush;
+    return out ? r.code : kContractInternal;
   } catch (const std::invalid_argument& e) {
     err << "dsv4-cache-layout: error: " << cache::cli::one_line(e.what()) << "\n";
     return kContractBadInput;
   }
+}
+
+/// The descriptor `describe` prints for `a`: the layout's descriptor, with `info.rank` when a
+/// rank or parallel flags were given. Throws std::invalid_argument as `layout_from_flags`.
+inline nlohmann::ordered_json describe_descriptor(const contract_args& a) {
+  const auto [layout, plan] = layout_from_flags(a);
+  nlohmann::ordered_json d = descriptor_json(layout, plan);
+  if (a.rank || plan.parallel) d["info"]["rank"] = a.rank.value_or(0);
+  return d;
+}
+
+/// Registers the flags of describe / fingerprint on `cmd`, parsing into `c`: the planner's model,
+/// format and parallel flags, --engine, --no-mtp, --tokens-per-step and --rank.
+inline void add_contract_options(CLI::App& cmd, contract_args& c) {
+  cache::cli::add_model_options(cmd, c.plan, "Not used by the layout (a plan's budget)");
+  cache::cli::add_parallel_options(cmd, c.plan);
+  cmd.add_option("--engine", c.plan.engine,
+                 "Record the engine's placement where it moves bytes (vllm: its shared block pool, schema "
+                 "dsv4-cache-layout/2); without it the library's pages alone (schema /1)")
+      ->check(cache::cli::kNonEmpty)
+      ->each([&c](const std::string&) { c.engine_given = true; });
+  cmd.add_flag("--no-mtp", c.plan.no_mtp, "Do not cache the MTP layers");
+  cmd.add_option("--tokens-per-step", c.plan.tokens_per_step,
+                 "Tokens per decode step s: with --engine vllm, V4.1's ratio-2 ring holds max(8, next power of two "
+                 ">= s + 1) rows")
+      ->transform(cache::cli::kDecimalInt)
+      ->capture_default_str();
+  cmd.add_option("--rank", c.rank, "With parallel flags: the rank whose layout to describe (default 0)")
+      ->transform(cache::cli::kDecimalInt);
+}
+
+/// `args` (describe's flags, without the subcommand) parsed as dsv4-cache-layout describe parses
+/// them. Throws std::invalid_argument with CLI11's message for a flag it refuses.
+inline contract_args parse_contract_args(const std::vector<std::string>& args) {
+  contract_args c;
+  CLI::App app{"dsv4-cache-layout describe", "describe"};
+  add_contract_options(app, c);
+  try {
+    std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 consumes from the back
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    throw std::invalid_argument(cache::cli::one_line(e.what()));
+  }
+  return c;
 }
 
 }  // namespace dsv4::tools

@@ -212,7 +212,10 @@ inline engine_report compute_engine_report(const model_config& m, const memory_p
                                            std::int64_t dcp = 1) {
   engine_report r;
   r.engine = &e;
-  r.structure = plan.pools.structure;
+  // The ranks' structure where there are ranks: under DCP tokenspeed's ranks are priced as own
+  // pools (its arena under DCP is not modelled, `plan_structure`) while the whole model's plan,
+  // without DCP, is an arena: no arena startup is reported for ranks that have none.
+  r.structure = ranks.empty() ? plan.pools.structure : ranks.front().plan.pools.structure;
   const plan_options& o = plan.options;
   r.async_scheduling = o.policy.overlap;
   r.max_running = max_running;

@@ -247,28 +247,11 @@ inline int run_layout(const std::vector<std::string>& args, std::ostream& out, s
   app.footer(std::string(cache::cli::kExitCodesHelp));
   app.require_subcommand(1);  // exactly one
   const CLI::App* formats = add_formats_command(app, a.formats);
-  const auto add_layout_flags = [](CLI::App* cmd, contract_args& c) {
-    cache::cli::add_model_options(*cmd, c.plan, "Not used by the layout (a plan's budget)");
-    cache::cli::add_parallel_options(*cmd, c.plan);
-    cmd->add_option("--engine", c.plan.engine,
-                    "Record the engine's placement where it moves bytes (vllm: its shared block pool, schema "
-                    "dsv4-cache-layout/2); without it the library's pages alone (schema /1)")
-        ->check(cache::cli::kNonEmpty)
-        ->each([&c](const std::string&) { c.engine_given = true; });
-    cmd->add_flag("--no-mtp", c.plan.no_mtp, "Do not cache the MTP layers");
-    cmd->add_option("--tokens-per-step", c.plan.tokens_per_step,
-                    "Tokens per decode step s: with --engine vllm, V4.1's ratio-2 ring holds max(8, next power of two "
-                    ">= s + 1) rows")
-        ->transform(cache::cli::kDecimalInt)
-        ->capture_default_str();
-    cmd->add_option("--rank", c.rank, "With parallel flags: the rank whose layout to describe (default 0)")
-        ->transform(cache::cli::kDecimalInt);
-  };
   CLI::App* describe =
       app.add_subcommand("describe", "The descriptor (JSON) of a deployment's cache layout: layout, fingerprint, info");
-  add_layout_flags(describe, a.describe);
+  add_contract_options(*describe, a.describe);
   CLI::App* fingerprint = app.add_subcommand("fingerprint", "The layout's fingerprint: XXH64 of its canonical bytes");
-  add_layout_flags(fingerprint, a.fingerprint);
+  add_contract_options(*fingerprint, a.fingerprint);
   CLI::App* diff = app.add_subcommand(
       "diff",
       "Differences of two descriptors, the verdict first (exit 0 identical, 4 compatible for page transfer, 1 "
@@ -300,10 +283,7 @@ inline int run_layout(const std::vector<std::string>& args, std::ostream& out, s
     if (formats->parsed()) {
       text = a.formats.json ? formats_json(a.formats).dump(2) + "\n" : formats_text(a.formats);
     } else if (describe->parsed()) {
-      const auto [layout, plan] = layout_from_flags(a.describe);
-      nlohmann::ordered_json d = descriptor_json(layout, plan);
-      if (a.describe.rank || plan.parallel) d["info"]["rank"] = a.describe.rank.value_or(0);
-      text = d.dump(2) + "\n";
+      text = describe_descriptor(a.describe).dump(2) + "\n";
     } else if (writers->parsed()) {
       const nlohmann::ordered_json j = writers_json();
       text = a.writers_json ? j.dump(2) + "\n" : writers_text(j);

@@ -34,6 +34,10 @@ struct planner_args {
   std::string preset = "flash";
   bool preset_given = true;  // false: --preset left at its default (errors then name the model, not a flag)
   std::string config_path;
+  /// Not a flag: a config.json's text given inline (the Python package's `Model.from_config(dict)`),
+  /// read in place of --config / --preset when not empty; `config_name` names the model.
+  std::string config_text;
+  std::string config_name;
   std::optional<std::int64_t> context;  // none: the model's max_position_embeddings
   std::int64_t requests = 1;
   std::optional<double> memory_gib;

@@ -112,15 +112,9 @@ inline planner_result compute_with_progress(const planner_args& a, std::ostream&
   }
 }
 
-/// Runs the planner on `args` (without the program name). Returns the exit code.
-/// `max_sim_visits` bounds the simulations' work (request visits; the fuzz target lowers it);
-/// `progress_after`: when a still-running computation first reports on `err` (tests lower it).
-inline int run_planner(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
-                       std::int64_t max_sim_visits = kSimulateMaxVisits,
-                       std::chrono::milliseconds progress_after = std::chrono::seconds(3)) {
-  planner_args a;
-  a.max_sim_visits = max_sim_visits;
-  CLI::App app{"dsv4-cache-plan: KV-cache layout and memory plan of a DeepSeek V4 model", "dsv4-cache-plan"};
+/// Registers every dsv4-cache-plan flag on `app`, parsing into `a` (the planner, its tests and the
+/// Python package's `plan()` parse with this one table).
+inline void add_planner_options(CLI::App& app, planner_args& a) {
   app.footer(std::string(kExitCodesHelp));
   add_model_options(app, a, "A memory budget in GiB: also print the largest N and L that fit");
   app.add_option("--tokens-per-step", a.tokens_per_step, "Tokens per decode step s (1 + speculative tokens)")
@@ -185,6 +179,37 @@ inline int run_planner(const std::vector<std::string>& args, std::ostream& out, 
       ->check(kNonEmpty);
   app.add_flag("--require-fit", a.require_fit,
                "Exit 1 when N x L does not fit the budget (the verdict); needs --memory-gib or --gpu-memory-gib");
+}
+
+/// `args` (without the program name) parsed as dsv4-cache-plan parses them, into a planner_args
+/// with `max_sim_visits`. Throws std::invalid_argument with CLI11's message for a flag it
+/// refuses (an unknown flag, a value its validator rejects); --help is refused too.
+inline planner_args parse_planner_args(const std::vector<std::string>& args,
+                                       std::int64_t max_sim_visits = kSimulateMaxVisits) {
+  planner_args a;
+  a.max_sim_visits = max_sim_visits;
+  CLI::App app{"dsv4-cache-plan", "dsv4-cache-plan"};
+  add_planner_options(app, a);
+  try {
+    std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 consumes from the back
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    throw std::invalid_argument(one_line(e.what()));
+  }
+  a.preset_given = app.count("--preset") > 0;
+  return a;
+}
+
+/// Runs the planner on `args` (without the program name). Returns the exit code.
+/// `max_sim_visits` bounds the simulations' work (request visits; the fuzz target lowers it);
+/// `progress_after`: when a still-running computation first reports on `err` (tests lower it).
+inline int run_planner(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+                       std::int64_t max_sim_visits = kSimulateMaxVisits,
+                       std::chrono::milliseconds progress_after = std::chrono::seconds(3)) {
+  planner_args a;
+  a.max_sim_visits = max_sim_visits;
+  CLI::App app{"dsv4-cache-plan: KV-cache layout and memory plan of a DeepSeek V4 model", "dsv4-cache-plan"};
+  add_planner_options(app, a);
   try {
     std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 consumes from the back
     app.parse(reversed);

@@ -203,7 +203,9 @@ inline std::optional<plan_hint> hint_of(const planner_result& r) {
 /// input; nothing is printed.
 inline planner_result compute(const planner_args& a, bool with_engine_report = true) {
   planner_result r;
-  if (!a.config_path.empty()) {
+  if (!a.config_text.empty()) {
+    r.model = parse_model_config(a.config_text, a.config_name.empty() ? "DeepSeek V4" : a.config_name);
+  } else if (!a.config_path.empty()) {
     r.model = load_model_config(a.config_path);
   } else {
     const auto it = std::find_if(kPresets.begin(), kPresets.end(),

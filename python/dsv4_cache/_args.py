@@ -1,0 +1,149 @@
+"""Python keyword arguments as the CLIs' flags, and the CLIs' error messages in Python's names.
+
+The package computes nothing of its own: `plan()` and the contract functions pass their
+arguments to the compiled module as the flags of `dsv4-cache-plan` / `dsv4-cache-layout
+describe`, parsed by the CLIs' own option tables, so a result is the CLI's for the same flags.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import re
+from typing import Any, Dict, Iterable, List, Mapping, Optional
+
+# Python parameter -> the CLI flag it sets.
+FLAGS: Dict[str, str] = {
+    "engine": "--engine",
+    "requests": "--requests",
+    "context": "--context",
+    "memory_gib": "--memory-gib",
+    "gpu_memory_gib": "--gpu-memory-gib",
+    "reserved_gib": "--reserved-gib",
+    "prefill_chunk": "--prefill-chunk",
+    "tokens_per_step": "--tokens-per-step",
+    "pools": "--pools",
+    "max_running_requests": "--max-running-requests",
+    "swa_full_tokens_ratio": "--swa-full-tokens-ratio",
+    "overlap": "--overlap",
+    "simulate": "--simulate",
+    "mtp": "--no-mtp",
+    "indexer": "--indexer",
+    "format_set": "--format-set",
+    "kv_format": "--kv-format",
+    "formats": "--format",
+    "indexer_format": "--indexer-format",
+    "tp": "--tp",
+    "dp": "--dp",
+    "pp": "--pp",
+    "pp_layers": "--pp-layers",
+    "dcp": "--dcp",
+    "dcp_interleave": "--dcp-interleave",
+    "role": "--role",
+    "handover": "--handover",
+    "rank": "--rank",
+}
+_PARAM_OF_FLAG = {flag: param for param, flag in FLAGS.items()}
+_PARAM_OF_FLAG["--no-mtp"] = "mtp=False"
+_PARAM_OF_FLAG["--preset"] = "Model.preset()"
+_PARAM_OF_FLAG["--config"] = "Model.from_config()"
+
+INT_PARAMS = {
+    "requests", "context", "prefill_chunk", "tokens_per_step", "max_running_requests", "tp", "dp", "pp", "dcp",
+    "dcp_interleave", "handover", "rank",
+}
+SIZE_PARAMS = {"memory_gib", "gpu_memory_gib", "reserved_gib"}  # GiB, or a string with a unit: "141GB"
+FLOAT_PARAMS = {"swa_full_tokens_ratio"}
+BOOL_PARAMS = {"overlap", "simulate", "mtp"}
+STR_PARAMS = {"engine", "pools", "indexer", "format_set", "kv_format", "indexer_format", "role"}
+_INT64_MAX = 2**63 - 1
+
+
+def python_names(message: str) -> str:
+    """`message` with every CLI flag it names replaced by the Python parameter that sets it
+    ("--preset v4-pro:" by "Model.preset('v4-pro'):", the model the error is about)."""
+    message = re.sub(r"--preset (\S+):", r"Model.preset('\1'):", message)
+    message = re.sub(r"--config (\S+):", r"Model.from_config('\1'):", message)
+    return re.sub(r"--[a-z][a-z0-9-]*", lambda m: _PARAM_OF_FLAG.get(m.group(0), m.group(0)), message)
+
+
+def _number_text(name: str, value: Any) -> str:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{name} must be a number, got {value!r} ({type(value).__name__})")
+    v = float(value)
+    if not math.isfinite(v):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    return repr(v) if isinstance(value, float) else str(int(value))
+
+
+def flag_args(params: Mapping[str, Any], allowed: Iterable[str]) -> List[str]:
+    """The CLI flags of `params` (parameters left at None are not given). Raises ValueError for a
+    parameter of the wrong type, naming it and its value (the rules on values are the CLI's), and
+    TypeError for a keyword not in `allowed`."""
+    allowed = set(allowed)
+    argv: List[str] = []
+    for name, value in params.items():
+        if name not in allowed:  # as Python's own calls: an unknown keyword is a TypeError
+            raise TypeError(f"unexpected keyword argument {name!r} (accepted: {', '.join(sorted(allowed))})")
+        if value is None:
+            continue
+        flag = FLAGS[name]
+        if name in BOOL_PARAMS:
+            if not isinstance(value, bool):
+                raise ValueError(f"{name} must be True or False, got {value!r}")
+            if name == "mtp":
+                if not value:
+                    argv.append(flag)
+            elif value:
+                argv.append(flag)
+        elif name in INT_PARAMS:
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+                raise ValueError(f"{name} must be an int, got {value!r} ({type(value).__name__})")
+            if not -_INT64_MAX - 1 <= int(value) <= _INT64_MAX:
+                raise ValueError(f"{name} must fit in 64 bits, got {int(value)}")
+            argv.append(f"{flag}={int(value)}")
+        elif name in SIZE_PARAMS:
+            text = value if isinstance(value, str) else _number_text(name, value)
+            argv.append(f"{flag}={text}")
+        elif name in FLOAT_PARAMS:
+            argv.append(f"{flag}={_number_text(name, value)}")
+        elif name == "formats":
+            if not isinstance(value, Mapping):
+                raise ValueError(f"formats must be a dict of group -> format name, got {value!r}")
+            for group, fmt in value.items():
+                if not isinstance(group, str) or not isinstance(fmt, str):
+                    raise ValueError(f"formats must map group names to format names (str), got {group!r}: {fmt!r}")
+                argv.append(f"{flag}={group}={fmt}")
+        elif name == "pp_layers":
+            if isinstance(value, str):
+                text = value
+            else:
+                try:
+                    items = list(value)
+                except TypeError:
+                    raise ValueError(f"pp_layers must be a list of layer counts, got {value!r}") from None
+                if not all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in items):
+                    raise ValueError(f"pp_layers must be a list of int layer counts, got {value!r}")
+                text = ",".join(str(int(v)) for v in items)
+            argv.append(f"{flag}={text}")
+        else:  # STR_PARAMS
+            if not isinstance(value, str):
+                raise ValueError(f"{name} must be a str, got {value!r} ({type(value).__name__})")
+            argv.append(f"{flag}={value}")
+    return argv
+
+
+def call(fn, *args):
+    """fn(*args), a ValueError's message in Python's parameter names."""
+    try:
+        return fn(*args)
+    except ValueError as e:
+        raise ValueError(python_names(str(e))) from None
+
+
+def optional_int(name: str, value: Optional[int]) -> Optional[int]:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"{name} must be an int, got {value!r} ({type(value).__name__})")
+    return int(value)

@@ -1,0 +1,137 @@
+"""The layout contract: a deployment's descriptor, its fingerprint, and diff / check of descriptors.
+
+`describe()` and `fingerprint()` take a model and the layout flags of `dsv4-cache-layout
+describe` (formats, parallel layout, `engine` to record its placement, `rank`); `diff()` and
+`check()` take descriptors as dicts or as paths of the files `describe` wrote.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from typing import Any, Dict, Mapping, Optional, Tuple, Union
+
+from . import _core
+from ._args import call, flag_args
+from .plan import _require_model
+from .model import Model
+
+_LAYOUT_PARAMS = ("indexer", "format_set", "kv_format", "formats", "indexer_format", "tp", "dp", "pp", "pp_layers",
+                  "dcp", "dcp_interleave", "engine", "mtp", "tokens_per_step", "rank", "context", "requests")
+Descriptor = Union[Mapping[str, Any], str, "os.PathLike[str]"]
+
+
+def _layout_argv(model: Model, params: Dict[str, Any]) -> Tuple[list, str, str]:
+    model = _require_model(model)
+    return model._argv + flag_args(params, _LAYOUT_PARAMS), model._config_text, model._config_name
+
+
+def describe(model: Model, *, engine: Optional[str] = None, rank: Optional[int] = None, **layout: Any) -> Dict[str, Any]:
+    """The descriptor of the cache layout of `model` (dsv4-cache-layout describe): {"schema",
+    "fingerprint" ("0x" + 16 hex digits), "layout" (the canonical layout), "info"}. With
+    parallel flags (`tp`, `dp`, `pp`, `dcp`) the layout is rank `rank`'s (default 0);
+    `engine` records the engine's placement (schema dsv4-cache-layout/2). Other keywords:
+    indexer, format_set, kv_format, formats, indexer_format, pp_layers, dcp_interleave, mtp,
+    tokens_per_step. Raises ValueError as the CLI (naming the parameter)."""
+    argv, text, name = _layout_argv(model, dict(layout, engine=engine, rank=rank))
+    return json.loads(call(_core.describe, argv, text, name))
+
+
+def fingerprint(model_or_descriptor: Union[Model, Descriptor], *, engine: Optional[str] = None,
+                rank: Optional[int] = None, **layout: Any) -> int:
+    """The layout's fingerprint as an int (XXH64 of its canonical bytes; the CLI prints it as
+    0x + 16 hex digits): of `model` under the layout keywords of `describe()`, or of a descriptor
+    (a dict or a file), checked first (ValueError if a number in it is wrong)."""
+    if isinstance(model_or_descriptor, Model):
+        argv, text, name = _layout_argv(model_or_descriptor, dict(layout, engine=engine, rank=rank))
+        return call(_core.fingerprint, argv, text, name)
+    if engine is not None or rank is not None or layout:
+        raise ValueError("layout keywords are for a model; a descriptor carries its own layout")
+    c = check(model_or_descriptor)
+    if not c.ok:
+        raise ValueError(f"descriptor: {c.wrong}")
+    return c.fingerprint
+
+
+def _descriptor_text(d: Descriptor, param: str) -> Tuple[str, str]:
+    if isinstance(d, Mapping):
+        try:
+            return json.dumps(d, allow_nan=False), param
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"{param} must be a descriptor (a JSON object): {e}") from None
+    if isinstance(d, (str, os.PathLike)):
+        path = os.fspath(d)
+        try:
+            with open(path, "rb") as f:
+                raw = f.read()
+        except OSError as e:
+            raise ValueError(f"{param}: cannot read {path!r}: {e.strerror or e}") from None
+        if not raw:
+            raise ValueError(f"{param}: {path} is empty (0 bytes), not a descriptor")
+        return raw.decode("utf-8", errors="replace"), path
+    raise ValueError(f"{param} must be a descriptor dict or a path, got {type(d).__name__}")
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """`check()`'s answer: ok, or the first wrong number as "path: value, but <rule> gives <want>"."""
+
+    ok: bool
+    wrong: Optional[str]
+    fingerprint: int
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+
+def check(descriptor: Descriptor) -> CheckResult:
+    """Recomputes every derived number of `descriptor` from the format registry and the
+    fingerprint (dsv4-cache-layout check). Raises ValueError for what is not a descriptor (not
+    JSON, another schema, a key its schema does not define), naming the parameter or the file."""
+    text, name = _descriptor_text(descriptor, "descriptor")
+    wrong, fp = call(_core.check, text, name)
+    return CheckResult(ok=not wrong, wrong=wrong or None, fingerprint=int(fp, 16))
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One difference of two layouts; lower `rank` = more consequential (see `Diff`)."""
+
+    rank: int
+    text: str
+
+
+@dataclass(frozen=True)
+class Diff:
+    """`diff()`'s answer: verdict "identical", "compatible" (for page transfer: only layer sets,
+    the rank part or the engine's name differ, every page has the same bytes) or "incompatible";
+    `code` the CLI's exit code (0, 4, 1); `text` what the CLI prints; the differences, most
+    consequential first."""
+
+    verdict: str
+    code: int
+    text: str
+    differences: Tuple[Difference, ...]
+
+    @property
+    def identical(self) -> bool:
+        return self.code == 0
+
+    @property
+    def compatible(self) -> bool:
+        """Whether a page transfer between the two stays byte-exact (identical or compatible)."""
+        return self.code in (0, 4)
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def diff(a: Descriptor, b: Descriptor) -> Diff:
+    """The differences of descriptors `a` and `b` (dsv4-cache-layout diff). Both must pass
+    `check()` first: one that does not is bad input (ValueError naming it)."""
+    a_text, a_name = _descriptor_text(a, "a")
+    b_text, b_name = _descriptor_text(b, "b")
+    code, text, diffs = call(_core.diff, a_text, b_text, a_name, b_name)
+    verdict = {0: "identical", 4: "compatible", 1: "incompatible"}[code]
+    return Diff(verdict=verdict, code=code, text=text, differences=tuple(Difference(r, t) for r, t in diffs))

@@ -1,0 +1,74 @@
+"""describe(), fingerprint(), diff() and check() against dsv4-cache-layout."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import dsv4_cache as d
+
+# (preset, layout keywords, the same layout as dsv4-cache-layout flags)
+LAYOUTS = [
+    ("v4-flash", {}, []),
+    ("v4-pro", dict(tp=8, rank=5), ["--tp", "8", "--rank", "5"]),
+    ("v4-pro", dict(pp=2, rank=1), ["--pp", "2", "--rank", "1"]),
+    ("v4-flash", dict(engine="vllm"), ["--engine", "vllm"]),
+    ("v4.1-flash", dict(format_set="v4", engine="vllm", tokens_per_step=3),
+     ["--format-set", "v4", "--engine", "vllm", "--tokens-per-step", "3"]),
+    ("v3.2", dict(tp=4, dcp=2, rank=1), ["--tp", "4", "--dcp", "2", "--rank", "1"]),
+    ("v4-flash", dict(indexer="mxfp4", kv_format="v4.fp8_ds_mla.footer", mtp=False),
+     ["--indexer", "mxfp4", "--kv-format", "v4.fp8_ds_mla.footer", "--no-mtp"]),
+]
+
+
+@pytest.mark.parametrize("preset,kwargs,flags", LAYOUTS, ids=[f"{c[0]}-{i}" for i, c in enumerate(LAYOUTS)])
+def test_fingerprint_and_descriptor_are_the_cli_ones(layout_cli, preset, kwargs, flags):
+    m = d.Model.preset(preset)
+    fp = d.fingerprint(m, **kwargs)
+    assert isinstance(fp, int)
+    assert f"0x{fp:016x}" == layout_cli.run(["fingerprint", "--preset", preset, *flags]).strip()
+    desc = d.describe(m, **kwargs)
+    assert desc == layout_cli.json(["describe", "--preset", preset, *flags])
+    assert d.fingerprint(desc) == fp  # a descriptor's own fingerprint, checked first
+
+
+def test_a_tp_rank_is_the_whole_model():
+    m = d.Model.preset("v4-pro")
+    assert d.fingerprint(m, tp=8, rank=5) == d.fingerprint(m) == 0x2A0F2A1AB200EE9C
+
+
+def test_diff_and_check_as_the_cli(layout_cli, tmp_path):
+    m = d.Model.preset("v4-pro")
+    cases = [(dict(), dict()), (dict(pp=2, rank=0), dict(pp=2, rank=1)), (dict(), dict(kv_format="v4.fp8_uniform"))]
+    for ka, kb in cases:
+        a, b = d.describe(m, **ka), d.describe(m, **kb)
+        pa, pb = tmp_path / "a.json", tmp_path / "b.json"
+        pa.write_text(json.dumps(a, indent=2))
+        pb.write_text(json.dumps(b, indent=2))
+        r = d.diff(a, b)
+        cli = layout_cli.run(["diff", str(pa), str(pb)], code=r.code)
+        assert r.text == cli
+        assert d.diff(pa, pb).text == cli  # paths as well as dicts
+        assert [x.text for x in r.differences] == cli.splitlines()[2:]
+    assert d.diff(d.describe(m), d.describe(m)).verdict == "identical"
+    assert d.diff(d.describe(m, pp=2, rank=0), d.describe(m, pp=2, rank=1)).verdict == "compatible"
+    bad = d.diff(d.describe(m), d.describe(m, kv_format="v4.fp8_uniform"))
+    assert bad.verdict == "incompatible" and not bad.compatible
+
+    good = d.describe(m, engine="vllm")
+    p = tmp_path / "good.json"
+    p.write_text(json.dumps(good))
+    c = d.check(good)
+    assert c.ok and c.wrong is None and c.fingerprint == int(good["fingerprint"], 16)
+    assert layout_cli.run(["check", str(p)]).strip().endswith(good["fingerprint"])
+    wrong = json.loads(json.dumps(good))
+    wrong["layout"]["groups"][0]["pools"][0]["page_bytes"] += 1
+    p.write_text(json.dumps(wrong))
+    c = d.check(wrong)
+    assert not c.ok and c.wrong
+    assert layout_cli.run(["check", str(p)], code=1) == f"{p}: {d.check(p).wrong}\n"
+    with pytest.raises(ValueError, match="descriptor"):
+        d.fingerprint(wrong)
+    with pytest.raises(ValueError, match="fails check"):
+        d.diff(wrong, good)
