@@ -59,21 +59,49 @@ STR_PARAMS = {"engine", "pools", "indexer", "format_set", "kv_format", "indexer_
 _INT64_MAX = 2**63 - 1
 
 
+# The library's own names of what a parameter sets (its messages name the plan option).
+_PARAM_OF_OPTION = {"prefill_chunk_tokens": "prefill_chunk", "context_tokens": "context",
+                    "dcp_interleave_rows": "dcp_interleave", "max_running_requests": "max_running_requests"}
+
+
+def text(name: str, value: Any, *, empty: bool = False) -> str:
+    """`value` as the compiled module takes a string: a str of valid UTF-8 without NUL bytes
+    (a NUL would end it early) and, unless `empty`, not empty. Raises ValueError naming `name`."""
+    if not isinstance(value, str):
+        raise ValueError(f"{name} must be a str, got {value!r} ({type(value).__name__})")
+    if "\x00" in value:
+        raise ValueError(f"{name} must not hold a NUL byte, got {value!r}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(f"{name} must be valid Unicode (no lone surrogates), got {value!r}") from None
+    if not empty and not value:
+        raise ValueError(f"{name} must not be empty")
+    return value
+
+
 def python_names(message: str) -> str:
     """`message` with every CLI flag it names replaced by the Python parameter that sets it
     ("--preset v4-pro:" by "Model.preset('v4-pro'):", the model the error is about)."""
     message = re.sub(r"--preset (\S+):", r"Model.preset('\1'):", message)
     message = re.sub(r"--config (\S+):", r"Model.from_config('\1'):", message)
+    message = re.sub(r"\b(prefill_chunk_tokens|context_tokens|dcp_interleave_rows)\b",
+                     lambda m: _PARAM_OF_OPTION[m.group(0)], message)
     return re.sub(r"--[a-z][a-z0-9-]*", lambda m: _PARAM_OF_FLAG.get(m.group(0), m.group(0)), message)
 
 
 def _number_text(name: str, value: Any) -> str:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ValueError(f"{name} must be a number, got {value!r} ({type(value).__name__})")
-    v = float(value)
+    if isinstance(value, numbers.Integral):
+        return str(int(value))
+    try:
+        v = float(value)  # numpy floats and fractions too (never truncated to an int)
+    except OverflowError:
+        raise ValueError(f"{name} must be a finite number, got {value!r}") from None
     if not math.isfinite(v):
         raise ValueError(f"{name} must be a finite number, got {value!r}")
-    return repr(v) if isinstance(value, float) else str(int(value))
+    return repr(v)
 
 
 def flag_args(params: Mapping[str, Any], allowed: Iterable[str]) -> List[str]:
@@ -103,8 +131,8 @@ def flag_args(params: Mapping[str, Any], allowed: Iterable[str]) -> List[str]:
                 raise ValueError(f"{name} must fit in 64 bits, got {int(value)}")
             argv.append(f"{flag}={int(value)}")
         elif name in SIZE_PARAMS:
-            text = value if isinstance(value, str) else _number_text(name, value)
-            argv.append(f"{flag}={text}")
+            size = text(name, value) if isinstance(value, str) else _number_text(name, value)
+            argv.append(f"{flag}={size}")
         elif name in FLOAT_PARAMS:
             argv.append(f"{flag}={_number_text(name, value)}")
         elif name == "formats":
@@ -113,10 +141,14 @@ def flag_args(params: Mapping[str, Any], allowed: Iterable[str]) -> List[str]:
             for group, fmt in value.items():
                 if not isinstance(group, str) or not isinstance(fmt, str):
                     raise ValueError(f"formats must map group names to format names (str), got {group!r}: {fmt!r}")
+                text("formats key", group)
+                text(f"formats[{group!r}]", fmt)
+                if "=" in group:
+                    raise ValueError(f"formats: a group name has no '=', got {group!r}")
                 argv.append(f"{flag}={group}={fmt}")
         elif name == "pp_layers":
             if isinstance(value, str):
-                text = value
+                layers = text(name, value)
             else:
                 try:
                     items = list(value)
@@ -124,12 +156,12 @@ def flag_args(params: Mapping[str, Any], allowed: Iterable[str]) -> List[str]:
                     raise ValueError(f"pp_layers must be a list of layer counts, got {value!r}") from None
                 if not all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in items):
                     raise ValueError(f"pp_layers must be a list of int layer counts, got {value!r}")
-                text = ",".join(str(int(v)) for v in items)
-            argv.append(f"{flag}={text}")
+                if not items:
+                    raise ValueError("pp_layers must not be empty (one layer count per pipeline stage)")
+                layers = ",".join(str(int(v)) for v in items)
+            argv.append(f"{flag}={layers}")
         else:  # STR_PARAMS
-            if not isinstance(value, str):
-                raise ValueError(f"{name} must be a str, got {value!r} ({type(value).__name__})")
-            argv.append(f"{flag}={value}")
+            argv.append(f"{flag}={text(name, value)}")
     return argv
 
 

@@ -15,6 +15,7 @@ from typing import Any, Dict, Optional, Tuple, Union
 import numpy as np
 
 from . import _core
+from ._args import text
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,9 @@ class Format:
 
     def page_bytes(self, rows: int, row_bytes: Optional[int] = None) -> int:
         """Bytes of a page of `rows` rows, padding included (fp32_state: give `row_bytes`)."""
-        return _core.page_bytes(self.name, _int("rows", rows), _int("row_bytes", row_bytes or 0))
+        if _int("rows", rows) < 1:
+            raise ValueError(f"rows must be >= 1, got {rows}")
+        return _core.page_bytes(self.name, int(rows), _int("row_bytes", row_bytes or 0))
 
 
 def _int(name: str, v: Any) -> int:
@@ -76,7 +79,7 @@ def _format_name(format: Union[str, Format]) -> str:
         return format.name
     if not isinstance(format, str):
         raise ValueError(f"format must be a format name or a dsv4_cache.Format, got {format!r}")
-    return format
+    return text("format", format)
 
 
 def _writer_name(writer: Optional[str]) -> str:
@@ -84,28 +87,53 @@ def _writer_name(writer: Optional[str]) -> str:
         return "default"
     if not isinstance(writer, str):
         raise ValueError(f"writer must be a producer name (str) or None, got {writer!r}")
-    return writer
+    return text("writer", writer)
 
 
 def _is_torch(a: Any) -> bool:
     return type(a).__module__.startswith("torch")
 
 
+# numpy kinds the codecs read or write: unsigned / signed ints (uint8 pages, 16-bit BF16 bits)
+# and floats (float32); the compiled module checks the exact dtype and names the one it wants.
+_ARRAY_KINDS = "uif"
+
+
 def _as_array(a: Any, name: str, writable: bool) -> Any:
     """`a` as the compiled module takes it: numpy arrays (ml_dtypes.bfloat16 viewed as uint16) and
     DLPack tensors as they are; anything else array-like through numpy (input only)."""
     if isinstance(a, np.ndarray):
+        if writable and not a.flags.writeable:
+            raise ValueError(f"{name} must be writable, got a read-only array")
         if a.dtype.name == "bfloat16":
             return a.view(np.uint16)
+        if a.dtype.kind not in _ARRAY_KINDS:
+            raise ValueError(f"{name} must be a numeric array (uint8 pages, BF16 or float32 values), got dtype "
+                             f"{a.dtype}")
         return a
     if _is_torch(a) or hasattr(a, "__dlpack__"):
         return a
-    if writable:
+    if writable or a is None or np.isscalar(a):
         raise ValueError(f"{name} must be a numpy array or a DLPack tensor, got {type(a).__name__}")
     try:
         return np.ascontiguousarray(np.asarray(a, dtype=np.float32))
     except (TypeError, ValueError) as e:
         raise ValueError(f"{name} must be an array of rows x values: {e}") from None
+
+
+def _array_call(fn, *args):
+    """fn(*args); an array that nanobind cannot take (a broken __dlpack__, a read-only or
+    broadcast tensor, a dtype DLPack has no code for) is bad input: ValueError, not TypeError."""
+    try:
+        return fn(*args)
+    except TypeError as e:
+        first = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise ValueError(f"x, pages and out must be writable (out) C-contiguous CPU arrays of a supported dtype: "
+                         f"{first}") from None
+
+
+def _overlap(a: Any, b: Any) -> bool:
+    return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and np.may_share_memory(a, b)
 
 
 def quantize_rows(format: Union[str, Format], x: Any, writer: Optional[str] = None, *,
@@ -132,10 +160,13 @@ def quantize_rows(format: Union[str, Format], x: Any, writer: Optional[str] = No
         raise ValueError(f"rows_per_page must be >= 1, got {n}")
     xa = _as_array(x, "x", writable=False)
     if out is None:
-        result = np.zeros(_core.quantize_shape(name, w, xa, n, rb), dtype=np.uint8)
-        _core.quantize_rows(name, w, xa, n, rb, result)
+        result = np.zeros(_array_call(_core.quantize_shape, name, w, xa, n, rb), dtype=np.uint8)
+        _array_call(_core.quantize_rows, name, w, xa, n, rb, result)
         return result
-    _core.quantize_rows(name, w, xa, n, rb, _as_array(out, "out", writable=True))
+    oa = _as_array(out, "out", writable=True)
+    if _overlap(xa, oa):
+        raise ValueError("out must not overlap x (out is zeroed before x is read)")
+    _array_call(_core.quantize_rows, name, w, xa, n, rb, oa)
     return out
 
 
@@ -162,22 +193,26 @@ def dequantize_rows(format: Union[str, Format], pages: Any, rows: int, dtype: An
     c = -1 if count is None else _int("count", count)
     if count is not None and c < 1:
         raise ValueError(f"count must be >= 1, got {c}")
-    pa = _as_array(pages, "pages", writable=True)
+    pa = _as_array(pages, "pages", writable=False)
     if out is not None:
-        _core.dequantize_rows(name, w, pa, n, rb, c, _as_array(out, "out", writable=True))
+        oa = _as_array(out, "out", writable=True)
+        if _overlap(pa, oa):
+            raise ValueError("out must not overlap pages")
+        _array_call(_core.dequantize_rows, name, w, pa, n, rb, c, oa)
         return out
-    dt = dtype if isinstance(dtype, str) else getattr(dtype, "name", None) or str(dtype)
-    if dt == "float32" or dtype is np.float32:
-        dt = "float32"
+    try:
+        dt = dtype if isinstance(dtype, str) else np.dtype(dtype).name
+    except TypeError:
+        dt = None
     if dt not in _DTYPES:
         raise ValueError(f"dtype must be 'float32', 'bfloat16' or 'uint16', got {dtype!r}")
-    shape = _core.dequantize_shape(name, w, pa, n, rb, c)
+    shape = _array_call(_core.dequantize_shape, name, w, pa, n, rb, c)
     if dt == "float32":
         result = np.empty(shape, dtype=np.float32)
-        _core.dequantize_rows(name, w, pa, n, rb, c, result)
+        _array_call(_core.dequantize_rows, name, w, pa, n, rb, c, result)
         return result
     bits = np.empty(shape, dtype=np.uint16)
-    _core.dequantize_rows(name, w, pa, n, rb, c, bits)
+    _array_call(_core.dequantize_rows, name, w, pa, n, rb, c, bits)
     if dt == "bfloat16":
         try:
             import ml_dtypes  # noqa: PLC0415 (optional)
@@ -209,8 +244,12 @@ class Golden:
         CLI does: all or nothing (temporary files renamed, the manifest last). Raises OSError."""
         files = [(self.input_name, self.input.tobytes()), ("page.bin", self.page.tobytes()),
                  ("manifest.json", self.manifest_text.encode())]
+        if not isinstance(directory, (str, bytes, os.PathLike)):
+            raise ValueError(f"directory must be a path, got {type(directory).__name__}")
+        path = os.fspath(directory)
+        path = text("directory", os.fsdecode(path) if isinstance(path, bytes) else path)
         try:
-            _core.write_files(os.fspath(directory), files)
+            _core.write_files(path, files)
         except RuntimeError as e:
             raise OSError(str(e)) from None
 
@@ -230,7 +269,7 @@ def golden(format: Union[str, Format], writer: Optional[str] = None, rows: int =
     try:
         input_name, inp, page, manifest_text, in_sha, page_sha, man_sha = _core.golden(name, w, n, int(seed), rb)
     except ValueError as e:
-        msg = str(e).replace("--rows", "rows").replace("--row-bytes", "row_bytes")
+        msg = str(e).replace("--rows", "rows").replace("--row-bytes", "row_bytes").replace("give row_bytes B", "give row_bytes")
         raise ValueError(msg) from None
     manifest = json.loads(manifest_text)
     values = manifest["values_per_row"]

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import stat
 from dataclasses import dataclass
 from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
 from . import _core
-from ._args import call, flag_args
+from ._args import call, flag_args, text
 from .plan import _require_model
 from .model import Model
 
@@ -54,32 +56,54 @@ def fingerprint(model_or_descriptor: Union[Model, Descriptor], *, engine: Option
     return c.fingerprint
 
 
+# Largest descriptor file read (a descriptor is a few KiB; this bounds a wrong path's read).
+_MAX_DESCRIPTOR_BYTES = 16 << 20
+
+
 def _descriptor_text(d: Descriptor, param: str) -> Tuple[str, str]:
     if isinstance(d, Mapping):
         try:
-            return json.dumps(d, allow_nan=False), param
-        except (TypeError, ValueError) as e:
+            return text(param, json.dumps(d, allow_nan=False)), param
+        except (TypeError, ValueError, RecursionError) as e:
             raise ValueError(f"{param} must be a descriptor (a JSON object): {e}") from None
-    if isinstance(d, (str, os.PathLike)):
+    if isinstance(d, (str, bytes, os.PathLike)):
         path = os.fspath(d)
+        if isinstance(path, bytes):
+            path = os.fsdecode(path)
+        text(param, path)
         try:
+            st = os.stat(path)
+            if not stat.S_ISREG(st.st_mode):
+                raise ValueError(f"{param}: {path} is not a regular file (a directory, a device or a FIFO): "
+                                 "not a descriptor")
+            if st.st_size > _MAX_DESCRIPTOR_BYTES:
+                raise ValueError(f"{param}: {path} is {st.st_size} bytes, over the {_MAX_DESCRIPTOR_BYTES} a "
+                                 "descriptor may take")
             with open(path, "rb") as f:
-                raw = f.read()
+                raw = f.read(_MAX_DESCRIPTOR_BYTES + 1)
         except OSError as e:
             raise ValueError(f"{param}: cannot read {path!r}: {e.strerror or e}") from None
         if not raw:
             raise ValueError(f"{param}: {path} is empty (0 bytes), not a descriptor")
-        return raw.decode("utf-8", errors="replace"), path
+        try:
+            return raw.decode("utf-8"), path
+        except UnicodeDecodeError as e:
+            raise ValueError(f"{param}: {path} is not UTF-8 text ({e.reason} at byte {e.start}): not a "
+                             "descriptor") from None
     raise ValueError(f"{param} must be a descriptor dict or a path, got {type(d).__name__}")
+
+
+_FINGERPRINT = re.compile(r"0x[0-9a-f]{16}")
 
 
 @dataclass(frozen=True)
 class CheckResult:
-    """`check()`'s answer: ok, or the first wrong number as "path: value, but <rule> gives <want>"."""
+    """`check()`'s answer: ok, or the first wrong number as "path: value, but <rule> gives <want>";
+    `fingerprint` the descriptor's (checked when ok; None when it is not 0x + 16 hex digits)."""
 
     ok: bool
     wrong: Optional[str]
-    fingerprint: int
+    fingerprint: Optional[int]
 
     def __bool__(self) -> bool:
         return self.ok
@@ -91,7 +115,8 @@ def check(descriptor: Descriptor) -> CheckResult:
     JSON, another schema, a key its schema does not define), naming the parameter or the file."""
     text, name = _descriptor_text(descriptor, "descriptor")
     wrong, fp = call(_core.check, text, name)
-    return CheckResult(ok=not wrong, wrong=wrong or None, fingerprint=int(fp, 16))
+    return CheckResult(ok=not wrong, wrong=wrong or None,
+                       fingerprint=int(fp, 16) if _FINGERPRINT.fullmatch(fp) else None)
 
 
 @dataclass(frozen=True)

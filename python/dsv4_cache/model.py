@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 from . import _core
-from ._args import call
+from ._args import call, text
 
 
 @dataclass(frozen=True)
@@ -123,16 +123,18 @@ class Model:
         for a config the library refuses (a missing key, a list of the wrong length, ...)."""
         if isinstance(config, Mapping):
             try:
-                text = json.dumps(config, allow_nan=False)
-            except (TypeError, ValueError) as e:
+                config_text = json.dumps(config, allow_nan=False)
+            except (TypeError, ValueError, RecursionError) as e:
                 raise ValueError(f"config must be a JSON object (str keys, JSON values): {e}") from None
-            if name is not None and not isinstance(name, str):
-                raise ValueError(f"name must be a str, got {name!r}")
-            return cls._make([], text, name or "")
-        if isinstance(config, (str, os.PathLike)):
+            text("config (as JSON)", config_text)
+            if name is not None:
+                text("name", name)
+            return cls._make([], config_text, name or "")
+        if isinstance(config, (str, bytes, os.PathLike)):
             path = os.fspath(config)
-            if not path:
-                raise ValueError("config must not be an empty path")
+            if isinstance(path, bytes):
+                path = os.fsdecode(path)
+            text("config (a path)", path)
             if name is not None:
                 raise ValueError("name is for a config given as a dict (a file's model is named after its directory)")
             return cls._make([f"--config={path}"], "", "")

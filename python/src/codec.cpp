@@ -310,6 +310,7 @@ void register_codec(nb::module_& m) {
       "golden",
       [](const std::string& format, const std::string& writer, std::int64_t rows, std::uint64_t seed,
          std::int64_t row_bytes) {
+        (void)resolve(format, writer, row_bytes);  // the format, writer and row_bytes messages name the parameter
         tools::golden_args a;
         a.format = format;
         a.writer = writer;

@@ -108,7 +108,10 @@ void register_plan(nb::module_& m) {
       "check",
       [](const std::string& text, const std::string& name) {
         const auto d = tools::contract_detail::parse_descriptor(text, name);
-        return std::pair{tools::contract_detail::first_wrong(d), d["fingerprint"].get<std::string>()};
+        std::string wrong = tools::contract_detail::first_wrong(d);
+        const bool named = d.contains("fingerprint") && d["fingerprint"].is_string();
+        if (wrong.empty() && !named) wrong = "fingerprint: missing or not a string";  // first_wrong checks its value
+        return std::pair{wrong, named ? d["fingerprint"].get<std::string>() : std::string()};
       },
       nb::arg("text"), nb::arg("name"),
       "dsv4-cache-layout check: (the first wrong number, or '' when every number is right; the fingerprint).");

@@ -151,3 +151,67 @@ def test_random_arguments_raise_value_error_or_plan():
         except ValueError as e:
             assert str(e)  # a message, never an empty ValueError
     assert planned > 0
+
+
+def test_what_a_new_user_broke(tmp_path):
+    """Each case a helper found refused with ValueError naming the parameter (or, for the numpy
+    float, now planned with its value): no hang, no TypeError / RuntimeError / OverflowError."""
+    import functools
+    import os
+
+    ml_dtypes = pytest.importorskip("ml_dtypes", reason="ml_dtypes is not installed")
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for path in (fifo, "/dev/zero", tmp_path):  # never opened: stat first (a FIFO blocked forever)
+        with pytest.raises(ValueError, match=r"descriptor: .* not a regular file"):
+            d.check(path)
+    bad_utf8 = tmp_path / "ff.json"
+    bad_utf8.write_bytes(b"\xff")
+    with pytest.raises(ValueError, match=r"not UTF-8 text"):
+        d.check(bad_utf8)
+    x = d.describe(FLASH)
+    del x["fingerprint"]
+    c = d.check(x)
+    assert not c.ok and "fingerprint" in c.wrong and c.fingerprint is None
+    x["fingerprint"] = "0x"
+    assert d.check(x).fingerprint is None
+    with pytest.raises(ValueError, match=r"engine must be valid Unicode"):
+        d.plan(FLASH, engine="\ud800")
+    with pytest.raises(ValueError, match=r"config \(a path\) must not hold a NUL byte"):
+        d.Model.from_config("/etc/passwd\x00junk")
+    with pytest.raises(ValueError, match=r"engine must not be empty"):
+        d.plan(FLASH, engine="")
+    with pytest.raises(ValueError, match=r"config must be a JSON object"):
+        d.Model.from_config(functools.reduce(lambda a, _: {"a": a}, range(5000), 1))
+    import fractions
+
+    with pytest.raises(ValueError, match=r"memory_gib must be a finite number"):
+        d.plan(FLASH, memory_gib=fractions.Fraction(10**400, 3))
+    with pytest.raises(ValueError, match=r"memory_gib: '1358\d+' is not a memory size"):
+        d.plan(FLASH, memory_gib=2**1100)
+    # a numpy float is its value, not truncated to an int
+    p = d.plan(FLASH, context=4096, memory_gib=np.float32(60.5))
+    assert p.to_dict()["plan"]["budget_bytes"] == int(60.5 * 2**30)
+    g = d.golden("v4.fp8_ds_mla", rows=4)
+    with pytest.raises(ValueError, match=r"x must be a numeric array"):
+        d.quantize_rows("v4.fp8_ds_mla", np.zeros((4, 512), object))
+    ro = np.zeros((1, g.page.size), np.uint8)
+    ro.setflags(write=False)
+    with pytest.raises(ValueError, match=r"out must be writable"):
+        d.quantize_rows("v4.fp8_ds_mla", g.input, out=ro)
+    with pytest.raises(ValueError, match=r"out must not overlap x"):
+        xs = g.input.copy()
+        d.quantize_rows("v4.fp8_ds_mla", xs, out=xs.view(np.uint8).reshape(1, -1)[:, :g.page.size])
+    with pytest.raises(ValueError, match=r"x must be a numpy array"):
+        d.quantize_rows("v4.fp8_ds_mla", None)
+    with pytest.raises(ValueError, match=r"^format: unknown row format 'nope'"):
+        d.golden("nope")
+    with pytest.raises(ValueError, match=r"^writer: unknown writer"):
+        d.golden("v4.fp8_ds_mla", "x")
+    with pytest.raises(ValueError, match=r"rows must be >= 1, got -1"):
+        d.formats()[0].page_bytes(-1)
+    bf = d.dequantize_rows("v4.fp8_ds_mla", g.page, 4, ml_dtypes.bfloat16)
+    assert bf.dtype == ml_dtypes.bfloat16
+    assert d.dequantize_rows("v4.fp8_ds_mla", g.page, 4, np.uint16).dtype == np.uint16
+    with pytest.raises(ValueError, match=r"prefill_chunk must be >= 1"):
+        d.plan(FLASH, prefill_chunk=0)
