@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import numbers
 import re
-from typing import Any, Dict, Iterable, List, Mapping, Optional
+from typing import Any, Dict, Iterable, List, Mapping
 
 # Python parameter -> the CLI flag it sets.
 FLAGS: Dict[str, str] = {
@@ -61,7 +61,7 @@ _INT64_MAX = 2**63 - 1
 
 # The library's own names of what a parameter sets (its messages name the plan option).
 _PARAM_OF_OPTION = {"prefill_chunk_tokens": "prefill_chunk", "context_tokens": "context",
-                    "dcp_interleave_rows": "dcp_interleave", "max_running_requests": "max_running_requests"}
+                    "dcp_interleave_rows": "dcp_interleave"}
 
 
 def text(name: str, value: Any, *, empty: bool = False) -> str:
@@ -171,11 +171,3 @@ def call(fn, *args):
         return fn(*args)
     except ValueError as e:
         raise ValueError(python_names(str(e))) from None
-
-
-def optional_int(name: str, value: Optional[int]) -> Optional[int]:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ValueError(f"{name} must be an int, got {value!r} ({type(value).__name__})")
-    return int(value)

@@ -170,7 +170,7 @@ def quantize_rows(format: Union[str, Format], x: Any, writer: Optional[str] = No
     return out
 
 
-_DTYPES = {"float32": "float32", "bfloat16": "bfloat16", "uint16": "uint16"}
+_DTYPES = ("float32", "bfloat16", "uint16")
 
 
 def dequantize_rows(format: Union[str, Format], pages: Any, rows: int, dtype: Any = "float32", *,

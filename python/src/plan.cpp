@@ -40,6 +40,14 @@ void set_config(planner_args& a, const std::string& config_text, const std::stri
   a.config_name = config_name;
 }
 
+/// describe / fingerprint's flags `argv` parsed as dsv4-cache-layout describe parses them.
+tools::contract_args contract_of(const std::vector<std::string>& argv, const std::string& config_text,
+                                 const std::string& config_name) {
+  tools::contract_args c = tools::parse_contract_args(argv);
+  set_config(c.plan, config_text, config_name);
+  return c;
+}
+
 std::string dump(const nlohmann::ordered_json& j) {
   // replace: a model name from a file name need not be valid UTF-8 (as the CLI's --json)
   return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
@@ -85,8 +93,7 @@ void register_plan(nb::module_& m) {
   m.def(
       "describe",
       [](const std::vector<std::string>& argv, const std::string& config_text, const std::string& config_name) {
-        tools::contract_args c = tools::parse_contract_args(argv);
-        set_config(c.plan, config_text, config_name);
+        const tools::contract_args c = contract_of(argv, config_text, config_name);
         const nb::gil_scoped_release release;
         return dump(tools::describe_descriptor(c));
       },
@@ -96,8 +103,7 @@ void register_plan(nb::module_& m) {
   m.def(
       "fingerprint",
       [](const std::vector<std::string>& argv, const std::string& config_text, const std::string& config_name) {
-        tools::contract_args c = tools::parse_contract_args(argv);
-        set_config(c.plan, config_text, config_name);
+        const tools::contract_args c = contract_of(argv, config_text, config_name);
         const nb::gil_scoped_release release;
         return cache::fingerprint(tools::layout_from_flags(c).first);
       },

@@ -39,24 +39,28 @@ inline std::size_t utf8_sequence_length(std::string_view s) {
   return n;
 }
 
-/// `msg` as one printable line: control characters and bytes that are not valid UTF-8 as \xNN
-/// (valid UTF-8, a non-ASCII path included, is kept), at most 500 bytes of `msg`.
-inline std::string one_line(std::string_view msg) {
+/// `msg` with control characters and bytes that are not valid UTF-8 as \xNN (valid UTF-8, a
+/// non-ASCII path included, is kept): printable, valid UTF-8 text of any length (the Python
+/// package's exception messages, which must decode).
+inline std::string printable(std::string_view msg) {
   std::string out;
-  const std::string_view head = msg.substr(0, 500);
-  for (std::size_t i = 0; i < head.size();) {
-    const auto c = static_cast<unsigned char>(head[i]);
-    const std::size_t n = utf8_sequence_length(head.substr(i));
+  for (std::size_t i = 0; i < msg.size();) {
+    const auto c = static_cast<unsigned char>(msg[i]);
+    const std::size_t n = utf8_sequence_length(msg.substr(i));
     if (n == 0 || c < 0x20 || c == 0x7F) {
       out += fmt::format("\\x{:02X}", c);
       ++i;
     } else {
-      out += head.substr(i, n);
+      out += msg.substr(i, n);
       i += n;
     }
   }
-  if (msg.size() > 500) out += "...";
   return out;
+}
+
+/// `msg` as one printable line (`printable`), at most 500 bytes of `msg`.
+inline std::string one_line(std::string_view msg) {
+  return printable(msg.substr(0, 500)) + (msg.size() > 500 ? "..." : "");
 }
 
 }  // namespace dsv4::tools
