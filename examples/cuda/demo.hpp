@@ -3,8 +3,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <ostream>
 
+#include "dsv4/cache/formats/format_traits.hpp"
 #include "dsv4/cache/memory_plan.hpp"
 #include "dsv4/cache/model.hpp"
 
@@ -16,12 +18,15 @@ inline constexpr int kExitMismatch = 1;  ///< A byte or a counter differed from 
 inline constexpr int kExitUsage = 2;     ///< Bad flags, an invalid plan, or a plan the device cannot hold.
 inline constexpr int kExitNoDevice = 3;  ///< The plan is valid but no CUDA device was found.
 
-/// Allocates the arena of `plan` (a plan of `model`) on the current device, round-trips random
-/// rows through every fp8_ds_mla and indexer pool kind (first and last layer of each group,
-/// up to `max_tokens` rows each), checks them against the host codecs and prints pool sizes,
-/// throughput and the device's peak bandwidth on `out`. Returns one of the exit codes above;
-/// writes one line on `err` for kExitUsage / kExitMismatch. Never throws.
-int run_on_device(const model_config& model, const memory_plan& plan, std::int64_t max_tokens, std::ostream& out,
-                  std::ostream& err);
+/// Allocates the arena of `plan` (a plan of `model`) on the current device and round-trips
+/// random rows through every pool (every pool of the first and last layer of each group,
+/// compressor states included; up to `max_tokens` rows each): the specialized kernels where the
+/// pool's format has them for the writer's policy, the generic ones otherwise, each row checked
+/// against the host codec of the writer used (`writer` where the format lists it, else the
+/// format's default writer). Prints pool sizes, one line per round trip (format, writer, path,
+/// rows, GB/s) and the device's peak bandwidth on `out`. Returns one of the exit codes above;
+/// writes one line on `err` for kExitUsage, one per mismatch for kExitMismatch. Never throws.
+int run_on_device(const model_config& model, const memory_plan& plan, std::int64_t max_tokens,
+                  std::optional<writer_id> writer, std::ostream& out, std::ostream& err);
 
 }  // namespace dsv4::cache::cuda_demo

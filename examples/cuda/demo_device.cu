@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <exception>
+#include <optional>
 #include <ostream>
 #include <string>
 
@@ -38,8 +39,8 @@ double peak_gbps(int dev) {
   return 2.0 * clock_khz * 1e3 * (bus_bits / 8.0) / 1e9;
 }
 
-int run(const model_config& model, const memory_plan& plan, std::int64_t max_tokens, std::ostream& out,
-        std::ostream& err) {
+int run(const model_config& model, const memory_plan& plan, std::int64_t max_tokens, std::optional<writer_id> writer,
+        std::ostream& out, std::ostream& err) {
   using namespace dsv4::cache::cuda;
   if (!sample::device_present()) {
     out << "\nno CUDA device found (cudaGetDeviceCount reports none): the plan above is valid; "
@@ -85,42 +86,42 @@ int run(const model_config& model, const memory_plan& plan, std::int64_t max_tok
     }
   }
 
-  out << "\nround trips: random BF16 rows -> insert at random distinct slots -> gather -> compare with the host "
-         "codecs\n";
+  out << "\nround trips: random rows -> insert at random distinct slots -> gather -> compare with the host codec "
+         "of the writer used\n";
+  if (writer)
+    out << "writer: " << to_string(*writer) << " where the format lists it, else the format's default writer\n";
+  else
+    out << "writer: each format's default writer (--writer NAME to choose one)\n";
+  out << "path: fast = the specialized warp-per-row kernels (the format has them and they implement the "
+         "writer's policy), generic = one lane per token and unit (every format)\n";
   std::uint64_t ins_bytes = 0, gat_bytes = 0, rows = 0;
   double ins_ms = 0, gat_ms = 0;
   int failures = 0;
   std::uint32_t seed = 2024;
-  for (int g = 0; g < plan.num_groups; ++g) {
-    const group_plan& gp = plan.groups[static_cast<std::size_t>(g)];
-    for (int p = 0; p < gp.spec.num_pools; ++p) {
-      if (gp.spec.pools[static_cast<std::size_t>(p)].format.role == format_role::state) continue;
-      const int last = gp.spec.num_layers - 1;
-      for (int slot : {0, last}) {
-        const pool_region r = layout.region(g, slot, p);
-        sample::round_trip_options o;
-        o.max_tokens = max_tokens;
-        o.seed = seed++;
-        const sample::round_trip_result res = sample::round_trip_any(arena, r, o);
-        char line[256];
-        std::snprintf(line, sizeof line,
-                      "  %-33s layer %3d pool %d %-14s %7lld rows  insert %8s GB/s  gather %8s GB/s  %s\n",
-                      to_string(gp.spec.id).c_str(), r.layer, p, std::string(r.format.name).c_str(),
-                      static_cast<long long>(res.tokens), gbps(res.insert_bytes, res.insert_ms).c_str(),
-                      gbps(res.gather_bytes, res.gather_ms).c_str(), res.error.empty() ? "bit-exact" : "MISMATCH");
-        out << line;
-        if (!res.error.empty()) {
-          ++failures;
-          err << "dsv4-cache-cuda-demo: mismatch: " << res.error << "\n";
-        }
-        ins_bytes += res.insert_bytes;
-        gat_bytes += res.gather_bytes;
-        ins_ms += res.insert_ms;
-        gat_ms += res.gather_ms;
-        rows += static_cast<std::uint64_t>(res.tokens);
-        if (last == 0) break;
-      }
+  for (const pool_region& r : sample::sample_regions(layout)) {
+    const group_plan& gp = plan.groups[static_cast<std::size_t>(r.group)];
+    sample::round_trip_options o;
+    o.max_tokens = max_tokens;
+    o.seed = seed++;
+    o.writer = writer;
+    const sample::round_trip_result res = sample::round_trip_any(arena, r, o);
+    char line[320];
+    std::snprintf(line, sizeof line,
+                  "  %-33s layer %3d pool %d %-21s %-10s %-7s %7lld rows  insert %8s GB/s  gather %8s GB/s  %s\n",
+                  to_string(gp.spec.id).c_str(), r.layer, r.pool, res.format.c_str(), res.writer.c_str(),
+                  std::string(to_string(res.path)).c_str(), static_cast<long long>(res.tokens),
+                  gbps(res.insert_bytes, res.insert_ms).c_str(), gbps(res.gather_bytes, res.gather_ms).c_str(),
+                  res.error.empty() ? "bit-exact" : "MISMATCH");
+    out << line;
+    if (!res.error.empty()) {
+      ++failures;
+      err << "dsv4-cache-cuda-demo: mismatch: " << res.error << "\n";
     }
+    ins_bytes += res.insert_bytes;
+    gat_bytes += res.gather_bytes;
+    ins_ms += res.insert_ms;
+    gat_ms += res.gather_ms;
+    rows += static_cast<std::uint64_t>(res.tokens);
   }
   out << "\ninsert: " << gbps(ins_bytes, ins_ms) << " GB/s, gather: " << gbps(gat_bytes, gat_ms)
       << " GB/s (bytes read + written / kernel time, single launches; see dsv4-cache-gpu-bench); peak "
@@ -129,16 +130,18 @@ int run(const model_config& model, const memory_plan& plan, std::int64_t max_tok
     out << failures << " round trip(s) differ from the host codecs\n";
     return kExitMismatch;
   }
-  out << "all " << rows << " rows bit-exact against the host codecs; refused slots counted; canaries intact\n";
+  out << "all " << rows
+      << " rows bit-exact against the host codecs of the writers used; refused slots counted; "
+         "canaries intact\n";
   return kExitOk;
 }
 
 }  // namespace
 
-int run_on_device(const model_config& model, const memory_plan& plan, std::int64_t max_tokens, std::ostream& out,
-                  std::ostream& err) {
+int run_on_device(const model_config& model, const memory_plan& plan, std::int64_t max_tokens,
+                  std::optional<writer_id> writer, std::ostream& out, std::ostream& err) {
   try {
-    return run(model, plan, max_tokens, out, err);
+    return run(model, plan, max_tokens, writer, out, err);
   } catch (const cuda::cuda_error& e) {
     if (e.code() == cudaErrorMemoryAllocation) {
       err << "dsv4-cache-cuda-demo: error: the plan does not fit in device memory: " << e.what() << "\n";

@@ -1,6 +1,7 @@
-// dsv4-cache-cuda-demo: build a DeepSeek V4 memory plan, print it, allocate every pool on the
-// GPU, round-trip random rows through the FP8/MXFP4 kernels and check them bit for bit
-// against the host codecs.
+// dsv4-cache-cuda-demo: build a DeepSeek V4 / V4.1 / V3.2 memory plan, print it, allocate every
+// pool on the GPU, round-trip random rows through the insert / gather kernels (specialized where
+// the format has them, generic otherwise) and check them bit for bit against the host codec of
+// the writer used (each format's default writer, or --writer where the format lists it).
 //
 // Exit codes: 0 all checks passed; 1 a byte differed; 2 bad flags, an invalid plan, a plan
 // above --memory-gib or above the device's free memory (one line on stderr); 3 the plan is
@@ -10,9 +11,12 @@
 #include <cstdint>
 #include <exception>
 #include <iostream>
+#include <optional>
 #include <string>
 
 #include "demo.hpp"
+#include "dsv4/cache/formats/registry.hpp"
+#include "dsv4/tools/messages.hpp"
 #include "dsv4/tools/planner_cli.hpp"
 
 int main(int argc, char** argv) {
@@ -23,11 +27,18 @@ int main(int argc, char** argv) {
   a.pools = "own";    // the arena lays out the library's own pools (one region per group, layer and pool)
   a.requests = 4;
   std::int64_t max_tokens = 65536;
-  CLI::App app{"dsv4-cache-cuda-demo: allocate a DeepSeek V4 KV cache on the GPU and check the FP8 kernels",
-               "dsv4-cache-cuda-demo"};
+  std::string writer_name;
+  CLI::App app{
+      "dsv4-cache-cuda-demo: allocate a DeepSeek V4 KV cache on the GPU and check the insert / gather "
+      "kernels against the host codecs",
+      "dsv4-cache-cuda-demo"};
   cli::add_model_options(app, a, "Memory budget in GiB: the plan must fit in it (exit 2 otherwise)");
   app.add_option("--max-tokens", max_tokens, "Rows inserted per pool round trip (default 65536)")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 24));
+  app.add_option("--writer", writer_name,
+                 "Writer whose bytes the pools get where the format lists it: flashmla, vllm, sglang, tokenspeed, "
+                 "trtllm or flashinfer (default: each format's default writer; `dsv4-cache-layout writers` lists "
+                 "them)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
@@ -36,6 +47,16 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     std::cerr << "dsv4-cache-cuda-demo: error: " << e.what() << " (see --help)\n";
     return demo::kExitUsage;
+  }
+  std::optional<dsv4::cache::writer_id> writer;
+  if (app.count("--writer") > 0) {
+    dsv4::cache::writer_id w{};
+    if (!dsv4::cache::writer_from_name(writer_name, w)) {
+      std::cerr << "dsv4-cache-cuda-demo: error: --writer '" << dsv4::tools::one_line(writer_name)
+                << "' is not a writer (flashmla, vllm, sglang, tokenspeed, trtllm, flashinfer)\n";
+      return demo::kExitUsage;
+    }
+    writer = w;
   }
   cli::planner_result r;
   try {
@@ -49,5 +70,5 @@ int main(int argc, char** argv) {
     return demo::kExitUsage;
   }
   std::cout << cli::to_text(r) << std::flush;
-  return demo::run_on_device(r.model, r.plan, max_tokens, std::cout, std::cerr);
+  return demo::run_on_device(r.model, r.plan, max_tokens, writer, std::cout, std::cerr);
 }

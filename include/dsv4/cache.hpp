@@ -12,6 +12,7 @@
 #include "dsv4/cache/engines/registry.hpp"
 #include "dsv4/cache/engines/sglang.hpp"
 #include "dsv4/cache/engines/sglang_sim.hpp"
+#include "dsv4/cache/fast_rows.hpp"
 #include "dsv4/cache/formats/registry.hpp"
 #include "dsv4/cache/group_spec.hpp"
 #include "dsv4/cache/host_codec.hpp"

@@ -34,6 +34,18 @@ TEST(GpuKernels, EveryRegionOfTheArena) {
   DSV4_REQUIRE_DEVICE();
   EXPECT_EQ(gpu_test::case_every_region(), "");
 }
+TEST(GpuKernels, EveryRegionOfAV41Arena) {
+  DSV4_REQUIRE_DEVICE();
+  EXPECT_EQ(gpu_test::case_every_region_v41(), "");
+}
+TEST(GpuKernels, EveryRegionOfAV32Arena) {
+  DSV4_REQUIRE_DEVICE();
+  EXPECT_EQ(gpu_test::case_every_region_v32(), "");
+}
+TEST(GpuKernels, SpecializedAndGenericKernelsWriteTheSameBytesForEveryWriter) {
+  DSV4_REQUIRE_DEVICE();
+  EXPECT_EQ(gpu_test::case_fast_equals_generic(), "");
+}
 
 TEST(GpuKernels, ArenaIsZeroFilledAndMoveOnly) {
   DSV4_REQUIRE_DEVICE();
@@ -80,6 +92,16 @@ TEST(KernelLaunchValidation, RefusesBadShapesBeforeLaunching) {
   bad = v;
   bad.base = nullptr;
   EXPECT_THROW(insert_rows(bad, in, 512, slots, 1, nullptr, nullptr), std::invalid_argument);
+}
+
+TEST(KernelLaunchValidation, RefusesAPolicyTheSpecializedKernelsDoNotImplement) {
+  const fp8_ds_mla_pool_view v = fake_fp8_view();
+  const auto* in = reinterpret_cast<const bf16*>(std::uintptr_t{1} << 21);
+  const auto* slots = reinterpret_cast<const std::int64_t*>(std::uintptr_t{1} << 22);
+  format_policy trtllm = formats::v4_fp8_ds_mla_footer::default_policy;  // float log2: the generic path's
+  ASSERT_EQ(trtllm.fp8_exp, fp8_exponent::float_log2_ceil);
+  EXPECT_THROW(insert_rows(v, in, 512, slots, 1, nullptr, nullptr, trtllm), std::invalid_argument);
+  EXPECT_NO_THROW(insert_rows(v, in, 512, slots, 0, nullptr, nullptr, formats::v4_fp8_ds_mla::writers[1].policy));
 }
 
 TEST(KernelLaunchValidation, IndexerViewMustHaveItsFormat) {

@@ -20,45 +20,17 @@
 
 #include "dsv4/cache/arena_layout.hpp"
 #include "dsv4/cache/cuda/error.cuh"
+#include "dsv4/cache/fast_rows.hpp"
 #include "dsv4/cache/row_format.hpp"
 #include "dsv4/cache/slot_work.hpp"
 
 namespace dsv4::cache::cuda {
 
-/// The formats of the specialized kernels (kernels.cuh: warp-per-row, 16 B vector accesses):
-/// `v4.fp8_ds_mla`, FP8 indexer keys (`v4.indexer_fp8` and `v3.2.indexer_fp8`, the same bytes)
-/// and `v4.indexer_mxfp4`. Every registered format, these included, also has the generic kernels
-/// (`insert_rows<F>` / `gather_rows<F>`); `other` marks a format with the generic ones only.
-enum class pool_format : std::uint8_t { fp8_ds_mla, indexer_fp8, indexer_mxfp4, other };
-
-/// The registry name of a specialized-kernel format ("v4.indexer_fp8" for both FP8 indexers).
-constexpr std::string_view to_string(pool_format f) {
-  switch (f) {
-    case pool_format::fp8_ds_mla: return formats::v4_fp8_ds_mla::layout.name;
-    case pool_format::indexer_fp8: return formats::v4_indexer_fp8::layout.name;
-    case pool_format::indexer_mxfp4: return formats::v4_indexer_mxfp4::layout.name;
-    case pool_format::other: return "other";
-  }
-  return "?";
-}
-
-/// The specialized-kernel format of registry format `f` (`other` if none).
-constexpr pool_format fast_format(const format_layout& f) {
-  if (f.name == formats::v4_fp8_ds_mla::layout.name) return pool_format::fp8_ds_mla;
-  if (f.name == formats::v4_indexer_fp8::layout.name || f.name == formats::v32_indexer_fp8::layout.name)
-    return pool_format::indexer_fp8;
-  if (f.name == formats::v4_indexer_mxfp4::layout.name) return pool_format::indexer_mxfp4;
-  return pool_format::other;
-}
-
-/// The page layout type of a row format: fp8_ds_mla pages or indexer-key pages.
-template <pool_format F>
-using page_layout_t = std::conditional_t<F == pool_format::fp8_ds_mla, fp8_ds_mla_page_layout, indexer_page_layout>;
-
-/// True for the formats the insert/gather kernels handle (not the fp32 compressor states).
-template <pool_format F>
-inline constexpr bool is_kernel_format_v =
-    F == pool_format::fp8_ds_mla || F == pool_format::indexer_fp8 || F == pool_format::indexer_mxfp4;
+// The specialized-kernel formats and their page layouts live in fast_rows.hpp (host and device).
+using cache::fast_format;
+using cache::is_kernel_format_v;
+using cache::page_layout_t;
+using cache::pool_format;
 
 /// One pool of one layer as a kernel sees it: `[num_pages, page_bytes]` bytes at `base`, each
 /// page holding `rows_per_page` rows in the split layout of `layout`. Slot s is row

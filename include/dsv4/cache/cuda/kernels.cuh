@@ -1,17 +1,24 @@
 // dsv4-cache: insert (quantize BF16 rows into paged pools) and gather (dequantize them back)
-// kernels. CUDA only. Two kinds:
-//   generic (end of file): `insert_rows<F>` / `gather_rows<F>` for every registered format F,
-//     one lane per (token, unit of work), running slot_work.hpp's `insert_unit` / `gather_unit`
-//     (the functions the host tests run with emulated lanes);
+// kernels. CUDA only. Two kinds, both taking the writer's `format_policy` (the format's default
+// writer unless one is asked for), so that the bytes depend on the writer, never on the kernel:
+//   generic (end of file): `insert_rows<F>` / `gather_rows<F>` for every registered format F
+//     and every policy, one lane per (token, unit of work), running slot_work.hpp's
+//     `insert_unit` / `gather_unit` (the functions the host tests run with emulated lanes);
 //   specialized (below): warp-per-row kernels with 16 B vector accesses for v4.fp8_ds_mla and
-//     the indexer keys, the V4 hot path.
+//     the indexer keys, the V4 hot path, for the policies `fast_kernels_support` accepts; their
+//     lane work is fast_rows.hpp's `insert_chunk` / `gather_chunk` (host-tested the same way).
+// `device_path_for(format, policy)` (fast_rows.hpp) says which one a pool takes.
 //
 // Slots: token k goes to slot s = slots[k] = page * rows_per_page + row of the pool.
-//   s == -1                          padding: skipped (insert writes nothing; gather writes zeros)
+//   s == -1                          padding: skipped (insert writes nothing; gather writes zeros
+//                                    (specialized) or reads the null page's row 0 (generic))
 //   s in [rows_per_page, num_slots)  written / read (page 0, the null page, is never written)
-//   anything else                    refused: nothing written (gather writes zeros) and, when an
-//                                    error counter is given, counted with one atomicAdd
-// Gather may read page 0 (block tables point padding at it; it holds zeros).
+//   anything else                    refused: nothing written and, when an error counter is
+//                                    given, counted with one atomicAdd per token and launch;
+//                                    the generic gather reads the null page's row 0 for it
+// The specialized gather also reads the null page's rows (s in [0, rows_per_page)): block tables
+// point padding at it and it holds zeros; it counts only s outside [0, num_slots) (and not -1),
+// and writes zeros for them.
 //
 // Work split (memory-bound, so the goal is full-width coalesced 16 B accesses):
 //   fp8_ds_mla (D = 512):   one warp per row; lane l owns chunks l and l + 32 of 8 values (16 B
@@ -23,8 +30,8 @@
 //                           each lane stores 4 packed bytes.
 // Every element goes through the shared scalar codec (chunk_codec.hpp -> scalar_codec.hpp);
 // the block amax is an integer max of BF16 bits, order-independent, so the results are
-// bit-identical to the host row codecs (row_codec.hpp) for every input, NaN included (float
-// output NaNs are made canonical on both sides, see canonical_nan).
+// bit-identical to the registry formats' codecs for every input, NaN included (float output
+// NaNs are made canonical on both sides, see canonical_nan).
 //
 // Launch helpers validate the shapes once on the host (std::invalid_argument), enqueue on the
 // given stream and never synchronize; launch errors throw `cuda_error`.
@@ -39,44 +46,22 @@
 #include "dsv4/cache/chunk_codec.hpp"
 #include "dsv4/cache/cuda/device_arena.cuh"
 #include "dsv4/cache/cuda/error.cuh"
-#include "dsv4/cache/row_codec.hpp"
+#include "dsv4/cache/fast_rows.hpp"
 
 namespace dsv4::cache::cuda {
 
 /// Threads per block of every kernel here.
 inline constexpr int kThreadsPerBlock = 256;
 
-/// Static shape of a row format in the kernels.
+/// Static shape of a specialized format in the kernels (fast_rows.hpp).
 template <pool_format F>
-struct row_kernel_traits;
-
-template <>
-struct row_kernel_traits<pool_format::fp8_ds_mla> {
-  static constexpr int kLanesPerRow = 32;  ///< One warp per row.
-  static constexpr int kMaxIters = 4;      ///< Chunks per lane: head_dim <= 4 x 32 x 8 = 1,024.
-  static constexpr int kBlockLanes = static_cast<int>(kFp8QuantBlock) / kChunkValues;  ///< 8 lanes per scale.
-};
-template <>
-struct row_kernel_traits<pool_format::indexer_fp8> {
-  static constexpr int kLanesPerRow = 16;
-  static constexpr int kMaxIters = 4;  ///< index_head_dim <= 4 x 16 x 8 = 512.
-  static constexpr int kBlockLanes = static_cast<int>(kFp8IndexerBlock) / kChunkValues;  ///< 16 lanes.
-};
-template <>
-struct row_kernel_traits<pool_format::indexer_mxfp4> {
-  static constexpr int kLanesPerRow = 16;
-  static constexpr int kMaxIters = 4;
-  static constexpr int kBlockLanes = static_cast<int>(kMxfp4Block) / kChunkValues;  ///< 4 lanes.
-};
+using row_kernel_traits = fast::row_traits<F>;
 
 /// Values of one row of the pool (the BF16 input / output width): head_dim (512) for
 /// fp8_ds_mla, index_head_dim (128) for indexer keys.
 template <pool_format F>
 [[nodiscard]] DSV4_HOST_DEVICE constexpr std::int64_t row_values(const pool_view<F>& p) {
-  if constexpr (F == pool_format::fp8_ds_mla)
-    return p.layout.format.head_dim;
-  else
-    return p.layout.format.index_head_dim;
+  return fast::row_values<F>(p.layout);
 }
 
 namespace detail {
@@ -118,82 +103,6 @@ __device__ __forceinline__ bool readable_slot(const pool_view<F>& p, std::int64_
   return slot >= 0 && slot < p.num_slots();
 }
 
-// ---- per-row work of one row group; `lane` is the lane index inside the group ----
-
-__device__ __forceinline__ void insert_row(const fp8_ds_mla_pool_view& p, std::uint8_t* page, std::int64_t row,
-                                           const uint4* __restrict__ in, int lane, unsigned mask,
-                                           const quant_policy& pol) {
-  using T = row_kernel_traits<pool_format::fp8_ds_mla>;
-  const fp8_ds_mla_page_layout& L = p.layout;
-  const int chunks = static_cast<int>(L.format.head_dim / kChunkValues);
-  const int nope_chunks = static_cast<int>(L.format.nope_values() / kChunkValues);
-  std::uint8_t* data = page + L.data_offset(row);
-  std::uint8_t* scales = page + L.scale_offset(row);
-  uint4 raw[T::kMaxIters];
-#pragma unroll
-  for (int it = 0; it < T::kMaxIters; ++it) {  // all loads first: memory-level parallelism
-    const int c = it * T::kLanesPerRow + lane;
-    raw[it] = c < chunks ? __ldg(in + c) : make_uint4(0, 0, 0, 0);
-  }
-#pragma unroll
-  for (int it = 0; it < T::kMaxIters; ++it) {
-    if (it * T::kLanesPerRow >= chunks) break;  // uniform over the row group
-    const int c = it * T::kLanesPerRow + lane;
-    const bf16x8 x = to_chunk(raw[it]);
-    const bool nope = c < nope_chunks;  // whole 8-lane blocks: nope_values % 64 == 0
-    const amax_bits block = group_max<T::kBlockLanes>(nope ? chunk_amax(x) : amax_bits{}, mask);
-    if (nope) {
-      std::uint32_t codes[2];
-      const std::uint8_t byte = quantize_e4m3_chunk(x, block, pol.fp8_ds_mla_amax_floor, pol.nan, codes);
-      *reinterpret_cast<uint2*>(data + c * kChunkValues) = make_uint2(codes[0], codes[1]);
-      if (c % T::kBlockLanes == 0) scales[c / T::kBlockLanes] = byte;
-    } else if (c < chunks) {  // RoPE: BF16 bits copied, 16 B per chunk
-      *reinterpret_cast<uint4*>(data + L.format.nope_bytes() + (c - nope_chunks) * 16) = raw[it];
-    }
-  }
-  if (lane == 0)
-    for (std::int64_t b = L.format.num_scales(); b < L.format.scale_bytes(); ++b) scales[b] = 0;  // pad
-}
-
-template <pool_format F>
-__device__ __forceinline__ void insert_indexer_row(const pool_view<F>& p, std::uint8_t* page, std::int64_t row,
-                                                   const uint4* __restrict__ in, int lane, unsigned mask,
-                                                   const quant_policy& pol) {
-  using T = row_kernel_traits<F>;
-  const indexer_page_layout& L = p.layout;
-  const int chunks = static_cast<int>(L.format.index_head_dim / kChunkValues);
-  std::uint8_t* values = page + L.data_offset(row);
-  std::uint8_t* scales = page + L.scale_offset(row);
-  uint4 raw[T::kMaxIters];
-#pragma unroll
-  for (int it = 0; it < T::kMaxIters; ++it) {
-    const int c = it * T::kLanesPerRow + lane;
-    raw[it] = c < chunks ? __ldg(in + c) : make_uint4(0, 0, 0, 0);
-  }
-#pragma unroll
-  for (int it = 0; it < T::kMaxIters; ++it) {
-    if (it * T::kLanesPerRow >= chunks) break;  // uniform; chunks % kBlockLanes == 0
-    const int c = it * T::kLanesPerRow + lane;
-    const bf16x8 x = to_chunk(raw[it]);
-    const bool live = c < chunks;
-    const amax_bits block = group_max<T::kBlockLanes>(live ? chunk_amax(x) : amax_bits{}, mask);
-    if (!live) continue;
-    if constexpr (F == pool_format::indexer_fp8) {
-      std::uint32_t codes[2];
-      const std::uint8_t byte = quantize_e4m3_chunk(x, block, pol.indexer_fp8_amax_floor, pol.nan, codes);
-      *reinterpret_cast<uint2*>(values + c * kChunkValues) = make_uint2(codes[0], codes[1]);
-      if (c % T::kBlockLanes == 0)
-        *reinterpret_cast<std::uint32_t*>(scales + (c / T::kBlockLanes) * kFp8ScaleBytes) =
-            indexer_fp8_scale_bits(byte, block, pol.nan);
-    } else {
-      std::uint32_t packed = 0;
-      const std::uint8_t byte = quantize_e2m1_chunk(x, block, pol.mxfp4_amax_floor, pol.mxfp4_scale, pol.nan, packed);
-      *reinterpret_cast<std::uint32_t*>(values + c * (kChunkValues / 2)) = packed;
-      if (c % T::kBlockLanes == 0) scales[c / T::kBlockLanes] = byte;
-    }
-  }
-}
-
 /// Writes 8 floats and/or 8 BF16 values of chunk c of an output row.
 __device__ __forceinline__ void store_chunk(const float (&v)[8], bf16* out_bf16, float* out_f32, int c) {
   if (out_f32 != nullptr) {
@@ -202,60 +111,6 @@ __device__ __forceinline__ void store_chunk(const float (&v)[8], bf16* out_bf16,
     o[1] = make_float4(v[4], v[5], v[6], v[7]);
   }
   if (out_bf16 != nullptr) *reinterpret_cast<uint4*>(out_bf16 + c * kChunkValues) = to_uint4(pack_bf16x8(v));
-}
-
-__device__ __forceinline__ void gather_row(const fp8_ds_mla_pool_view& p, const std::uint8_t* page, std::int64_t row,
-                                           bf16* out_bf16, float* out_f32, int lane) {
-  using T = row_kernel_traits<pool_format::fp8_ds_mla>;
-  const fp8_ds_mla_page_layout& L = p.layout;
-  const int chunks = static_cast<int>(L.format.head_dim / kChunkValues);
-  const int nope_chunks = static_cast<int>(L.format.nope_values() / kChunkValues);
-  const std::uint8_t* data = page + L.data_offset(row);
-  const std::uint8_t* scales = page + L.scale_offset(row);
-#pragma unroll
-  for (int it = 0; it < T::kMaxIters; ++it) {
-    const int c = it * T::kLanesPerRow + lane;
-    if (c >= chunks) break;
-    float v[8];
-    if (c < nope_chunks) {
-      const uint2 q = __ldg(reinterpret_cast<const uint2*>(data + c * kChunkValues));
-      const std::uint32_t codes[2] = {q.x, q.y};
-      dequantize_e4m3_chunk(codes, e8m0_to_float(__ldg(scales + c / T::kBlockLanes)), v);
-      store_chunk(v, out_bf16, out_f32, c);
-    } else {  // RoPE: BF16 bits out as stored, floats exact
-      const uint4 raw = __ldg(reinterpret_cast<const uint4*>(data + L.format.nope_bytes() + (c - nope_chunks) * 16));
-      unpack_bf16x8(to_chunk(raw), v);
-      if (out_f32 != nullptr) store_chunk(v, nullptr, out_f32, c);
-      if (out_bf16 != nullptr) *reinterpret_cast<uint4*>(out_bf16 + c * kChunkValues) = raw;
-    }
-  }
-}
-
-template <pool_format F>
-__device__ __forceinline__ void gather_indexer_row(const pool_view<F>& p, const std::uint8_t* page, std::int64_t row,
-                                                   bf16* out_bf16, float* out_f32, int lane) {
-  using T = row_kernel_traits<F>;
-  const indexer_page_layout& L = p.layout;
-  const int chunks = static_cast<int>(L.format.index_head_dim / kChunkValues);
-  const std::uint8_t* values = page + L.data_offset(row);
-  const std::uint8_t* scales = page + L.scale_offset(row);
-#pragma unroll
-  for (int it = 0; it < T::kMaxIters; ++it) {
-    const int c = it * T::kLanesPerRow + lane;
-    if (c >= chunks) break;
-    float v[8];
-    if constexpr (F == pool_format::indexer_fp8) {
-      const uint2 q = __ldg(reinterpret_cast<const uint2*>(values + c * kChunkValues));
-      const std::uint32_t codes[2] = {q.x, q.y};
-      const float scale =
-          __uint_as_float(__ldg(reinterpret_cast<const unsigned*>(scales + (c / T::kBlockLanes) * kFp8ScaleBytes)));
-      dequantize_e4m3_chunk(codes, scale, v);
-    } else {
-      const std::uint32_t packed = __ldg(reinterpret_cast<const unsigned*>(values + c * (kChunkValues / 2)));
-      dequantize_e2m1_chunk(packed, e8m0_to_float(__ldg(scales + c / T::kBlockLanes)), v);
-    }
-    store_chunk(v, out_bf16, out_f32, c);
-  }
 }
 
 /// Zeroes this lane's chunks of a skipped or refused output row.
@@ -271,7 +126,7 @@ template <pool_format F>
 __global__ void __launch_bounds__(kThreadsPerBlock)
     insert_kernel(pool_view<F> pool, const bf16* __restrict__ in, std::int64_t in_row_stride,
                   const std::int64_t* __restrict__ slots, std::int64_t num_tokens,
-                  unsigned long long* __restrict__ error_counter, quant_policy policy) {
+                  unsigned long long* __restrict__ error_counter, format_policy policy) {
   using T = row_kernel_traits<F>;
   const std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::int64_t token = t / T::kLanesPerRow;
@@ -287,10 +142,25 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   const std::int64_t row = slot % pool.rows_per_page;
   const uint4* src = reinterpret_cast<const uint4*>(in + token * in_row_stride);
   const unsigned mask = row_group_mask<T::kLanesPerRow>();
-  if constexpr (F == pool_format::fp8_ds_mla)
-    insert_row(pool, page, row, src, lane, mask, policy);
-  else
-    insert_indexer_row(pool, page, row, src, lane, mask, policy);
+  const int chunks = fast::row_chunks<F>(pool.layout);
+  uint4 raw[T::kMaxIters];
+#pragma unroll
+  for (int it = 0; it < T::kMaxIters; ++it) {  // all loads first: memory-level parallelism
+    const int c = it * T::kLanesPerRow + lane;
+    raw[it] = c < chunks ? __ldg(src + c) : make_uint4(0, 0, 0, 0);
+  }
+#pragma unroll
+  for (int it = 0; it < T::kMaxIters; ++it) {
+    if (it * T::kLanesPerRow >= chunks) break;  // uniform over the row group
+    const int c = it * T::kLanesPerRow + lane;
+    const bf16x8 x = to_chunk(raw[it]);
+    // Whole blocks per lane group: fp8_ds_mla's NoPE is a multiple of 64 values, an indexer
+    // key's d of its block (the formats' rules), so every lane of a block takes part.
+    const bool in_block = fast::chunk_in_block<F>(pool.layout, c);
+    const amax_bits block = group_max<T::kBlockLanes>(in_block ? chunk_amax(x) : amax_bits{}, mask);
+    if (c < chunks) fast::insert_chunk<F>(pool.layout, page, row, c, x, block, policy);
+  }
+  if (lane == 0) fast::insert_row_tail<F>(pool.layout, page, row);
 }
 
 template <pool_format F>
@@ -306,17 +176,26 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   const std::int64_t slot = __ldg(slots + token);
   bf16* ob = out_bf16 != nullptr ? out_bf16 + token * out_row_stride : nullptr;
   float* of = out_f32 != nullptr ? out_f32 + token * out_row_stride : nullptr;
+  const int chunks = fast::row_chunks<F>(pool.layout);
   if (!readable_slot(pool, slot)) {
     if (slot != -1 && lane == 0 && error_counter != nullptr) atomicAdd(error_counter, 1ULL);
-    zero_row<T::kLanesPerRow>(ob, of, static_cast<int>(row_values(pool) / kChunkValues), lane);
+    zero_row<T::kLanesPerRow>(ob, of, chunks, lane);
     return;
   }
   const std::uint8_t* page = pool.page(slot / pool.rows_per_page);
   const std::int64_t row = slot % pool.rows_per_page;
-  if constexpr (F == pool_format::fp8_ds_mla)
-    gather_row(pool, page, row, ob, of, lane);
-  else
-    gather_indexer_row(pool, page, row, ob, of, lane);
+#pragma unroll
+  for (int it = 0; it < T::kMaxIters; ++it) {
+    const int c = it * T::kLanesPerRow + lane;
+    if (c >= chunks) break;
+    const fast::gathered_chunk g = fast::gather_chunk<F>(pool.layout, page, row, c);
+    if (g.is_raw) {  // stored as BF16: those bits out, floats exact
+      if (of != nullptr) store_chunk(g.v, nullptr, of, c);
+      if (ob != nullptr) *reinterpret_cast<uint4*>(ob + c * kChunkValues) = to_uint4(g.raw);
+    } else {
+      store_chunk(g.v, ob, of, c);
+    }
+  }
 }
 
 // ---- host-side validation ----
@@ -367,9 +246,6 @@ inline unsigned grid_for(std::int64_t num_tokens, int lanes_per_row) {
   return static_cast<unsigned>(blocks);
 }
 
-}  // namespace detail
-
-namespace detail {
 /// The host checks insert_rows and gather_rows share: a valid view, num_tokens >= 0, device
 /// slots (8 B aligned), a BF16/float row stride (values) >= the row's values and a multiple of
 /// 8, and a token extent that fits 64 bits. Returns false when num_tokens == 0 (nothing to
@@ -390,21 +266,29 @@ bool validate_launch(const pool_view<F>& pool, const std::int64_t* slots, std::i
 }
 }  // namespace detail
 
-/// Quantizes `num_tokens` BF16 rows into pool `pool`: token k's row (`row_values(pool)`
-/// values: 512 for fp8_ds_mla, 128 for indexer keys) at `in + k * in_row_stride` is written to
-/// slot `slots[k]` with the row codec of F (row_codec.hpp, bit-identical, `policy` as there).
+/// Quantizes `num_tokens` BF16 rows into pool `pool` with the specialized kernel of F: token k's
+/// row (`row_values(pool)` values: 512 for fp8_ds_mla, 128 for indexer keys) at
+/// `in + k * in_row_stride` is written to slot `slots[k]`, byte for byte as the registry
+/// format's `quantize_row` under `policy` (a writer's `format_policy`; default: the format's
+/// default writer, `fast_default_policy(F)`).
 /// - in: device, 16 B aligned, in_row_stride >= row_values and a multiple of 8 (values).
 /// - slots: device, num_tokens int64; -1 skips the token; a slot outside [rows_per_page,
 ///   num_slots) (the null page, negative or past the pool) is not written and, if
 ///   `error_counter` (device, may be null) is given, adds 1 to it.
+/// - policy: one `fast_kernels_support(F, policy)` accepts; other writers' policies take the
+///   generic `insert_rows<Format>` (`device_path_for` says which).
 /// - Enqueued on `stream`, no synchronization; num_tokens == 0 launches nothing.
-/// Throws std::invalid_argument for a bad view or shape (before anything is enqueued), and
-/// `cuda_error` if the launch fails.
+/// Throws std::invalid_argument for a bad view, shape or policy (before anything is enqueued),
+/// and `cuda_error` if the launch fails.
 template <pool_format F>
 void insert_rows(const pool_view<F>& pool, const bf16* in, std::int64_t in_row_stride, const std::int64_t* slots,
                  std::int64_t num_tokens, unsigned long long* error_counter, cudaStream_t stream,
-                 const quant_policy& policy = quant_policy{}) {
+                 const format_policy& policy = fast_default_policy(F)) {
   using T = row_kernel_traits<F>;
+  require(fast_kernels_support(F, policy),
+          "insert_rows: the specialized kernels do not implement this writer policy (use the generic "
+          "insert_rows<Format> of the registry format)",
+          {"pool_format", static_cast<int>(F)});
   if (!detail::validate_launch(pool, slots, num_tokens, in_row_stride)) return;
   require(in != nullptr, "insert_rows needs input rows");
   detail::require_aligned(in, 16, "insert_rows input must be 16-byte aligned");
@@ -414,8 +298,9 @@ void insert_rows(const pool_view<F>& pool, const bf16* in, std::int64_t in_row_s
 }
 
 /// Dequantizes the rows at `slots` of pool `pool` into `out_bf16` and/or `out_f32` (either may
-/// be null, not both): token k's `row_values(pool)` values go to `out + k * out_row_stride`,
-/// exactly as the host `dequantize_*_row` (float, and BF16 rounded to nearest even).
+/// be null, not both) with the specialized kernel of F: token k's `row_values(pool)` values go
+/// to `out + k * out_row_stride`, exactly as the registry format's `dequantize_row` (float, and
+/// BF16 rounded to nearest even). Reading needs no policy: the rows hold their scales.
 /// - slots: device, num_tokens int64; a slot in [0, num_slots) is read (page 0 included);
 ///   -1 gives a zero row; any other slot gives a zero row and, if `error_counter` (device,
 ///   may be null) is given, adds 1 to it.
