@@ -20,7 +20,7 @@ if(DSV4_CACHE_HAS_CUDA)
   # Layout members called from device code, built WITHOUT --expt-relaxed-constexpr (as an engine's
   # kernels may be): the compile is the check here; a GPU also checks the values (exit 3 = skipped).
   add_executable(dsv4-host-device-layout ${CMAKE_CURRENT_SOURCE_DIR}/cuda/host_device_layout.cu)
-  target_link_libraries(dsv4-host-device-layout PRIVATE dsv4::cache CUDA::cudart)
+  target_link_libraries(dsv4-host-device-layout PRIVATE dsv4::cache ${DSV4_CACHE_CUDART})
   target_compile_options(dsv4-host-device-layout PRIVATE
     $<$<COMPILE_LANGUAGE:CUDA>:-Werror=all-warnings -Xcompiler=-Wall,-Wextra>)
   add_test(NAME gpu.host_device_layout COMMAND dsv4-host-device-layout)
