@@ -74,6 +74,7 @@ STEPS=()   # "NAME RESULT detail", in order
 FAILED=0
 SKIPPED=0
 command -v nvcc >/dev/null || export PATH="$PATH:/usr/local/cuda/bin"
+command -v nvidia-smi >/dev/null || export PATH="$PATH:/usr/local/nvidia/bin"
 
 say() { echo "[gpu-check +$(($(date +%s) - START))s] $*"; }
 record() {  # record NAME RESULT DETAIL
@@ -254,16 +255,18 @@ fi
 if [ -n "$BENCH" ]; then step bench 120 "'$BENCH'"; else skip bench "not built"; fi
 
 # ---- compute-sanitizer on small runs ----
-SAN="$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)"
+SAN="$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer \
+  /usr/local/cuda/compute-sanitizer/compute-sanitizer 2>/dev/null | head -n 1 || true)"
 small="--context 1024 --requests 1 --max-tokens 64"
 if [ -z "$SAN" ]; then
-  for t in memcheck racecheck initcheck; do skip $t "compute-sanitizer not found"; done
+  for t in memcheck memcheck-generic racecheck initcheck; do skip $t "compute-sanitizer not found"; done
 elif [ -z "$DEMO" ]; then
   if [ -n "$SELFTEST" ]; then
     step memcheck 150 "'$SAN' --tool memcheck --leak-check full --error-exitcode 9 '$SELFTEST'"
   else
     skip memcheck "nothing to run"
   fi
+  skip memcheck-generic "generic_kernels_test was not built"
   skip racecheck "the sample was not built"
   skip initcheck "the sample was not built"
 else

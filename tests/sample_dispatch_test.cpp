@@ -18,6 +18,7 @@
 #include <optional>
 #include <random>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -144,6 +145,57 @@ TEST(SampleDispatch, AnAskedWriterIsUsedWhereTheFormatListsIt) {
       EXPECT_EQ(dispatch_region(r, writer_id::tokenspeed).path, device_path::generic);
       EXPECT_EQ(dispatch_region(r, writer_id::vllm).path, device_path::fast);
     }
+}
+
+/// What the generic launchers check on the host before a launch (slot_work.hpp
+/// `validate_pool_pages`): the region's format, page stride and rows. Returns "" or the error.
+std::string generic_launch_check(const pool_region& r) {
+  std::string error;
+  visit_format(format_index(r.format.name), [&]<row_format F>() {
+    try {
+      validate_pool_pages<F>(r.format, pool_pages{nullptr, r.page_bytes, r.num_pages, r.rows_per_page});
+    } catch (const std::invalid_argument& e) {
+      error = std::string(r.format.name) + ": " + e.what();
+    }
+  });
+  return error;
+}
+
+TEST(SampleDispatch, EveryRegionPassesItsLaunchChecksAndHasUsableSlots) {
+  // The sample's arenas (preset_arena) and the GPU tests' small ones (tests/cuda/gpu_cases.cuh
+  // `small_layout`: 2 requests of 1,024 tokens, 256-token prefill chunks): every region takes
+  // the generic launchers' host checks, and has a page after the null page (a round trip there
+  // inserts at least one row).
+  std::vector<std::pair<std::string, arena_layout>> arenas;
+  for (const char* preset : kPresets) arenas.emplace_back(preset, preset_arena(preset));
+  for (const auto& [name, model] : {std::pair{"flash", &deepseek_v4_flash}, std::pair{"pro", &deepseek_v4_pro},
+                                    std::pair{"v4.1-flash", &deepseek_v4_1_flash}, std::pair{"v3.2", &deepseek_v3_2}})
+    for (const indexer_format f : {indexer_format::fp8, indexer_format::mxfp4}) {
+      if (model->family == model_family::v3_2 && f == indexer_format::mxfp4) continue;
+      plan_options o;
+      o.context_tokens = 1024;
+      o.requests = 2;
+      o.prefill_chunk_tokens = 256;
+      o.indexer = f;
+      arenas.emplace_back(std::string("small ") + name + " " + std::string(to_string(f)),
+                          build_arena_layout(*model, o));
+    }
+  for (const auto& [name, a] : arenas) {
+    SCOPED_TRACE(name);
+    for (int i = 0; i < a.num_regions; ++i) {
+      const pool_region r = a.region(i);
+      EXPECT_EQ(generic_launch_check(r), "") << "region " << i;
+      EXPECT_GE(r.num_pages, 2) << r.format.name << " region " << i;
+      if (fast_format(r.format) != pool_format::other) {  // the specialized kernels' view checks
+        const std::int64_t fast_page = fast_format(r.format) == pool_format::fp8_ds_mla
+                                           ? a.fp8_ds_mla_layout(r).page_bytes()
+                                           : a.indexer_layout(r).page_bytes();
+        EXPECT_EQ(r.page_bytes % 16, 0) << r.format.name << " region " << i;
+        EXPECT_GE(r.page_bytes, fast_page) << r.format.name << " region " << i;
+        EXPECT_EQ(r.offset_bytes % 16, 0u) << r.format.name << " region " << i;
+      }
+    }
+  }
 }
 
 // ---- each path against the host codec of the writer used ----
