@@ -168,7 +168,7 @@ for stage in $stages; do
       "$build/tools/dsv4-cache-plan" >"$build/plan-default.txt"
       head -n 3 "$build/plan-default.txt"
       ctest_run g++ "$build" -LE 'sweep|grid'
-      slowest "$build"
+      slowest "$build" || true  # a report, never a failure
       end
       ;;
     python)
