@@ -1,12 +1,16 @@
 # The planner CLI: in-process tests of run_planner, and the built binary run by ctest.
 if(TARGET dsv4-cache-plan)
   find_package(CLI11 REQUIRED)
-  dsv4_cache_add_test(cli_test ${CMAKE_CURRENT_SOURCE_DIR}/cli/cli_test.cpp)
+  # file_output_test: every kind of target of --svg FILE and golden --out DIR (file_io.hpp), in
+  # process and through both built binaries (as `nobody` in a forked child when run as root).
+  dsv4_cache_add_test(cli_test ${CMAKE_CURRENT_SOURCE_DIR}/cli/cli_test.cpp
+                      ${CMAKE_CURRENT_SOURCE_DIR}/cli/file_output_test.cpp)
   target_link_libraries(cli_test PRIVATE CLI11::CLI11)
   target_link_libraries(cli_test PRIVATE dsv4_cache_tools)
-  # The built binary, run as a user would (exit codes, stdout/stderr separation).
-  target_compile_definitions(cli_test PRIVATE DSV4_PLAN_BIN="$<TARGET_FILE:dsv4-cache-plan>")
-  add_dependencies(cli_test dsv4-cache-plan)
+  # The built binaries, run as a user would (exit codes, stdout/stderr separation).
+  target_compile_definitions(cli_test PRIVATE DSV4_PLAN_BIN="$<TARGET_FILE:dsv4-cache-plan>"
+                                              DSV4_LAYOUT_BIN="$<TARGET_FILE:dsv4-cache-layout>")
+  add_dependencies(cli_test dsv4-cache-plan dsv4-cache-layout)
   # The layout CLI: in-process tests of run_layout, and its built binary.
   dsv4_cache_add_test(layout_cli_test ${CMAKE_CURRENT_SOURCE_DIR}/cli/layout_cli_test.cpp)
   target_link_libraries(layout_cli_test PRIVATE CLI11::CLI11 dsv4_cache_tools)

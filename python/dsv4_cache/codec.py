@@ -241,7 +241,12 @@ class Golden:
 
     def write(self, directory: Union[str, "os.PathLike[str]"]) -> None:
         """Writes input.bf16 (or input.f32), page.bin and manifest.json into `directory` as the
-        CLI does: all or nothing (temporary files renamed, the manifest last). Raises OSError."""
+        CLI does: all or nothing (temporary files renamed, the manifest last). `directory` must be
+        a new or existing directory you may write, and each of the three files in it new, a
+        regular file you may write or a symlink to one (written through): a device, FIFO,
+        socket, directory, dangling or looping symlink there raises ValueError naming the path
+        and what it is, nothing written. Raises OSError when the system fails a write (nothing
+        left half-written)."""
         files = [(self.input_name, self.input.tobytes()), ("page.bin", self.page.tobytes()),
                  ("manifest.json", self.manifest_text.encode())]
         if not isinstance(directory, (str, bytes, os.PathLike)):

@@ -337,7 +337,7 @@ void register_codec(nb::module_& m) {
           tools::file_io::write_files(dir, views);
         } catch (const tools::file_io::write_error& e) {
           throw std::runtime_error(e.what());  // OSError's cause, not bad input
-        }
+        }  // file_io::refused_output (a std::invalid_argument) is ValueError: the path may not be written
       },
       nb::arg("dir"), nb::arg("files"), "Writes the files into dir all or nothing (golden's writer).");
 }

@@ -1026,9 +1026,10 @@ TEST(CliScreen, SvgWrittenWholeOrNotAtAll) {
   namespace fs = std::filesystem;
   const fs::path dir = dsv4::cache::testing::unique_temp_path("svg");
   fs::remove_all(dir);
-  // A directory that does not exist: exit 3, nothing on stdout, no file.
+  // A folder that does not exist: refused (exit 2), nothing on stdout, no file.
   const run_result bad = run({"--memory-gib", "64", "--svg", (dir / "plan.svg").string()});
-  EXPECT_EQ(bad.code, 3) << bad.err;
+  EXPECT_EQ(bad.code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("folder " + dir.string() + " does not exist"), std::string::npos) << bad.err;
   EXPECT_TRUE(bad.out.empty());
   EXPECT_NE(bad.err.find("--svg"), std::string::npos) << bad.err;
   EXPECT_FALSE(fs::exists(dir));
@@ -1050,9 +1051,10 @@ TEST(CliScreen, SvgWrittenWholeOrNotAtAll) {
   std::size_t files = 0;
   for ([[maybe_unused]] const fs::directory_entry& e : fs::directory_iterator(dir)) ++files;
   EXPECT_EQ(files, 1U);
-  // A directory in place of the file: exit 3, the directory untouched.
+  // A directory in place of the file: refused (exit 2, file_output_test has every kind), the
+  // directory untouched.
   fs::create_directories(dir / "taken.svg");
-  EXPECT_EQ(run({"--svg", (dir / "taken.svg").string()}).code, 3);
+  EXPECT_EQ(run({"--svg", (dir / "taken.svg").string()}).code, 2);
   EXPECT_TRUE(fs::is_directory(dir / "taken.svg"));
   fs::remove_all(dir);
 }

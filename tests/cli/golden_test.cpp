@@ -629,33 +629,39 @@ TEST_F(Golden, BadInputWritesNothing) {
 }
 
 TEST_F(Golden, UnwritableDirectoryExit3) {
+  // /proc refuses a new directory: exit 3 with the system's reason when this user may write /proc
+  // by its mode (root), else exit 2 (a folder the user may not write: file_io.hpp's rule).
   const run_result proc = run_cli({"golden", "v4.fp8_ds_mla", "--out", "/proc/x"});
-  EXPECT_EQ(proc.code, kGoldenExitWriteError) << proc.err;
+  EXPECT_EQ(proc.code, ::access("/proc", W_OK | X_OK) == 0 ? kGoldenExitWriteError : kGoldenExitBadInput) << proc.err;
   EXPECT_TRUE(proc.out.empty());
   EXPECT_NE(proc.err.find("/proc/x"), std::string::npos) << proc.err;
   EXPECT_FALSE(fs::exists("/proc/x"));
 
-  // DIR is an existing regular file.
+  // DIR is an existing regular file: refused (exit 2), naming what it is; the file untouched.
   std::ofstream(dir("file")) << "x";
   const run_result file = run_cli({"golden", "v4.fp8_ds_mla", "--out", dir("file").string()});
-  EXPECT_EQ(file.code, kGoldenExitWriteError) << file.err;
+  EXPECT_EQ(file.code, kGoldenExitBadInput) << file.err;
+  EXPECT_NE(file.err.find("a regular file; the output must be a new or existing directory"), std::string::npos)
+      << file.err;
   EXPECT_EQ(read_file(dir("file")), "x");
 
-  // Below a regular file: cannot be created; nothing is left behind.
+  // Below a regular file: refused, naming the file on the way; nothing is left behind.
   const run_result below = run_cli({"golden", "v4.fp8_ds_mla", "--out", (dir("file") / "sub").string()});
-  EXPECT_EQ(below.code, kGoldenExitWriteError) << below.err;
+  EXPECT_EQ(below.code, kGoldenExitBadInput) << below.err;
+  EXPECT_NE(below.err.find(dir("file").string() + " is a regular file, not a folder"), std::string::npos) << below.err;
+  EXPECT_EQ(read_file(dir("file")), "x");
 }
 
-TEST_F(Golden, FailedRenameLeavesNoTemporaryFiles) {
-  // page.bin is a non-empty directory: its rename fails after input.bf16's; the temporary files
-  // and the input.bf16 already renamed are removed and no manifest is written: no file is left
-  // behind (a reader checking hashes cannot accept the mix).
+TEST_F(Golden, DirectoryInPlaceOfAFileIsRefused) {
+  // page.bin is a non-empty directory: refused before anything is written (exit 2, naming it),
+  // no temporary file, no input.bf16, no manifest (a reader checking hashes cannot accept a mix).
+  // The failed-rename rollback itself is tested in file_output_test (FileOutput.GoldenRollback...).
   const fs::path d = dir("blocked");
   fs::create_directories(d / "page.bin");
   std::ofstream(d / "page.bin" / "keep") << "x";
   const run_result r = run_cli({"golden", "v4.fp8_ds_mla", "--out", d.string()});
-  EXPECT_EQ(r.code, kGoldenExitWriteError) << r.err;
-  EXPECT_NE(r.err.find("page.bin"), std::string::npos) << r.err;
+  EXPECT_EQ(r.code, kGoldenExitBadInput) << r.err;
+  EXPECT_NE(r.err.find((d / "page.bin").string() + ": a directory"), std::string::npos) << r.err;
   for (const std::string& name : names_in(d)) EXPECT_EQ(name.find(".tmp-"), std::string::npos) << name;
   EXPECT_FALSE(fs::exists(d / "manifest.json"));
   EXPECT_FALSE(fs::exists(d / "input.bf16"));

@@ -48,13 +48,16 @@
 //
 // Exit codes: 0 written; 2 bad input (unknown format or writer, with the accepted names; rows,
 // seed, row bytes, an empty DIR; an input file that is missing, not a regular file, unreadable,
-// empty or not a whole number of rows, naming the file, its size and the row size), one line on
-// `err`, nothing written; 3 a write error (DIR cannot be created or written, e.g. /proc/x) or
-// an internal error, one line on `err`. Every byte is computed before DIR is touched; each file
-// is written to a temporary name in DIR (`.NAME.tmp-XXXXXXXXXXXX`) and renamed over NAME,
-// manifest.json last, so a reader that checks the manifest's hashes never accepts a mix of two
-// runs. On a failure the temporary files are removed, and DIR too if this run created it and it
-// is empty.
+// empty or not a whole number of rows, naming the file, its size and the row size; a DIR that is
+// not a new or existing directory the user may write, e.g. a regular file, a FIFO or a dangling
+// symlink; a file in DIR that is not a regular file the user may write or a symlink to one, e.g.
+// a directory page.bin: file_io.hpp's rule), one line on `err`, nothing written; 3 a write error
+// (DIR cannot be created or written, e.g. /proc/x: the system's reason) or an internal error,
+// one line on `err`. Every byte is computed before DIR is touched; each file is written to a
+// temporary name in its folder (`.NAME.tmp-XXXXXXXXXXXX`) and renamed over NAME (a symlink is
+// written through), manifest.json last, so a reader that checks the manifest's hashes never
+// accepts a mix of two runs. On a failure the temporary files are removed, the files already
+// replaced are put back, and the folders this run created are removed (file_io::write_files).
 #pragma once
 
 #include <fcntl.h>
@@ -372,7 +375,6 @@ namespace golden_detail {
 using file_io::errno_text;
 using file_io::write_error;
 using file_io::write_files;
-using file_io::write_temp;
 
 }  // namespace golden_detail
 
@@ -397,7 +399,9 @@ inline CLI::App* add_golden_command(CLI::App& app, golden_args& a) {
                   "Your own rows instead of the SplitMix64 ones: a file of rows x values, little-endian");
   cmd->add_option("--input-type", a.input_type, "Element type of --input: bf16 (2 B) or f32 (4 B)")
       ->capture_default_str();
-  cmd->add_option("--out", a.out_dir, "Output directory DIR (created if missing)")
+  cmd->add_option("--out", a.out_dir,
+                  "Output directory DIR (created with its parents if missing; an existing one must be a directory "
+                  "you may write, its three files new, regular files you may write or symlinks to them)")
       ->required()
       ->check(CLI::Validator(
           [](const std::string& s) { return s.empty() ? std::string("--out must not be empty") : std::string(); },
@@ -412,8 +416,9 @@ inline CLI::App* add_golden_command(CLI::App& app, golden_args& a) {
       "Input: value i = r*V + j is BF16 bits 0 if (i>>6)%7 == 6, else sign d>>63, exponent field "
       "100 + ((d>>56)&31) - 4*((i>>6)%3), mantissa d&0x7F, with d = SplitMix64 output i of seed S; or, with "
       "--input FILE, the file's rows (N = its size / (values x element size)).\n"
-      "Exit codes: 0 written, 2 bad input (nothing written), 3 DIR could not be written (temporary files removed) "
-      "or an internal error.");
+      "Exit codes: 0 written, 2 bad input (nothing written; DIR or a file in it a device, FIFO, socket, directory, "
+      "dangling or looping symlink, or not yours to write, too), 3 DIR could not be written (the system's reason; "
+      "temporary files removed, replaced files put back) or an internal error.");
   return cmd;
 }
 
@@ -441,6 +446,9 @@ inline int run_golden(const golden_args& a, std::ostream& out, std::ostream& err
   } catch (const golden_detail::write_error& e) {
     err << "dsv4-cache-layout: error: " << golden_detail::one_line(e.what()) << "\n";
     return kGoldenExitWriteError;
+  } catch (const std::invalid_argument& e) {  // file_io::refused_output: DIR or a file in it may not be written
+    err << "dsv4-cache-layout: error: " << golden_detail::one_line(e.what()) << "\n";
+    return kGoldenExitBadInput;
   } catch (const std::exception& e) {
     err << "dsv4-cache-layout: error: writing " << golden_detail::one_line(a.out_dir) << ": "
         << golden_detail::one_line(e.what()) << "\n";

@@ -83,8 +83,12 @@ inline constexpr std::string_view kExitCodesHelp =
     "Exit codes (dsv4-cache-plan and dsv4-cache-layout):\n"
     "  0  success\n"
     "  1  the answer is no: --require-fit and N x L does not fit; diff: incompatible; check: wrong\n"
-    "  2  bad input: one line on stderr, nothing on stdout (--require-fit without a budget too)\n"
-    "  3  a write error (stdout, --svg, golden's DIR) or an internal error\n"
+    "  2  bad input: one line on stderr, nothing on stdout (--require-fit without a budget too); an output\n"
+    "     path (--svg FILE, golden's DIR and its files) that is not a new file, a regular file you may write\n"
+    "     or a symlink to one (a device, FIFO, socket, directory, dangling or looping symlink), or --svg\n"
+    "     without .svg: nothing written\n"
+    "  3  a write error (stdout, --svg, golden's DIR: the system's reason; nothing left half-written) or an\n"
+    "     internal error\n"
     "  4  diff: different, but compatible for page transfer";
 
 /// --simulate refuses more requests than this (each simulated step visits the running ones);

@@ -18,6 +18,7 @@
 #include <mutex>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -34,9 +35,16 @@
 
 namespace dsv4::cache::cli {
 
+/// Whether `path` ends in ".svg" (any case): the name --svg FILE takes.
+inline bool svg_name_ok(std::string_view path) {
+  if (path.size() < 4) return false;
+  const std::string_view end = path.substr(path.size() - 4);
+  return end[0] == '.' && (end[1] | 0x20) == 's' && (end[2] | 0x20) == 'v' && (end[3] | 0x20) == 'g';
+}
+
 /// Refuses output flags that do not combine (exit 2, naming both): --json, --summary and
 /// --verbose each print a whole output of their own; --layers / --groups / --ranks add a
-/// table to the screen; --ranks needs parallel flags.
+/// table to the screen; --ranks needs parallel flags; --svg FILE must end in .svg.
 inline void check_output_flags(const planner_args& a) {
   const std::array<std::pair<bool, std::string_view>, 3> whole = {
       {{a.json, "--json"}, {a.summary, "--summary"}, {a.verbose, "--verbose"}}};
@@ -56,6 +64,9 @@ inline void check_output_flags(const planner_args& a) {
                       first == "--verbose" ? "prints every table already" : "prints an output of its own"));
   if (a.ranks && a.tp == 1 && a.dp == 1 && a.pp == 1 && a.dcp == 1)
     throw std::invalid_argument("--ranks prints every rank's plan: it needs --tp, --dp, --pp or --dcp above 1");
+  if (!a.svg_path.empty() && !svg_name_ok(a.svg_path))
+    throw std::invalid_argument(
+        fmt::format("--svg {}: the file name must end in .svg (the output is an SVG image)", a.svg_path));
 }
 
 /// The output `a` asks for: JSON, the summary line, every table, or the screen with the tables
@@ -174,8 +185,9 @@ inline void add_planner_options(CLI::App& app, planner_args& a) {
   app.add_flag("--ranks", a.ranks, "After the screen, every rank's plan (needs --tp, --dp, --pp or --dcp)");
   app.add_flag("--summary", a.summary, "Print the verdict as one line, for a ticket");
   app.add_option("--svg", a.svg_path,
-                 "Also write the plan as an SVG image to FILE: bytes per group and the capacity curve under each "
-                 "engine (written whole or not at all)")
+                 "Also write the plan as an SVG image to FILE (a name ending in .svg): bytes per group and the "
+                 "capacity curve under each engine; FILE must be new, a regular file you may write or a symlink to "
+                 "one (written through), and is written whole or not at all")
       ->check(kNonEmpty);
   app.add_flag("--require-fit", a.require_fit,
                "Exit 1 when N x L does not fit the budget (the verdict); needs --memory-gib or --gpu-memory-gib");
@@ -225,6 +237,9 @@ inline int run_planner(const std::vector<std::string>& args, std::ostream& out, 
     if (a.require_fit && !a.memory_gib && !a.gpu_memory_gib)
       throw std::invalid_argument("--require-fit needs a budget: --memory-gib or --gpu-memory-gib with --reserved-gib");
     check_output_flags(a);
+    // --svg FILE: refused before anything is computed unless it is a file this run may write
+    // (file_io.hpp); write_file_atomic checks it again when it writes.
+    if (!a.svg_path.empty()) (void)dsv4::tools::file_io::check_output_file(a.svg_path, "--svg");
     planner_result r = compute_with_progress(a, err, progress_after);
     if (!a.svg_path.empty()) {
       r.curves = capacity_curves(a, r.model);
