@@ -1,16 +1,26 @@
 // Fuzz target: the planner CLI's argument handling (tools/include/dsv4/tools/planner_cli.hpp).
 //
-// Input: the arguments, separated by '\n' (--svg dropped). `run_planner` must return 0, 1 or 2; with 2 it writes
+// Input: the arguments, separated by '\n'. `run_planner` must return 0, 1 or 2; with 2 it writes
 // exactly one line to `err` and nothing to `out`. A `--config` value is replaced by one of a
 // fixed set of paths (the real configs, a directory without config.json, a missing file):
 // fuzzing file names would only read arbitrary files of the machine (/dev/zero never ends).
+// A `--svg` value is replaced by one of a fixed set of names inside the target's own mkdtemp
+// folder (removed at exit), each a kind of output the planner must write (a new file, a regular
+// file, a symlink to one) or refuse with exit 2 (a FIFO, a directory, a dangling symlink, a
+// symlink loop, a missing folder, a name without .svg): the fuzzer never writes outside it.
 //
 // An input whose first byte is 0xFF instead drives `compute` + `to_json` + `to_text` with
 // fuzzed planner_args directly, where (unlike in run_planner, which turns every
 // std::exception into exit code 2) an exception other than std::invalid_argument escapes
 // and crashes the target.
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -35,6 +45,43 @@ std::string config_path(std::string_view value) {
   return paths[h % std::size(paths)];
 }
 
+/// The target's own folder for --svg (mkdtemp, made on first use, removed at exit) with one
+/// target of each kind in it.
+const std::string& svg_folder() {
+  // Never destroyed: the atexit handler below runs after the function statics' destructors.
+  static const std::string& dir = *new std::string([] {
+    std::string t = (std::filesystem::temp_directory_path() / "dsv4-cli-fuzz-XXXXXX").string();
+    if (::mkdtemp(t.data()) == nullptr) {
+      std::perror("cli_fuzz: mkdtemp");
+      std::abort();
+    }
+    std::ofstream(t + "/plan.svg") << "old";
+    bool ok = ::mkfifo((t + "/fifo.svg").c_str(), 0600) == 0 && ::mkdir((t + "/dir.svg").c_str(), 0700) == 0 &&
+              ::symlink("nowhere.svg", (t + "/dangling.svg").c_str()) == 0 &&
+              ::symlink("loop.svg", (t + "/loop.svg").c_str()) == 0 &&
+              ::symlink("plan.svg", (t + "/link.svg").c_str()) == 0;
+    if (!ok) {
+      std::perror("cli_fuzz: making the --svg targets");
+      std::abort();
+    }
+    std::atexit([] {
+      std::error_code ec;
+      std::filesystem::remove_all(svg_folder(), ec);
+    });
+    return t;
+  }());
+  return dir;
+}
+
+/// A --svg value replaced by a path in svg_folder(), chosen by the value's bytes.
+std::string svg_path(std::string_view value) {
+  static const char* const names[] = {"new.svg",  "plan.svg",     "link.svg",      "fifo.svg", "dir.svg",
+                                      "loop.svg", "dangling.svg", "missing/x.svg", "plan.png", "PLAN.SVG"};
+  std::size_t h = 0;
+  for (const char ch : value) h += static_cast<unsigned char>(ch);
+  return svg_folder() + "/" + names[h % std::size(names)];
+}
+
 int run_args(std::string_view text) {
   std::vector<std::string> args;
   std::size_t start = 0;
@@ -44,19 +91,13 @@ int run_args(std::string_view text) {
     args.emplace_back(text.substr(start, end - start));
     start = end + 1;
   }
-  // --svg FILE would write files of the fuzzer's choosing: drop it (and its value); its
-  // renderer runs in run_struct.
-  for (std::size_t i = 0; i < args.size();) {
-    if (args[i] != "--svg" && !args[i].starts_with("--svg=")) {
-      ++i;
-      continue;
-    }
-    const std::size_t n = args[i] == "--svg" && i + 1 < args.size() ? 2 : 1;
-    args.erase(args.begin() + static_cast<std::ptrdiff_t>(i), args.begin() + static_cast<std::ptrdiff_t>(i + n));
-  }
+  // --svg FILE would write files of the fuzzer's choosing: its value becomes a path in the
+  // target's own folder (svg_path); its renderer also runs in run_struct.
   for (std::size_t i = 0; i < args.size(); ++i) {
     if (i > 0 && args[i - 1] == "--config" && !args[i].starts_with("-")) args[i] = config_path(args[i]);
     if (args[i].starts_with("--config=")) args[i] = "--config=" + config_path(args[i].substr(9));
+    if (i > 0 && args[i - 1] == "--svg") args[i] = svg_path(args[i]);
+    if (args[i].starts_with("--svg=")) args[i] = "--svg=" + svg_path(args[i].substr(6));
   }
   std::ostringstream out;
   std::ostringstream err;

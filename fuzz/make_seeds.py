@@ -110,4 +110,10 @@ for i, args in enumerate([["--engine", "sglang", "--memory-gib", "64", "--contex
                           ["--engine", "sglang", "--preset", "pro", "--swa-full-tokens-ratio", "0.02", "--requests",
                            "300", "--memory-gib", "96", "--dp", "2"]]):
     write("cli_fuzz", f"sglang{i}", "\n".join(args))
+# --svg: cli_fuzz replaces the value by one of ten targets in its own folder (the byte sum mod 10:
+# "0".."9" give each once): new, regular, symlink, FIFO, directory, loop, dangling, missing folder,
+# .png, upper case; the last seed uses the --svg= form.
+for k in range(10):
+    write("cli_fuzz", f"svg{k}", "\n".join(["--memory-gib", "80", "--svg", str(k)]))
+write("cli_fuzz", "svg_eq", "\n".join(["--memory-gib", "80", "--svg=3"]))
 write("cli_fuzz", "struct0", b"\xff" + bytes(range(64)))

@@ -11,6 +11,7 @@ model (SGLang for V4.1 / V3.2) is left out with its reason.
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 
 import matplotlib
@@ -38,6 +39,9 @@ def main(argv=None) -> int:
     ap.add_argument("--memory-gib", type=float, default=64.0, help="KV budget per GPU in GiB")
     ap.add_argument("--out", default="capacity.png", help="the PNG to write")
     args = ap.parse_args(argv)
+    if not args.out.lower().endswith(".png"):
+        print(f"error: --out {args.out}: the file name must end in .png (the output is a PNG image)", file=sys.stderr)
+        return 2
     try:
         model = d.Model.preset(args.preset)
     except ValueError as e:
@@ -64,7 +68,16 @@ def main(argv=None) -> int:
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
     fig.tight_layout()
-    fig.savefig(args.out)
+    png = io.BytesIO()
+    fig.savefig(png, format="png")
+    try:  # the CLIs' checked write: never over a device, FIFO, directory or a file you may not write
+        d.write_file(args.out, png.getvalue(), label="--out")
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 3
     print(f"wrote {args.out}")
     return 0
 

@@ -12,12 +12,13 @@ library, compiled from the same headers (no second copy of any rule):
 Models: `Model.preset`, `Model.from_config`. Plans: `plan`, `capacity`, `engine_report`,
 `rank_plans`, `simulate` (a `Plan`, its `Verdict`). Contract: `describe`, `fingerprint`,
 `diff`, `check`. Formats and codecs: `formats`, `quantize_rows`, `dequantize_rows`, `golden`.
+Files: `write_file` (the CLIs' checked, all-or-nothing write: `Plan.svg()` to a file, say).
 Bad input raises ValueError naming the parameter, its value and the rule.
 """
 
 from __future__ import annotations
 
-from .codec import Format, Golden, dequantize_rows, formats, golden, quantize_rows
+from .codec import Format, Golden, dequantize_rows, formats, golden, quantize_rows, write_file
 from .contract import CheckResult, Diff, Difference, check, describe, diff, fingerprint
 from .model import GroupSpec, Layer, Model, Pool
 from .plan import Capacity, Hint, Plan, Verdict, capacity, engine_report, plan, rank_plans, simulate
@@ -27,5 +28,5 @@ __version__ = "0.1.0"
 __all__ = [
     "Capacity", "CheckResult", "Diff", "Difference", "Format", "Golden", "GroupSpec", "Hint", "Layer", "Model", "Plan",
     "Pool", "Verdict", "capacity", "check", "dequantize_rows", "describe", "diff", "engine_report", "fingerprint",
-    "formats", "golden", "plan", "quantize_rows", "rank_plans", "simulate",
+    "formats", "golden", "plan", "quantize_rows", "rank_plans", "simulate", "write_file",
 ]

@@ -259,6 +259,26 @@ class Golden:
             raise OSError(str(e)) from None
 
 
+def write_file(path: Union[str, "os.PathLike[str]"], data: bytes, *, label: str = "path") -> None:
+    """Writes `data` to `path` as the CLIs write their file outputs (dsv4-cache-plan --svg FILE):
+    `path` must be a new file in a folder you may write, a regular file you may write (it keeps
+    its mode and owner) or a symlink to one (written through: the link stays). A device, FIFO,
+    socket, directory, dangling or looping symlink, or a file or folder you may not write raises
+    ValueError naming `label`, the path and what it is, nothing written. The write is all or
+    nothing (a temporary file in the same folder, synced, renamed over it); OSError with the
+    system's reason when the system fails it, nothing left behind."""
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        raise ValueError(f"{label} must be a path, got {type(path).__name__}")
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise ValueError(f"data must be bytes, got {type(data).__name__}")
+    p = os.fspath(path)
+    p = text(label, os.fsdecode(p) if isinstance(p, bytes) else p)
+    try:
+        _core.write_file(p, bytes(data), text("label", label))
+    except RuntimeError as e:
+        raise OSError(str(e)) from None
+
+
 def golden(format: Union[str, Format], writer: Optional[str] = None, rows: int = 64, seed: int = 0, *,
            row_bytes: Optional[int] = None) -> Golden:
     """The golden page of `rows` rows (1 to 65,536) of `format` under `writer` from the SplitMix64

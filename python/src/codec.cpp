@@ -340,6 +340,17 @@ void register_codec(nb::module_& m) {
         }  // file_io::refused_output (a std::invalid_argument) is ValueError: the path may not be written
       },
       nb::arg("dir"), nb::arg("files"), "Writes the files into dir all or nothing (golden's writer).");
+  m.def(
+      "write_file",
+      [](const std::string& path, const nb::bytes& data, const std::string& label) {
+        try {
+          tools::file_io::write_file_atomic(path, std::string_view(data.c_str(), data.size()), label);
+        } catch (const tools::file_io::write_error& e) {
+          throw std::runtime_error(e.what());  // OSError's cause, not bad input
+        }  // file_io::refused_output (a std::invalid_argument) is ValueError: the path may not be written
+      },
+      nb::arg("path"), nb::arg("data"), nb::arg("label"),
+      "Writes data to path all or nothing, as dsv4-cache-plan --svg writes (file_io.hpp's rule).");
 }
 
 }  // namespace dsv4::python

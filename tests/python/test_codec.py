@@ -4,6 +4,9 @@ pages, for every registered format and writer; zero-copy (out=, torch tensors, m
 from __future__ import annotations
 
 import json
+import os
+import re
+import stat
 
 import numpy as np
 import pytest
@@ -66,6 +69,36 @@ def test_golden_write_is_the_cli_directory(layout_cli, tmp_path):
     d.golden("v4.fp8_ds_mla", "vllm", rows=64, seed=3).write(out)
     assert (out / "input.bf16").read_bytes() == inp and (out / "page.bin").read_bytes() == page
     assert (out / "manifest.json").read_text() == manifest
+
+
+def test_golden_write_refuses_what_is_not_a_directory_or_regular_file(tmp_path):
+    """Golden.write takes the CLI's rule (file_io.hpp): a FIFO, socket, device, dangling or
+    looping symlink where DIR or one of its files should be is ValueError naming the path and
+    what it is, and nothing is written; a symlink to a regular file is written through."""
+    g = d.golden("v4.bf16", rows=2, seed=1)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(ValueError, match=f"--out {re.escape(str(fifo))}: a FIFO; the output must be a new or existing"):
+        g.write(fifo)
+    out = tmp_path / "out"
+    out.mkdir()
+    os.mkfifo(out / "page.bin")
+    with pytest.raises(ValueError, match=re.escape(f"--out {out / 'page.bin'}: a FIFO; an output is written only")):
+        g.write(out)
+    assert sorted(p.name for p in out.iterdir()) == ["page.bin"] and stat.S_ISFIFO(os.lstat(out / "page.bin").st_mode)
+    os.unlink(out / "page.bin")
+    (out / "manifest.json").mkdir()
+    with pytest.raises(ValueError, match=re.escape(f"--out {out / 'manifest.json'}: a directory")):
+        g.write(out)
+    assert sorted(p.name for p in out.iterdir()) == ["manifest.json"]
+    os.rmdir(out / "manifest.json")
+    os.symlink("loop", out / "loop")
+    os.symlink("../elsewhere", out / "input.bf16")
+    (tmp_path / "elsewhere").write_bytes(b"old")
+    g.write(out)
+    assert os.path.islink(out / "input.bf16") and (tmp_path / "elsewhere").read_bytes() == g.input.tobytes()
+    with pytest.raises(ValueError, match="a symlink loop"):
+        g.write(out / "loop")
 
 
 def test_pages_of_n_rows():
@@ -152,3 +185,19 @@ def test_torch_tensors_without_a_copy():
     assert (yf.numpy() == d.dequantize_rows("v4.fp8_ds_mla", g.page, 16)).all()
     with pytest.raises(ValueError, match="C-contiguous"):
         d.quantize_rows("v4.fp8_ds_mla", torch.zeros((g.input.shape[1], 16), dtype=torch.bfloat16).t())
+
+
+def test_write_file_takes_the_clis_rule(tmp_path):
+    """write_file is dsv4-cache-plan --svg's checked write: a regular file keeps its mode, a FIFO
+    or a missing folder is ValueError naming the path, nothing written."""
+    f = tmp_path / "plan.svg"
+    f.write_bytes(b"old")
+    os.chmod(f, 0o640)
+    d.write_file(f, b"new")
+    assert f.read_bytes() == b"new" and stat.S_IMODE(os.stat(f).st_mode) == 0o640
+    os.mkfifo(tmp_path / "fifo")
+    with pytest.raises(ValueError, match=re.escape(f"path {tmp_path / 'fifo'}: a FIFO; an output is written only")):
+        d.write_file(tmp_path / "fifo", b"x")
+    with pytest.raises(ValueError, match=re.escape(f"--out {tmp_path / 'no' / 'x'}: folder {tmp_path / 'no'} does not")):
+        d.write_file(tmp_path / "no" / "x", b"x", label="--out")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo", "plan.svg"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -40,6 +41,22 @@ def test_capacity_plot_writes_one_png(tmp_path):
         assert f"{engine:<10}   131,072 tokens: {want:,} requests\n" in out
     out = _run(["examples/python/capacity_plot.py", "--preset", "v3.2", "--out", str(tmp_path / "v32.png")])
     assert re.search(r"sglang +left out: .*V4 models only", out)
+
+
+def test_capacity_plot_refuses_what_is_not_a_png_file(tmp_path):
+    """--out goes through the CLIs' checked write (file_io.hpp): a FIFO or directory is refused
+    with exit 2 naming it (a FIFO used to block the write forever), as is a name without .png."""
+    fifo = tmp_path / "fifo.png"
+    os.mkfifo(fifo)
+    (tmp_path / "dir.png").mkdir()
+    for target, what in ((fifo, "a FIFO"), (tmp_path / "dir.png", "a directory")):
+        r = subprocess.run([sys.executable, "examples/python/capacity_plot.py", "--out", str(target)],
+                           capture_output=True, text=True, timeout=900, cwd=ROOT)
+        assert r.returncode == 2 and f"error: --out {target}: {what}; an output is written only" in r.stderr, r.stderr
+    r = subprocess.run([sys.executable, "examples/python/capacity_plot.py", "--out", str(tmp_path / "x.svg")],
+                       capture_output=True, text=True, timeout=900, cwd=ROOT)
+    assert r.returncode == 2 and "must end in .png" in r.stderr, r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dir.png", "fifo.png"]
 
 
 def test_the_readme_python_example_runs_as_written(plan_cli):

@@ -210,48 +210,57 @@ inline output_target check_output_file(const std::filesystem::path& path, std::s
   return t;
 }
 
+namespace detail {
+
+/// Refuses unless `dir` (lstat'ed into `st`) is a directory or a symlink to one the real user may
+/// write and search.
+inline void check_existing_dir(const fs::path& dir, struct ::stat& st, std::string_view flag) {
+  if (S_ISLNK(st.st_mode)) {
+    if (::stat(dir.c_str(), &st) != 0) {
+      const int e = errno;
+      if (e == ENOENT) refuse(flag, dir, fmt::format("a dangling symlink; {}", kOutputDirRule));
+      if (e == ELOOP) refuse(flag, dir, fmt::format("a symlink loop ({}); {}", errno_text(e), kOutputDirRule));
+      if (path_errno(e)) refuse(flag, dir, fmt::format("a symlink whose target cannot be reached: {}", errno_text(e)));
+      fail(flag, dir, "cannot stat it", e);
+    }
+    if (!S_ISDIR(st.st_mode))
+      refuse(flag, dir, fmt::format("a symlink to {}; {}", kind_of(st.st_mode), kOutputDirRule));
+  } else if (!S_ISDIR(st.st_mode)) {
+    refuse(flag, dir, fmt::format("{}; {}", kind_of(st.st_mode), kOutputDirRule));
+  }
+  if (::access(dir.c_str(), W_OK | X_OK) != 0) {
+    const int e = errno;
+    if (denied_errno(e))
+      refuse(flag, dir,
+             fmt::format("a directory you may not write (mode {:04o}, owner uid {}): {}", st.st_mode & 07777, st.st_uid,
+                         errno_text(e)));
+    fail(flag, dir, "cannot check it", e);
+  }
+}
+
+}  // namespace detail
+
 /// Checks golden's output directory `dir`: an existing directory (or a symlink to one) the real
 /// user may write, or a new one whose nearest existing ancestor is such a directory. Returns the
 /// folders to create, `dir` first (empty when it exists). Throws refused_output (exit 2) naming
 /// `dir` and what it is; write_error (exit 3) for another failed system call.
 inline std::vector<std::filesystem::path> check_output_dir(const std::filesystem::path& dir, std::string_view flag) {
   namespace fs = std::filesystem;
-  using detail::refuse;
-  if (dir.empty()) refuse(flag, dir, "an empty path");
+  if (dir.empty()) detail::refuse(flag, dir, "an empty path");
   struct ::stat st {};
   if (::lstat(dir.c_str(), &st) == 0) {
-    if (S_ISLNK(st.st_mode)) {
-      if (::stat(dir.c_str(), &st) != 0) {
-        const int e = errno;
-        if (e == ENOENT) refuse(flag, dir, fmt::format("a dangling symlink; {}", kOutputDirRule));
-        if (e == ELOOP) refuse(flag, dir, fmt::format("a symlink loop ({}); {}", errno_text(e), kOutputDirRule));
-        if (detail::path_errno(e))
-          refuse(flag, dir, fmt::format("a symlink whose target cannot be reached: {}", errno_text(e)));
-        detail::fail(flag, dir, "cannot stat it", e);
-      }
-      if (!S_ISDIR(st.st_mode))
-        refuse(flag, dir, fmt::format("a symlink to {}; {}", kind_of(st.st_mode), kOutputDirRule));
-    } else if (!S_ISDIR(st.st_mode)) {
-      refuse(flag, dir, fmt::format("{}; {}", kind_of(st.st_mode), kOutputDirRule));
-    }
-    if (::access(dir.c_str(), W_OK | X_OK) != 0) {
-      const int e = errno;
-      if (detail::denied_errno(e))
-        refuse(flag, dir,
-               fmt::format("a directory you may not write (mode {:04o}, owner uid {}): {}", st.st_mode & 07777,
-                           st.st_uid, errno_text(e)));
-      detail::fail(flag, dir, "cannot check it", e);
-    }
+    detail::check_existing_dir(dir, st, flag);
     return {};
   }
-  // Missing: walk up to the nearest existing ancestor (ENOTDIR: a file on the way, found below).
+  // Missing: walk up to the nearest existing ancestor (ENOTDIR: a file on the way, named by
+  // check_folder), which must be a folder the real user may write.
   std::vector<fs::path> missing;
   fs::path p = dir;
-  for (;;) {
-    if (::lstat(p.c_str(), &st) == 0) break;
+  while (::lstat(p.c_str(), &st) != 0) {
     const int e = errno;
     if (e != ENOENT && e != ENOTDIR) {
-      if (detail::path_errno(e)) refuse(flag, dir, fmt::format("{} cannot be reached: {}", p.string(), errno_text(e)));
+      if (detail::path_errno(e))
+        detail::refuse(flag, dir, fmt::format("{} cannot be reached: {}", p.string(), errno_text(e)));
       detail::fail(flag, dir, fmt::format("cannot stat {}", p.string()), e);
     }
     missing.push_back(p);
@@ -259,60 +268,53 @@ inline std::vector<std::filesystem::path> check_output_dir(const std::filesystem
     if (up == p) break;
     p = up;
   }
-  if (::stat(p.c_str(), &st) != 0) {
-    const int e = errno;
-    if (detail::path_errno(e) || e == ENOENT)
-      refuse(flag, dir, fmt::format("{} cannot be reached: {}", p.string(), errno_text(e)));
-    detail::fail(flag, dir, fmt::format("cannot stat {}", p.string()), e);
-  }
-  if (!S_ISDIR(st.st_mode)) refuse(flag, dir, fmt::format("{} is {}, not a folder", p.string(), kind_of(st.st_mode)));
-  if (::access(p.c_str(), W_OK | X_OK) != 0) {
-    const int e = errno;
-    if (detail::denied_errno(e))
-      refuse(flag, dir,
-             fmt::format("you may not write folder {} (mode {:04o}, owner uid {}): {}", p.string(), st.st_mode & 07777,
-                         st.st_uid, errno_text(e)));
-    detail::fail(flag, dir, fmt::format("cannot check {}", p.string()), e);
-  }
+  detail::check_folder(p, flag, dir);
   return missing;
 }
 
 namespace detail {
 
+/// Writes all of `bytes` to `fd`. Returns 0 or the errno of the failed write.
+inline int write_all(int fd, std::string_view bytes) {
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t w = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return w < 0 ? errno : EIO;
+    done += static_cast<std::size_t>(w);
+  }
+  return 0;
+}
+
+/// Gives `fd` t's owner (where the process may: EPERM is let be, an ordinary user cannot give a
+/// file away) and mode. Returns 0 or the errno, with `what` saying which step failed.
+inline int keep_mode_and_owner(int fd, const output_target& t, const char*& what) {
+  struct ::stat own {};
+  if (::fstat(fd, &own) != 0) return errno;
+  if ((own.st_uid != t.uid || own.st_gid != t.gid) && ::fchown(fd, t.uid, t.gid) != 0 && errno != EPERM) {
+    what = "cannot set the owner of";
+    return errno;
+  }
+  if (::fchmod(fd, t.mode & 07777) != 0) {
+    what = "cannot set the mode of";
+    return errno;
+  }
+  return 0;
+}
+
 /// Writes `bytes` to a new temporary file in t.folder, with t's mode and owner when t exists,
 /// synced. Returns its path; throws write_error, leaving no file behind.
 inline fs::path write_temp(const output_target& t, std::string_view bytes, std::string_view flag) {
   for (int attempt = 0; attempt < 16; ++attempt) {
-    const fs::path tmp = t.folder / random_name(t.file, "tmp");
+    fs::path tmp = t.folder / random_name(t.file, "tmp");
     const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
     if (fd < 0) {
       if (errno == EEXIST) continue;
       fail(flag, t.path, fmt::format("cannot create {}", tmp.string()), errno);
     }
-    std::size_t done = 0;
-    int failed = 0;
     const char* what = "cannot write";
-    while (done < bytes.size() && failed == 0) {
-      const ssize_t w = ::write(fd, bytes.data() + done, bytes.size() - done);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0)
-        failed = w < 0 ? errno : EIO;
-      else
-        done += static_cast<std::size_t>(w);
-    }
-    if (failed == 0 && t.exists) {
-      struct ::stat own {};
-      if (::fstat(fd, &own) != 0) {
-        failed = errno;
-      } else if ((own.st_uid != t.uid || own.st_gid != t.gid) && ::fchown(fd, t.uid, t.gid) != 0 && errno != EPERM) {
-        failed = errno;  // EPERM: an ordinary user may not give a file away; it keeps the writer's owner
-        what = "cannot set the owner of";
-      }
-      if (failed == 0 && ::fchmod(fd, t.mode & 07777) != 0) {
-        failed = errno;
-        what = "cannot set the mode of";
-      }
-    }
+    int failed = write_all(fd, bytes);
+    if (failed == 0 && t.exists) failed = keep_mode_and_owner(fd, t, what);
     if (failed == 0 && ::fsync(fd) != 0) {
       failed = errno;
       what = "cannot sync";
@@ -329,6 +331,38 @@ inline fs::path write_temp(const output_target& t, std::string_view bytes, std::
   }
   throw write_error(
       fmt::format("{} {}: cannot find a free temporary name in {}", flag, t.path.string(), t.folder.string()));
+}
+
+/// A hard link to t.file under a free backup name in its folder, so that a failure after the
+/// rename can put it back. Empty when the file system or fs.protected_hardlinks allows no link
+/// (then a failure after the rename cannot restore it). Throws write_error for another failure.
+inline fs::path backup_of(const output_target& t, std::string_view flag) {
+  for (int attempt = 0; attempt < 16; ++attempt) {
+    fs::path b = t.folder / random_name(t.file, "bak");
+    if (::link(t.file.c_str(), b.c_str()) == 0) return b;
+    const int e = errno;
+    if (e == EEXIST) continue;
+    if (e == EPERM || e == EXDEV || e == EMLINK || e == ENOTSUP || e == EOPNOTSUPP || e == EACCES) return {};
+    fail(flag, t.path, fmt::format("cannot link {} to {}", t.file.string(), b.string()), e);
+  }
+  return {};
+}
+
+/// Undoes a failed write_targets: targets [0, renamed) put back from their backups (or removed
+/// when they were new), the other temporary files and backups removed.
+inline void roll_back(const std::vector<output_target>& targets, const std::vector<fs::path>& temps,
+                      const std::vector<fs::path>& backups, std::size_t renamed) {
+  for (std::size_t k = 0; k < targets.size(); ++k) {
+    if (k < renamed) {
+      if (!backups[k].empty())
+        (void)::rename(backups[k].c_str(), targets[k].file.c_str());
+      else if (!targets[k].exists)
+        (void)::unlink(targets[k].file.c_str());
+      continue;
+    }
+    if (k < temps.size()) (void)::unlink(temps[k].c_str());
+    if (!backups[k].empty()) (void)::unlink(backups[k].c_str());
+  }
 }
 
 /// Refuses when t's target changed since `check_output_file` (another kind, another inode, a
@@ -381,22 +415,8 @@ inline void write_targets(const std::vector<output_target>& targets, const std::
   std::size_t renamed = 0;
   try {
     for (std::size_t k = 0; k < targets.size(); ++k) temps.push_back(detail::write_temp(targets[k], bytes[k], flag));
-    // Backups of the files to be replaced, so that a failure after a rename can put them back.
-    for (std::size_t k = 0; k < targets.size(); ++k) {
-      if (!targets[k].exists) continue;
-      for (int attempt = 0; attempt < 16 && backups[k].empty(); ++attempt) {
-        const fs::path b = targets[k].folder / detail::random_name(targets[k].file, "bak");
-        if (::link(targets[k].file.c_str(), b.c_str()) == 0) {
-          backups[k] = b;
-        } else if (errno != EEXIST) {
-          const int e = errno;
-          // No hard links here (or not to this file: fs.protected_hardlinks): no backup.
-          if (e == EPERM || e == EXDEV || e == EMLINK || e == ENOTSUP || e == EOPNOTSUPP || e == EACCES) break;
-          detail::fail(flag, targets[k].path, fmt::format("cannot link {} to {}", targets[k].file.string(), b.string()),
-                       e);
-        }
-      }
-    }
+    for (std::size_t k = 0; k < targets.size(); ++k)
+      if (targets[k].exists) backups[k] = detail::backup_of(targets[k], flag);
     if (before_rename) before_rename();
     for (std::size_t k = 0; k < targets.size(); ++k) {
       detail::recheck(targets[k], flag);
@@ -410,17 +430,7 @@ inline void write_targets(const std::vector<output_target>& targets, const std::
       if (std::find(folders.begin(), folders.end(), t.folder) == folders.end()) folders.push_back(t.folder);
     for (const fs::path& f : folders) detail::sync_folder(f, flag, targets.front().path);
   } catch (...) {
-    for (std::size_t k = 0; k < targets.size(); ++k) {
-      if (k < renamed) {
-        if (!backups[k].empty())
-          (void)::rename(backups[k].c_str(), targets[k].file.c_str());
-        else if (!targets[k].exists)
-          (void)::unlink(targets[k].file.c_str());
-      } else {
-        if (k < temps.size()) (void)::unlink(temps[k].c_str());
-        if (!backups[k].empty()) (void)::unlink(backups[k].c_str());
-      }
-    }
+    detail::roll_back(targets, temps, backups, renamed);
     throw;
   }
   for (const fs::path& b : backups)
@@ -449,15 +459,16 @@ inline void write_files(const std::filesystem::path& dir,
   const auto remove_created = [&] {
     for (const fs::path& c : created) (void)::rmdir(c.c_str());  // deepest first; only if empty
   };
-  for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
-    if (::mkdir(it->c_str(), 0777) != 0) {
+  for (std::size_t k = missing.size(); k-- > 0;) {  // the shallowest first
+    const fs::path& m = missing[k];
+    if (::mkdir(m.c_str(), 0777) != 0) {
       const int e = errno;
       struct ::stat st {};
-      if (e == EEXIST && ::stat(it->c_str(), &st) == 0 && S_ISDIR(st.st_mode)) continue;  // made meanwhile
+      if (e == EEXIST && ::stat(m.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) continue;  // made meanwhile
       remove_created();
-      detail::fail(flag, dir, fmt::format("cannot create folder {}", it->string()), e);
+      detail::fail(flag, dir, fmt::format("cannot create folder {}", m.string()), e);
     }
-    created.insert(created.begin(), *it);
+    created.insert(created.begin(), m);
   }
   try {
     std::vector<output_target> targets;
