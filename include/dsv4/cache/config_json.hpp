@@ -22,6 +22,20 @@
 // layers' entries 0), kv_source_layer_ids (the owner layers), index_source_layer_ids (optional:
 // the owners when absent), num_nextn_predict_layers (the DSpark draft layers) and
 // dspark_block_size (optional, 0 when absent); docs/layout-variants.md 1.2-1.3.
+//
+// Weight fields (`model_arch`, deepseek_v4 only; weights.hpp counts the checkpoint from them): when
+// `hidden_size` is present, every one of vocab_size, num_attention_heads, q_lora_rank,
+// o_lora_rank, o_groups, index_n_heads, n_routed_experts, n_shared_experts, moe_intermediate_size,
+// num_experts_per_tok, hc_mult and quantization_config (quant_method "fp8", weight_block_size
+// [rows, cols], scale_fmt "ue8m0" when given) is required; num_hash_layers is 0 and expert_dtype
+// "fp4" when absent (vLLM's reading). Without `hidden_size` the config is a cache-only config
+// and a weight count is refused later, naming why.
+//
+// Refused, naming the key: a key given twice in one object (the JSON parser would keep the last
+// silently); keys this library recognises but whose value it cannot honour:
+// num_key_value_heads other than 1 (V4 and V4.1 cache one latent row per token: MQA),
+// tie_word_embeddings true and attention_bias true (the V4 checkpoint has its own head.weight
+// and no projection biases, so the weight count would be wrong).
 #pragma once
 
 #include <cmath>
@@ -30,9 +44,11 @@
 #include <fstream>
 #include <initializer_list>
 #include <limits>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -239,6 +255,131 @@ inline void v41_sources_from_json(const nlohmann::json& root, model_config& c) {
 }
 }  // namespace detail
 
+namespace detail {
+/// Refuses the keys this library recognises but cannot honour (see the file comment).
+inline void refuse_ignored_keys(const nlohmann::json& root, bool v32) {
+  if (const nlohmann::json* kv = find_key(root, "num_key_value_heads"); kv != nullptr && !v32) {
+    const std::int64_t heads = int_value(*kv, "num_key_value_heads", 1, kIntMax);
+    if (heads != 1)
+      config_fail("key 'num_key_value_heads' must be 1, got " + std::to_string(heads) +
+                  ": DeepSeek V4 caches one latent KV row per token (MQA); a layout with " + std::to_string(heads) +
+                  " KV heads is not a DeepSeek V4 layout and would be sized wrong");
+  }
+  for (const char* key : {"tie_word_embeddings", "attention_bias"}) {
+    const nlohmann::json* v = find_key(root, key);
+    if (v == nullptr || v32) continue;
+    if (!v->is_boolean()) config_fail(std::string("key '") + key + "' must be true or false, got " + quote(*v));
+    if (v->get<bool>())
+      config_fail(std::string("key '") + key + "' must be false, got true: the DeepSeek V4 checkpoint " +
+                  (std::string_view(key) == "attention_bias" ? "has no projection biases"
+                                                             : "has its own head.weight (no tied embeddings)") +
+                  ", so the weight count would be wrong");
+  }
+}
+
+/// The weight fields of a deepseek_v4 `root` into `c.arch` (see the file comment).
+inline void arch_from_json(const nlohmann::json& root, model_config& c) {
+  if (find_key(root, "hidden_size") == nullptr) {
+    c.arch = model_arch{};
+    c.arch.gap = arch_gap::fields_missing;
+    return;
+  }
+  require_keys(root, {{"vocab_size"},
+                      {"num_attention_heads"},
+                      {"q_lora_rank"},
+                      {"o_lora_rank"},
+                      {"o_groups"},
+                      {"index_n_heads"},
+                      {"n_routed_experts"},
+                      {"n_shared_experts"},
+                      {"moe_intermediate_size"},
+                      {"num_experts_per_tok"},
+                      {"hc_mult"},
+                      {"quantization_config"}});
+  model_arch& a = c.arch;
+  const auto field = [&](const char* key) { return static_cast<int>(required_int(root, key, 1, kIntMax)); };
+  a.hidden_size = field("hidden_size");
+  a.vocab_size = field("vocab_size");
+  a.num_attention_heads = field("num_attention_heads");
+  a.q_lora_rank = field("q_lora_rank");
+  a.o_lora_rank = field("o_lora_rank");
+  a.o_groups = field("o_groups");
+  a.index_n_heads = field("index_n_heads");
+  a.n_routed_experts = field("n_routed_experts");
+  a.n_shared_experts = static_cast<int>(required_int(root, "n_shared_experts", 0, kIntMax));
+  a.moe_intermediate_size = field("moe_intermediate_size");
+  a.num_experts_per_tok = field("num_experts_per_tok");
+  a.hc_mult = field("hc_mult");
+  const nlohmann::json* hash = find_key(root, "num_hash_layers");
+  a.num_hash_layers = hash ? static_cast<int>(int_value(*hash, "num_hash_layers", 0, c.num_hidden_layers)) : 0;
+  a.experts = expert_storage::fp4;  // vLLM: a missing expert_dtype is fp4
+  if (const nlohmann::json* e = find_key(root, "expert_dtype")) {
+    if (*e == "fp8")
+      a.experts = expert_storage::fp8;
+    else if (*e != "fp4")
+      config_fail(R"(key 'expert_dtype' must be "fp4" (MXFP4) or "fp8", got )" + quote(*e));
+  }
+  const nlohmann::json& q = *find_key(root, "quantization_config");
+  if (!q.is_object()) config_fail("key 'quantization_config' must be an object, got " + quote(q));
+  const auto method = q.find("quant_method");
+  if (method == q.end() || *method != "fp8")
+    config_fail(R"(key 'quantization_config.quant_method' must be "fp8" (FP8 block linears), got )" +
+                (method == q.end() ? std::string("nothing") : quote(*method)));
+  const auto block = q.find("weight_block_size");
+  if (block == q.end() || !block->is_array() || block->size() != 2)
+    config_fail("key 'quantization_config.weight_block_size' must be [rows, cols], got " +
+                (block == q.end() ? std::string("nothing") : quote(*block)));
+  a.weight_block_rows =
+      static_cast<int>(int_value((*block)[0], "quantization_config.weight_block_size[0]", 1, 1 << 16));
+  a.weight_block_cols =
+      static_cast<int>(int_value((*block)[1], "quantization_config.weight_block_size[1]", 1, 1 << 16));
+  if (const auto fmt = q.find("scale_fmt"); fmt != q.end() && *fmt != "ue8m0")
+    config_fail(R"(key 'quantization_config.scale_fmt' must be "ue8m0", got )" + quote(*fmt));
+  // vLLM keys the scale dtype off expert_dtype: UE8M0 bytes with FP4 experts, float32 with FP8
+  // experts (deepseek_v4.py @ 023da1fc, DeepseekV4FP8Config.is_scale_e8m0).
+  a.scales = a.experts == expert_storage::fp4 ? block_scale_dtype::ue8m0 : block_scale_dtype::fp32;
+  a.known = true;
+  a.gap = arch_gap::none;
+}
+
+/// Fails naming the first key that appears twice in one object of `text` (nlohmann keeps the last).
+inline nlohmann::json parse_refusing_duplicates(std::string_view text) {
+  std::vector<std::set<std::string>> seen;
+  std::vector<std::string> path;  // the enclosing keys, for the message
+  std::string last_key;
+  std::string duplicate;
+  const auto callback = [&](int /*depth*/, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    using ev = nlohmann::json::parse_event_t;
+    if (event == ev::object_start) {
+      seen.emplace_back();
+      path.push_back(last_key);
+    } else if (event == ev::object_end) {
+      if (!seen.empty()) seen.pop_back();
+      if (!path.empty()) path.pop_back();
+    } else if (event == ev::key) {
+      last_key = parsed.get<std::string>();
+      if (!seen.empty() && !seen.back().insert(last_key).second && duplicate.empty()) {
+        std::string where;
+        for (const std::string& p : path)
+          if (!p.empty()) where += p + ".";
+        duplicate = where + last_key;
+      }
+    } else if (event == ev::array_start) {
+      path.push_back(last_key);
+      last_key.clear();
+    } else if (event == ev::array_end) {
+      if (!path.empty()) path.pop_back();
+    }
+    return true;
+  };
+  nlohmann::json root = nlohmann::json::parse(text.begin(), text.end(), callback);
+  if (!duplicate.empty())
+    config_fail("key '" + duplicate +
+                "' is given twice: a JSON parser keeps one of them silently, so which value is meant is unclear");
+  return root;
+}
+}  // namespace detail
+
 /// Reads a parsed config.json object. `name` labels the model (e.g. the file name). Throws
 /// config_error naming the key for a missing or ill-typed key, a non-V4 `model_type`, a
 /// zero or negative dim, a ratio list shorter than the layer count, or a ratio other than
@@ -259,8 +400,16 @@ inline model_config model_config_from_json(const nlohmann::json& root, std::stri
 
   model_config c;
   c.name = model_name(name);
-  if (v32) return detail::v32_config_from_json(root, c);
-  if (v41) c.family = model_family::v4_1;
+  detail::refuse_ignored_keys(root, v32);
+  if (v32) {
+    c = detail::v32_config_from_json(root, c);
+    c.arch.gap = arch_gap::v32_unmodelled;
+    return c;
+  }
+  if (v41) {
+    c.family = model_family::v4_1;
+    c.arch.gap = arch_gap::v41_unmodelled;
+  }
   // V4.1 has no layer_types form, and its owner layers are required.
   using alternatives = std::initializer_list<const char*>;
   detail::require_keys(root, {{"num_hidden_layers"},
@@ -294,6 +443,7 @@ inline model_config model_config_from_json(const nlohmann::json& root, std::stri
 
   detail::ratios_from_json(root, c, v41);
   if (v41) detail::v41_sources_from_json(root, c);
+  if (!v41) detail::arch_from_json(root, c);
   try {
     (void)build_layer_schedule(c);  // validates every field and names a bad layer's ratio
   } catch (const std::invalid_argument& e) {
@@ -316,7 +466,7 @@ inline model_config parse_model_config(std::string_view text, std::string_view n
     detail::config_fail("not a JSON text: NUL byte at offset " + std::to_string(nul));
   nlohmann::json root;
   try {
-    root = nlohmann::json::parse(text.begin(), text.end());
+    root = detail::parse_refusing_duplicates(text);
   } catch (const nlohmann::json::exception& e) {
     detail::config_fail(std::string("malformed JSON: ") + e.what());
   }

@@ -67,6 +67,51 @@ struct layer_id_list {
   }
 };
 
+/// How the routed experts' weights are stored (config.json `expert_dtype`; vLLM reads a missing
+/// key as fp4: vllm-project/vllm vllm/model_executor/models/deepseek_v4.py @ 023da1fc,
+/// `DeepseekV4FP8Config.expert_dtype`).
+enum class expert_storage : std::uint8_t {
+  fp4,  ///< MXFP4: two E2M1 values per byte, one UE8M0 scale byte per 32 values along the input dim.
+  fp8,  ///< E4M3 in 128 x 128 blocks like the dense linears (DeepSeek-V4-Flash-Base).
+};
+
+/// The dtype of the FP8 linears' block scales. vLLM: "FP4 checkpoints store FP8 linear scales as
+/// e8m0fnu; FP8 expert checkpoints (Flash-Base) store them as float32"
+/// (deepseek_v4.py @ 023da1fc, `DeepseekV4FP8Config.is_scale_e8m0`).
+enum class block_scale_dtype : std::uint8_t { ue8m0, fp32 };
+
+/// Why `model_arch::known` is false: what a weight count would have needed.
+enum class arch_gap : std::uint8_t {
+  none,            ///< the fields are known
+  fields_missing,  ///< a config.json without `hidden_size` (a cache-only config, like tests/data/tiny-v4)
+  v41_unmodelled,  ///< V4.1: vision tower, Engram tables and DSpark draft tensors not modelled
+  v32_unmodelled,  ///< V3.2: the V3 tensor list (MLA, dense first layers) not modelled
+};
+
+/// The fields that fix the checkpoint's parameter tensors (HF keys in the comments). Read from
+/// config.json (`config_json.hpp`) or set by the V4 presets; the cache layout does not use them.
+struct model_arch {
+  bool known = false;  ///< every field below was read (false: see `gap`)
+  arch_gap gap = arch_gap::fields_missing;
+  int hidden_size = 0;            ///< `hidden_size`
+  int vocab_size = 0;             ///< `vocab_size`
+  int num_attention_heads = 0;    ///< `num_attention_heads`
+  int q_lora_rank = 0;            ///< `q_lora_rank`
+  int o_lora_rank = 0;            ///< `o_lora_rank`
+  int o_groups = 0;               ///< `o_groups`: grouped output projection wo_a
+  int index_n_heads = 0;          ///< `index_n_heads`: lightning-indexer query heads
+  int n_routed_experts = 0;       ///< `n_routed_experts`
+  int n_shared_experts = 0;       ///< `n_shared_experts`: the shared MLP is I x this wide
+  int moe_intermediate_size = 0;  ///< `moe_intermediate_size` (I)
+  int num_experts_per_tok = 0;    ///< `num_experts_per_tok` (the hash routers' table width)
+  int num_hash_layers = 0;        ///< `num_hash_layers`: first layers routed by a token-id table
+  int hc_mult = 0;                ///< `hc_mult`: hyper-connection streams
+  int weight_block_rows = 128;    ///< `quantization_config.weight_block_size[0]`
+  int weight_block_cols = 128;    ///< `quantization_config.weight_block_size[1]`
+  block_scale_dtype scales = block_scale_dtype::ue8m0;
+  expert_storage experts = expert_storage::fp4;
+};
+
 /// What the KV cache of a DeepSeek V4, V4.1 or V3.2 model depends on.
 struct model_config {
   model_name name;
@@ -95,10 +140,45 @@ struct model_config {
   /// V4.1 `dspark_block_size`: draft tokens DSpark proposes per step (0: none given). A decode step
   /// with DSpark verifies s = 1 + dspark_block_size tokens.
   int dspark_block_size = 0;
+  /// The checkpoint's weight fields (`weights.hpp`); not part of the cache layout.
+  model_arch arch{};
 
   /// Main layers + MTP layers: the layers whose caches this library lays out.
   [[nodiscard]] constexpr int num_layers() const { return num_hidden_layers + num_nextn_predict_layers; }
 };
+
+/// Checks the weight fields of `c.arch` (known only): every count > 0 (num_hash_layers >= 0,
+/// n_shared_experts >= 0), o_groups dividing the heads, an even hidden size and intermediate
+/// size (FP4 packs two values a byte) that are multiples of 32 for MXFP4 scales, positive
+/// blocks. Throws std::invalid_argument naming the field.
+constexpr void validate_arch(const model_config& c) {
+  const model_arch& a = c.arch;
+  for (const named_value v :
+       {named_value{"hidden_size", a.hidden_size}, named_value{"vocab_size", a.vocab_size},
+        named_value{"num_attention_heads", a.num_attention_heads}, named_value{"q_lora_rank", a.q_lora_rank},
+        named_value{"o_lora_rank", a.o_lora_rank}, named_value{"o_groups", a.o_groups},
+        named_value{"index_n_heads", a.index_n_heads}, named_value{"n_routed_experts", a.n_routed_experts},
+        named_value{"moe_intermediate_size", a.moe_intermediate_size},
+        named_value{"num_experts_per_tok", a.num_experts_per_tok}, named_value{"hc_mult", a.hc_mult},
+        named_value{"weight_block_size[0]", a.weight_block_rows},
+        named_value{"weight_block_size[1]", a.weight_block_cols}})
+    require(static_cast<std::int64_t>(v.bits) > 0, "a weight field must be > 0", v);
+  require(a.n_shared_experts >= 0, "n_shared_experts must be >= 0", {"n_shared_experts", a.n_shared_experts});
+  require(a.num_hash_layers >= 0 && a.num_hash_layers <= c.num_hidden_layers,
+          "num_hash_layers must be in [0, num_hidden_layers]", {"num_hash_layers", a.num_hash_layers},
+          {"num_hidden_layers", c.num_hidden_layers});
+  require(a.num_attention_heads % a.o_groups == 0, "o_groups must divide num_attention_heads", {"o_groups", a.o_groups},
+          {"num_attention_heads", a.num_attention_heads});
+  require(a.num_experts_per_tok <= a.n_routed_experts, "num_experts_per_tok must be <= n_routed_experts",
+          {"num_experts_per_tok", a.num_experts_per_tok}, {"n_routed_experts", a.n_routed_experts});
+  if (a.experts == expert_storage::fp4) {
+    require(a.hidden_size % 32 == 0, "MXFP4 experts need hidden_size to be a multiple of 32 (one scale per 32)",
+            {"hidden_size", a.hidden_size});
+    require(a.moe_intermediate_size % 32 == 0,
+            "MXFP4 experts need moe_intermediate_size to be a multiple of 32 (one scale per 32)",
+            {"moe_intermediate_size", a.moe_intermediate_size});
+  }
+}
 
 /// Checks every field: positive dims, a layer count within `kMaxLayers`, head_dim > rope dim.
 /// Ratios are checked by the layer schedule, which names the layer.
@@ -129,6 +209,7 @@ constexpr void validate(const model_config& c) {
   }
   require(c.max_position_embeddings > 0, "max_position_embeddings must be > 0",
           {"max_position_embeddings", c.max_position_embeddings});
+  if (c.arch.known) validate_arch(c);
 }
 
 namespace detail {
@@ -150,12 +231,43 @@ constexpr model_config make_v4(std::string_view name, int layers, int first_rati
   c.compress_ratios[static_cast<std::size_t>(layers)] = 0;  // the MTP layer: SWA only
   return c;
 }
+
+/// The weight fields shared by the V4 presets (published config.json files, tests/data):
+/// FP8 128 x 128 blocks with UE8M0 scales, MXFP4 experts, 3 hash-routed layers, vocab 129,280.
+constexpr model_arch make_v4_arch(int hidden, int heads, int q_lora, int o_groups, int experts, int inter) {
+  model_arch a;
+  a.known = true;
+  a.gap = arch_gap::none;
+  a.hidden_size = hidden;
+  a.vocab_size = 129'280;
+  a.num_attention_heads = heads;
+  a.q_lora_rank = q_lora;
+  a.o_lora_rank = 1024;
+  a.o_groups = o_groups;
+  a.index_n_heads = 64;
+  a.n_routed_experts = experts;
+  a.n_shared_experts = 1;
+  a.moe_intermediate_size = inter;
+  a.num_experts_per_tok = 6;
+  a.num_hash_layers = 3;
+  a.hc_mult = 4;
+  return a;
+}
+
+constexpr model_config with_arch(model_config c, const model_arch& a) {
+  c.arch = a;
+  return c;
+}
 }  // namespace detail
 
 /// DeepSeek-V4-Flash: 43 layers + 1 MTP, ratios `[0,0] + [4,128]*20 + [4,0]`.
-inline constexpr model_config deepseek_v4_flash = detail::make_v4("DeepSeek-V4-Flash", 43, 0);
+/// Weights: hidden 4,096, 64 heads, q_lora 1,024, o_groups 8, 256 experts of 2,048.
+inline constexpr model_config deepseek_v4_flash =
+    detail::with_arch(detail::make_v4("DeepSeek-V4-Flash", 43, 0), detail::make_v4_arch(4096, 64, 1024, 8, 256, 2048));
 /// DeepSeek-V4-Pro: 61 layers + 1 MTP, ratios `[128,128] + [4,128]*29 + [4,0]`.
-inline constexpr model_config deepseek_v4_pro = detail::make_v4("DeepSeek-V4-Pro", 61, 128);
+/// Weights: hidden 7,168, 128 heads, q_lora 1,536, o_groups 16, 384 experts of 3,072.
+inline constexpr model_config deepseek_v4_pro = detail::with_arch(detail::make_v4("DeepSeek-V4-Pro", 61, 128),
+                                                                  detail::make_v4_arch(7168, 128, 1536, 16, 384, 3072));
 
 namespace detail {
 constexpr model_config make_v41_flash() {
@@ -174,6 +286,7 @@ constexpr model_config make_v41_flash() {
   for (const int l : {2, 8, 14, 20}) c.kv_source_layer_ids.push_back(l);
   for (const int l : {2, 8, 14, 20, 24, 28, 32, 36}) c.index_source_layer_ids.push_back(l);
   c.dspark_block_size = 5;
+  c.arch.gap = arch_gap::v41_unmodelled;
   return c;
 }
 
@@ -188,6 +301,7 @@ constexpr model_config make_v32() {
   c.index_head_dim = 128;
   c.sliding_window = 0;
   c.max_position_embeddings = 163'840;
+  c.arch.gap = arch_gap::v32_unmodelled;
   return c;  // compress_ratios all 0: no compression
 }
 }  // namespace detail
