@@ -25,7 +25,7 @@
 //
 // Weight fields (`model_arch`, deepseek_v4 only; weights.hpp counts the checkpoint from them): when
 // `hidden_size` is present, every one of vocab_size, num_attention_heads, q_lora_rank,
-// o_lora_rank, o_groups, index_n_heads, n_routed_experts, n_shared_experts, moe_intermediate_size,
+// o_lora_rank, o_groups, index_n_heads, index_topk, n_routed_experts, n_shared_experts, moe_intermediate_size,
 // num_experts_per_tok, hc_mult and quantization_config (quant_method "fp8", weight_block_size
 // [rows, cols], scale_fmt "ue8m0" when given) is required; num_hash_layers is 0 and expert_dtype
 // "fp4" when absent (vLLM's reading). Without `hidden_size` the config is a cache-only config
@@ -290,6 +290,7 @@ inline void arch_from_json(const nlohmann::json& root, model_config& c) {
                       {"o_lora_rank"},
                       {"o_groups"},
                       {"index_n_heads"},
+                      {"index_topk"},
                       {"n_routed_experts"},
                       {"n_shared_experts"},
                       {"moe_intermediate_size"},
@@ -305,6 +306,7 @@ inline void arch_from_json(const nlohmann::json& root, model_config& c) {
   a.o_lora_rank = field("o_lora_rank");
   a.o_groups = field("o_groups");
   a.index_n_heads = field("index_n_heads");
+  a.index_topk = field("index_topk");
   a.n_routed_experts = field("n_routed_experts");
   a.n_shared_experts = static_cast<int>(required_int(root, "n_shared_experts", 0, kIntMax));
   a.moe_intermediate_size = field("moe_intermediate_size");

@@ -100,6 +100,7 @@ struct model_arch {
   int o_lora_rank = 0;            ///< `o_lora_rank`
   int o_groups = 0;               ///< `o_groups`: grouped output projection wo_a
   int index_n_heads = 0;          ///< `index_n_heads`: lightning-indexer query heads
+  int index_topk = 0;             ///< `index_topk`: compressed entries a query reads (runtime buffers)
   int n_routed_experts = 0;       ///< `n_routed_experts`
   int n_shared_experts = 0;       ///< `n_shared_experts`: the shared MLP is I x this wide
   int moe_intermediate_size = 0;  ///< `moe_intermediate_size` (I)
@@ -157,7 +158,8 @@ constexpr void validate_arch(const model_config& c) {
        {named_value{"hidden_size", a.hidden_size}, named_value{"vocab_size", a.vocab_size},
         named_value{"num_attention_heads", a.num_attention_heads}, named_value{"q_lora_rank", a.q_lora_rank},
         named_value{"o_lora_rank", a.o_lora_rank}, named_value{"o_groups", a.o_groups},
-        named_value{"index_n_heads", a.index_n_heads}, named_value{"n_routed_experts", a.n_routed_experts},
+        named_value{"index_n_heads", a.index_n_heads}, named_value{"index_topk", a.index_topk},
+        named_value{"n_routed_experts", a.n_routed_experts},
         named_value{"moe_intermediate_size", a.moe_intermediate_size},
         named_value{"num_experts_per_tok", a.num_experts_per_tok}, named_value{"hc_mult", a.hc_mult},
         named_value{"weight_block_size[0]", a.weight_block_rows},
@@ -234,7 +236,8 @@ constexpr model_config make_v4(std::string_view name, int layers, int first_rati
 
 /// The weight fields shared by the V4 presets (published config.json files, tests/data):
 /// FP8 128 x 128 blocks with UE8M0 scales, MXFP4 experts, 3 hash-routed layers, vocab 129,280.
-constexpr model_arch make_v4_arch(int hidden, int heads, int q_lora, int o_groups, int experts, int inter) {
+constexpr model_arch make_v4_arch(int hidden, int heads, int q_lora, int o_groups, int experts, int inter,
+                                  int index_topk) {
   model_arch a;
   a.known = true;
   a.gap = arch_gap::none;
@@ -245,6 +248,7 @@ constexpr model_arch make_v4_arch(int hidden, int heads, int q_lora, int o_group
   a.o_lora_rank = 1024;
   a.o_groups = o_groups;
   a.index_n_heads = 64;
+  a.index_topk = index_topk;
   a.n_routed_experts = experts;
   a.n_shared_experts = 1;
   a.moe_intermediate_size = inter;
@@ -261,13 +265,13 @@ constexpr model_config with_arch(model_config c, const model_arch& a) {
 }  // namespace detail
 
 /// DeepSeek-V4-Flash: 43 layers + 1 MTP, ratios `[0,0] + [4,128]*20 + [4,0]`.
-/// Weights: hidden 4,096, 64 heads, q_lora 1,024, o_groups 8, 256 experts of 2,048.
-inline constexpr model_config deepseek_v4_flash =
-    detail::with_arch(detail::make_v4("DeepSeek-V4-Flash", 43, 0), detail::make_v4_arch(4096, 64, 1024, 8, 256, 2048));
+/// Weights: hidden 4,096, 64 heads, q_lora 1,024, o_groups 8, 256 experts of 2,048, index_topk 512.
+inline constexpr model_config deepseek_v4_flash = detail::with_arch(
+    detail::make_v4("DeepSeek-V4-Flash", 43, 0), detail::make_v4_arch(4096, 64, 1024, 8, 256, 2048, 512));
 /// DeepSeek-V4-Pro: 61 layers + 1 MTP, ratios `[128,128] + [4,128]*29 + [4,0]`.
-/// Weights: hidden 7,168, 128 heads, q_lora 1,536, o_groups 16, 384 experts of 3,072.
-inline constexpr model_config deepseek_v4_pro = detail::with_arch(detail::make_v4("DeepSeek-V4-Pro", 61, 128),
-                                                                  detail::make_v4_arch(7168, 128, 1536, 16, 384, 3072));
+/// Weights: hidden 7,168, 128 heads, q_lora 1,536, o_groups 16, 384 experts of 3,072, index_topk 1,024.
+inline constexpr model_config deepseek_v4_pro = detail::with_arch(
+    detail::make_v4("DeepSeek-V4-Pro", 61, 128), detail::make_v4_arch(7168, 128, 1536, 16, 384, 3072, 1024));
 
 namespace detail {
 constexpr model_config make_v41_flash() {
