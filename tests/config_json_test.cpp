@@ -257,3 +257,75 @@ TEST(ConfigJson, MalformedAndUnreadableFiles) {
 
 }  // namespace
 }  // namespace dsv4::cache
+
+namespace dsv4::cache {
+namespace {
+using nlohmann::json;
+using testing::expect_invalid;
+
+// Issue 42: a key given twice is refused naming it (nlohmann would keep the last silently), also
+// inside a nested object, and the first of several is named.
+TEST(ConfigJsonIssue42, DuplicateKeysAreRefusedNamingTheKey) {
+  const std::string text = R"({"model_type": "deepseek_v4", "num_hidden_layers": 2, "head_dim": 512,
+    "qk_rope_head_dim": 64, "index_head_dim": 128, "sliding_window": 128, "sliding_window": 256,
+    "max_position_embeddings": 65536, "compress_ratios": [0, 4]})";
+  expect_invalid([&] { (void)parse_model_config(text, "x"); }, {"key 'sliding_window' is given twice"});
+  const std::string nested = R"({"model_type": "deepseek_v41", "text_config": {"head_dim": 512, "head_dim": 512}})";
+  expect_invalid([&] { (void)parse_model_config(nested, "x"); }, {"key 'text_config.head_dim' is given twice"});
+  // The same key in two different objects is not a duplicate.
+  const std::string two_objects = R"({"model_type": "deepseek_v4", "num_hidden_layers": 2, "head_dim": 512,
+    "qk_rope_head_dim": 64, "index_head_dim": 128, "sliding_window": 128, "max_position_embeddings": 65536,
+    "compress_ratios": [0, 4], "rope_scaling": {"factor": 16}, "quantization": {"factor": 2}})";
+  EXPECT_EQ(parse_model_config(two_objects, "x").num_hidden_layers, 2);
+}
+
+json tiny_json() {
+  return json::parse(R"({"model_type": "deepseek_v4", "num_hidden_layers": 2, "head_dim": 512,
+    "qk_rope_head_dim": 64, "index_head_dim": 128, "sliding_window": 128,
+    "max_position_embeddings": 65536, "compress_ratios": [0, 4]})");
+}
+
+// Keys the library recognises but could not honour are refused naming the key and why.
+TEST(ConfigJsonIssue42, RecognisedButUnhonouredKeysAreRefused) {
+  json j = tiny_json();
+  j["num_key_value_heads"] = 2;
+  expect_invalid([&] { (void)model_config_from_json(j); }, {"key 'num_key_value_heads' must be 1, got 2", "MQA"});
+  j["num_key_value_heads"] = 1;
+  EXPECT_NO_THROW((void)model_config_from_json(j));
+  j["tie_word_embeddings"] = true;
+  expect_invalid([&] { (void)model_config_from_json(j); }, {"key 'tie_word_embeddings' must be false", "head.weight"});
+  j["tie_word_embeddings"] = false;
+  j["attention_bias"] = true;
+  expect_invalid([&] { (void)model_config_from_json(j); }, {"key 'attention_bias' must be false", "biases"});
+  j["attention_bias"] = "no";
+  expect_invalid([&] { (void)model_config_from_json(j); }, {"key 'attention_bias' must be true or false"});
+  // V3.2's 128 KV heads are its MLA heads, not cached rows: accepted there.
+  EXPECT_NO_THROW((void)load_model_config(std::filesystem::path(DSV4_TEST_DATA_DIR) / "deepseek-v3.2.config.json"));
+}
+
+// The weight fields: all or none; each bad one named.
+TEST(ConfigJsonIssue42, WeightFieldsAreAllOrNone) {
+  json j = json::parse(std::ifstream(std::filesystem::path(DSV4_TEST_DATA_DIR) / "deepseek-v4-flash.config.json"));
+  j.erase("o_groups");
+  j.erase("hc_mult");
+  expect_invalid([&] { (void)model_config_from_json(j); }, {"missing keys 'o_groups', 'hc_mult'"});
+  j = json::parse(std::ifstream(std::filesystem::path(DSV4_TEST_DATA_DIR) / "deepseek-v4-flash.config.json"));
+  j["expert_dtype"] = "fp6";
+  expect_invalid([&] { (void)model_config_from_json(j); }, {"key 'expert_dtype'", "fp6"});
+  j["expert_dtype"] = "fp8";
+  const model_config fp8 = model_config_from_json(j);
+  EXPECT_EQ(fp8.arch.experts, expert_storage::fp8);
+  EXPECT_EQ(fp8.arch.scales, block_scale_dtype::fp32);  // vLLM: FP8-expert checkpoints keep FP32 scales
+  j["quantization_config"]["quant_method"] = "awq";
+  expect_invalid([&] { (void)model_config_from_json(j); }, {"quantization_config.quant_method", "awq"});
+  j["quantization_config"]["quant_method"] = "fp8";
+  j["o_groups"] = 7;  // 64 heads
+  expect_invalid([&] { (void)model_config_from_json(j); }, {"o_groups must divide num_attention_heads"});
+  j["o_groups"] = 8;
+  j["num_hash_layers"] = 44;
+  expect_invalid([&] { (void)model_config_from_json(j); }, {"num_hash_layers", "44"});
+  EXPECT_FALSE(model_config_from_json(tiny_json()).arch.known);
+}
+
+}  // namespace
+}  // namespace dsv4::cache
