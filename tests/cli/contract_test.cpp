@@ -108,9 +108,8 @@ TEST(Contract, PresetAndConfigGiveOneFingerprint) {
     EXPECT_EQ(a.out, b.out) << preset;
     EXPECT_EQ(a.out.size(), 19U);  // 0x + 16 hex + newline
   }
-  // The layout does not depend on the plan's sizes or engine: only on where bytes go.
-  EXPECT_EQ(layout_cli({"fingerprint", "--context", "4096", "--requests", "9", "--engine", "tokenspeed"}).out,
-            layout_cli({"fingerprint"}).out);
+  // The layout does not depend on the plan's sizes: only on where bytes go.
+  EXPECT_EQ(layout_cli({"fingerprint", "--context", "4096", "--requests", "9"}).out, layout_cli({"fingerprint"}).out);
 }
 
 TEST(Contract, DescriptorLayoutIsTheCanonicalBytes) {
@@ -388,8 +387,35 @@ TEST(ContractEngine, VllmPlacementUnderSchemaTwo) {
   // Without --engine: the library's pages alone, schema /1, today's fingerprint.
   EXPECT_EQ(layout_cli({"fingerprint"}).out, "0xf8c17eefea49254e\n");
   EXPECT_NE(layout_cli({"fingerprint", "--engine", "vllm"}).out, "0xf8c17eefea49254e\n");
-  // tokenspeed keeps own pools: nothing moves, schema /1.
-  EXPECT_EQ(layout_cli({"fingerprint", "--engine", "tokenspeed"}).out, "0xf8c17eefea49254e\n");
+}
+
+// Issue 42: --engine sglang / tokenspeed are refused naming why, never a silent schema /1 whose
+// fingerprint would match any generic descriptor; a message's suggestion is a flag this CLI takes.
+TEST(ContractEngine, EnginesWhosePagesAreNotRecordedAreRefused) {
+  for (const char* sub : {"describe", "fingerprint"}) {
+    const run_out s = layout_cli({sub, "--engine", "sglang"});
+    EXPECT_EQ(s.rc, 2) << sub;
+    EXPECT_EQ(s.out, "") << sub;
+    EXPECT_NE(s.err.find("--engine sglang: SGLang's DeepSeek V4 pages are not recorded"), std::string::npos) << s.err;
+    EXPECT_NE(s.err.find("describe without --engine"), std::string::npos) << s.err;
+    const run_out t = layout_cli({sub, "--engine", "tokenspeed", "--preset", "v4-pro"});
+    EXPECT_EQ(t.rc, 2) << sub;
+    EXPECT_NE(t.err.find("--engine tokenspeed: tokenspeed's pages are not recorded"), std::string::npos) << t.err;
+  }
+  EXPECT_EQ(layout_cli({"describe", "--engine", "sglang@x"}).rc, 2);
+  EXPECT_EQ(layout_cli({"describe", "--engine", "vllm"}).rc, 0);
+}
+
+TEST(ContractEngine, SuggestionsAreFlagsTheLayoutCliTakes) {
+  const run_out r = layout_cli({"describe", "--engine", "vllm", "--tp", "8", "--dcp", "2"});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_EQ(r.err.find("--pools"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("describe without --engine"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("decode context parallelism"), std::string::npos) << r.err;
+  // Following the suggestion works.
+  EXPECT_EQ(layout_cli({"describe", "--tp", "8", "--dcp", "2"}).rc, 0);
+  // And --pools itself is not a flag of the layout CLI.
+  EXPECT_EQ(layout_cli({"describe", "--pools", "own"}).rc, 2);
 }
 
 TEST(ContractEngine, CheckNamesAWrongOffsetAndDiffNamesTheBlock) {

@@ -76,9 +76,8 @@ struct bad_descriptor : std::invalid_argument {
 };
 }  // namespace contract_detail
 
-/// The layout the planner flags describe: the whole model's, or with parallel flags rank
-/// `rank` (default 0). Also returns the planner's result for the descriptor's info.
-inline std::pair<cache::cache_layout, cache::cli::planner_result> layout_from_flags(const contract_args& a) {
+/// `layout_from_flags` without its checks and message rewording.
+inline std::pair<cache::cache_layout, cache::cli::planner_result> layout_from_flags_unchecked(const contract_args& a) {
   cache::cli::planner_args pa = a.plan;
   if (!a.engine_given) pa.pools = "own";  // the library's pages alone: no engine rule applies
   cache::cli::planner_result r = cache::cli::compute(pa);
@@ -92,6 +91,49 @@ inline std::pair<cache::cache_layout, cache::cli::planner_result> layout_from_fl
   }
   return {a.engine_given ? cache::describe_layout(r.model, o, *r.engine) : cache::describe_layout(r.model, o),
           std::move(r)};
+}
+
+namespace contract_detail {
+/// A planner message as the layout CLI's user reads it: the planner's "--pools own" (a flag the
+/// layout CLI does not take) becomes what does the same here: leaving out --engine.
+inline std::string layout_message(std::string m) {
+  static constexpr std::string_view kPools = "(--pools own)";
+  for (std::size_t at = m.find(kPools); at != std::string::npos; at = m.find(kPools, at))
+    m.replace(at, kPools.size(), "(here: describe without --engine, the library's own pages)");
+  return m;
+}
+
+/// Why `--engine NAME` cannot be described: the engines whose pages the layout contract does not
+/// record. Empty for an engine it records (vLLM's shared block pool) or keeps as the library's.
+inline std::string unrecorded_engine(const std::string& engine) {
+  const std::string name = engine.substr(0, engine.find('@'));  // "sglang@preset" is SGLang too
+  if (name == "sglang")
+    return "--engine sglang: SGLang's DeepSeek V4 pages are not recorded by the layout contract (its own pools "
+           "of 576-B-aligned rows with padding pages and state rows, include/dsv4/cache/engines/sglang.hpp), and the "
+           "library's pages (schema dsv4-cache-layout/1) would fingerprint like any generic descriptor although "
+           "SGLang's pages differ; describe without --engine for the library's pages, or --engine vllm";
+  if (name == "tokenspeed")
+    return "--engine tokenspeed: tokenspeed's pages are not recorded by the layout contract (it packs each group's "
+           "pages into parent blocks of one arena, include/dsv4/cache/engines/tokenspeed.hpp), and the library's "
+           "pages (schema dsv4-cache-layout/1) would fingerprint like any generic descriptor; describe without "
+           "--engine for the library's pages, or --engine vllm";
+  return {};
+}
+}  // namespace contract_detail
+
+/// The layout the planner flags describe: the whole model's, or with parallel flags rank
+/// `rank` (default 0). Also returns the planner's result for the descriptor's info. Throws
+/// std::invalid_argument for a bad flag (the planner's message, its suggestions as flags this CLI
+/// takes) and for --engine sglang or tokenspeed, naming why (their pages are not recorded).
+inline std::pair<cache::cache_layout, cache::cli::planner_result> layout_from_flags(const contract_args& a) {
+  if (a.engine_given)
+    if (const std::string why = contract_detail::unrecorded_engine(a.plan.engine); !why.empty())
+      throw std::invalid_argument(why);
+  try {
+    return layout_from_flags_unchecked(a);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(contract_detail::layout_message(e.what()));
+  }
 }
 
 /// The descriptor of `l` (see the top of this file), `r` giving the info part.
@@ -674,7 +716,8 @@ inline void add_contract_options(CLI::App& cmd, contract_args& c) {
   cache::cli::add_parallel_options(cmd, c.plan);
   cmd.add_option("--engine", c.plan.engine,
                  "Record the engine's placement where it moves bytes (vllm: its shared block pool, schema "
-                 "dsv4-cache-layout/2); without it the library's pages alone (schema /1)")
+                 "dsv4-cache-layout/2); without it the library's pages alone (schema /1); sglang and tokenspeed "
+                 "are refused (their pages are not recorded)")
       ->check(cache::cli::kNonEmpty)
       ->each([&c](const std::string&) { c.engine_given = true; });
   cmd.add_flag("--no-mtp", c.plan.no_mtp, "Do not cache the MTP layers");
