@@ -296,6 +296,12 @@ TEST(LayoutCli, WritersListsEveryFormatAndAWitnessPerRule) {
   EXPECT_EQ(t.code, 0) << t.err;
   EXPECT_NE(t.out.find("v4.indexer_mxfp4               vllm*, tokenspeed="), std::string::npos) << t.out;
   EXPECT_NE(t.out.find("rule: E2M1 rounding"), std::string::npos);
+  // Issue 42: scale bytes in decimal as the README quotes them (114 vs 105), the hex beside;
+  // an fp32 scale as its value: 0x34800000 = 2^-22 = 2.38419e-07 vs 0x2f000000 = 2^-33 = 1.16415e-10.
+  EXPECT_NE(t.out.find("scale @576: 114 (0x72) vs 105 (0x69)"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("scale @128: 2.38419e-07 (00 00 80 34) vs 1.16415e-10 (00 00 00 2f)"), std::string::npos)
+      << t.out;
+  EXPECT_NE(t.out.find("scale @64: 1 (0x01) vs 112 (0x70)"), std::string::npos) << t.out;
 }
 
 TEST(LayoutCli, HelpExits0) {

@@ -17,6 +17,8 @@
 // Exit codes: 0 printed; 3 the output could not be written or an internal error.
 #pragma once
 
+#include <bit>
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -156,6 +158,22 @@ inline std::string hex_bytes(const std::uint8_t* p, std::size_t n) {
   return s;
 }
 
+/// A scale as the screen shows it, from its hex bytes ("72", "00 00 80 34"): a one-byte scale
+/// (UE8M0, E4M3) as its decimal byte, "114 (0x72)", as the README and docs/engines/writers.md
+/// quote it; a four-byte (fp32, little-endian) scale as its value, "2.38419e-07 (00 00 80 34)".
+inline std::string scale_text(const std::string& hex) {
+  std::vector<std::uint8_t> bytes;
+  for (std::size_t i = 0; i < hex.size(); i += 3)
+    bytes.push_back(static_cast<std::uint8_t>(std::stoul(hex.substr(i, 2), nullptr, 16)));
+  if (bytes.size() == 1) return fmt::format("{} (0x{})", bytes[0], hex);
+  if (bytes.size() == 4) {
+    std::uint32_t u = 0;
+    for (std::size_t i = 0; i < 4; ++i) u |= std::uint32_t{bytes[i]} << (8 * i);
+    return fmt::format("{:g} ({})", std::bit_cast<float>(u), hex);
+  }
+  return "[" + hex + "]";
+}
+
 /// Bytes of one scale of the layout: 4 for fp32, else 1.
 inline std::int64_t scale_elem_bytes(const cache::format_layout& l) {
   return l.scales.type == cache::element_type::fp32 ? 4 : 1;
@@ -278,10 +296,11 @@ inline std::string writers_text(const nlohmann::ordered_json& j) {
         }
         s += fmt::format("      witness: {}, block {}: input {}\n", w["probe"].get<std::string>(),
                          w["block"].get<int>(), list(w["input"]));
-        s += fmt::format("        scale @{}: [{}] vs [{}]; codes @{}: [{}] vs [{}]\n", w["scale_offset"].get<int>(),
-                         w["scale_bytes"][0].get<std::string>(), w["scale_bytes"][1].get<std::string>(),
-                         w["code_offset"].get<int>(), w["code_bytes"][0].get<std::string>(),
-                         w["code_bytes"][1].get<std::string>());
+        s +=
+            fmt::format("        scale @{}: {} vs {}; codes @{}: [{}] vs [{}]\n", w["scale_offset"].get<int>(),
+                        writers_detail::scale_text(w["scale_bytes"][0].get<std::string>()),
+                        writers_detail::scale_text(w["scale_bytes"][1].get<std::string>()), w["code_offset"].get<int>(),
+                        w["code_bytes"][0].get<std::string>(), w["code_bytes"][1].get<std::string>());
         s += fmt::format("        decoded: [{}] vs [{}]\n", list(w["decoded"][0]), list(w["decoded"][1]));
       }
     }
