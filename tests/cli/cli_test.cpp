@@ -261,6 +261,12 @@ TEST(CliBinary, ExitCodes) {
   EXPECT_TRUE(bad.out.empty());
   EXPECT_EQ(run_binary("--requests -3").code, 2);
   EXPECT_EQ(run_binary("> /dev/full").code, 3);  // a failed write is never a success (the exit-code table: 3)
+  // Issue 42: the reason, from the failing write's errno (/dev/full: ENOSPC).
+  // (stderr through the pipe, stdout to /dev/full)
+  const run_result full = run_binary("2>&1 >/dev/full | cat");
+  EXPECT_NE(full.out.find("dsv4-cache-plan: error: writing the output failed: No space left on device (errno 28)"),
+            std::string::npos)
+      << full.out;
   // --require-fit: 1 when the answer is no, 0 when yes, 2 without a budget.
   EXPECT_EQ(run_binary("--require-fit --memory-gib 64").code, 0);
   EXPECT_EQ(run_binary("--require-fit --memory-gib 64 --requests 20").code, 1);

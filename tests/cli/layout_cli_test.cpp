@@ -358,6 +358,17 @@ TEST(LayoutCliBinary, ExitCodes) {
     EXPECT_EQ(r.err.find("dsv4-cache-layout: error: "), 0U) << args << ": " << r.err;
   }
   EXPECT_EQ(run_binary("formats > /dev/full").code, 3);  // a failed write is never a success
+  // Issue 42: the reason, from the failing write's errno (/dev/full: ENOSPC).
+  const run_result full = run_binary("writers > /dev/full");
+  EXPECT_EQ(full.code, 3);
+  EXPECT_NE(full.err.find("writing the output failed: No space left on device (errno 28)"), std::string::npos)
+      << full.err;
+}
+
+TEST(LayoutCli, WriteFailuresNameTheReason) {
+  EXPECT_EQ(write_failure(ENOSPC), "writing the output failed: No space left on device (errno 28)");
+  EXPECT_EQ(write_failure(EPIPE), "writing the output failed: Broken pipe (errno 32)");
+  EXPECT_EQ(write_failure(0), "writing the output failed (the system gave no reason)");
 }
 
 }  // namespace

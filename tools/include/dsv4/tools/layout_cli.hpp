@@ -19,6 +19,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cstddef>
 #include <cstdint>
@@ -38,6 +39,7 @@
 #include "dsv4/cache/formats/registry.hpp"
 #include "dsv4/tools/contract_cli.hpp"
 #include "dsv4/tools/golden.hpp"
+#include "dsv4/tools/messages.hpp"
 #include "dsv4/tools/planner_cli.hpp"
 #include "dsv4/tools/writers_cli.hpp"
 
@@ -292,9 +294,10 @@ inline int run_layout(const std::vector<std::string>& args, std::ostream& out, s
     } else {
       throw std::logic_error("no subcommand to run");  // require_subcommand(1) makes this unreachable
     }
+    errno = 0;
     out << text << std::flush;
     if (!out) {
-      err << "dsv4-cache-layout: error: writing the output failed\n";
+      err << "dsv4-cache-layout: error: " << write_failure(errno) << "\n";
       return kLayoutExitFailure;
     }
     return kLayoutExitOk;

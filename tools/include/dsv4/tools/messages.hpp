@@ -2,7 +2,9 @@
 // printable line of valid UTF-8 (control characters and bytes that are not valid UTF-8 escaped).
 #pragma once
 
+#include <cerrno>
 #include <cstddef>
+#include <cstring>
 #include <string>
 #include <string_view>
 
@@ -61,6 +63,13 @@ inline std::string printable(std::string_view msg) {
 /// `msg` as one printable line (`printable`), at most 500 bytes of `msg`.
 inline std::string one_line(std::string_view msg) {
   return printable(msg.substr(0, 500)) + (msg.size() > 500 ? "..." : "");
+}
+
+/// "writing the output failed: No space left on device (errno 28)": why a write failed, from
+/// `errnum` (the errno the failing write left; 0: "the system gave no reason").
+inline std::string write_failure(int errnum) {
+  if (errnum == 0) return "writing the output failed (the system gave no reason)";
+  return fmt::format("writing the output failed: {} (errno {})", one_line(std::strerror(errnum)), errnum);
 }
 
 }  // namespace dsv4::tools

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <array>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -26,6 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include "dsv4/tools/file_io.hpp"
+#include "dsv4/tools/messages.hpp"
 #include "dsv4/tools/planner_args.hpp"
 #include "dsv4/tools/planner_report.hpp"
 #include "dsv4/tools/render_json.hpp"
@@ -245,9 +247,10 @@ inline int run_planner(const std::vector<std::string>& args, std::ostream& out, 
       r.curves = capacity_curves(a, r.model);
       dsv4::tools::file_io::write_file_atomic(a.svg_path, plan_svg(r), "--svg");
     }
+    errno = 0;
     out << render(a, r) << std::flush;
     if (!out) {
-      err << "dsv4-cache-plan: error: writing the output failed\n";
+      err << "dsv4-cache-plan: error: " << dsv4::tools::write_failure(errno) << "\n";
       return 3;
     }
     return a.require_fit && !verdict_of(r).fits ? 1 : 0;
