@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "dsv4/cache/config_json.hpp"
+#include "dsv4/cache/weights.hpp"
 #include "fuzz_common.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -28,6 +29,21 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   o.cache_mtp = false;
   o.requests = 3;
   (void)dsv4::fuzz::checked_plan(c, o);
+  // The weight fields (issue 42): a count, or an overflow named as such; a rank never holds more
+  // than the checkpoint plus the replicated MTP layers.
+  if (c.arch.known) {
+    try {
+      const checkpoint_totals t = checkpoint_weight_totals(c);
+      DSV4_FUZZ_CHECK(t.bytes > 0 && t.tensors > 0 && t.mtp_bytes <= t.bytes);
+      engine_parallel p;
+      p.tp = 8;
+      p.pp = c.num_hidden_layers >= 2 ? 2 : 1;
+      p.mtp_loaded = true;
+      const std::int64_t rank = max_rank_weight_bytes(c, weight_sharding_for(weight_engine::vllm, p));
+      DSV4_FUZZ_CHECK(rank > 0 && rank <= t.bytes);
+    } catch (const std::invalid_argument&) {  // a size past 64 bits: the documented error
+    }
+  }
   dsv4::fuzz::check_max_requests(c, o, std::uint64_t{80} << 30);
   dsv4::fuzz::check_max_context(c, o, std::uint64_t{80} << 30);
   return 0;

@@ -66,6 +66,13 @@ def layer_types(c):
 variant("layer_types", layer_types)
 variant("text_config", lambda c: c.update(text_config={k: c.pop(k) for k in core[1:] if k in c}))
 variant("pro_layer_types", layer_types, pro)
+# Issue 42: the weight fields (FP8 experts, a huge vocabulary, a missing field) and the refusals.
+variant("fp8_experts", lambda c: c.update(expert_dtype="fp8"))
+variant("huge_vocab", lambda c: c.update(vocab_size=2**31 - 1, hidden_size=2**31 - 1))
+variant("weights_partial", lambda c: c.pop("o_groups"))
+variant("kv_heads_2", lambda c: c.update(num_key_value_heads=2))
+write("config_json_fuzz", "duplicate_key.json",
+      json.dumps(flash, separators=(",", ":"))[:-1] + ',"sliding_window":256}')
 
 # V4.1: the released config (text_config nested), flat, and one variant per validator.
 v41 = json.loads((root / "tests/data/deepseek-v4.1-flash.config.json").read_text())

@@ -524,7 +524,8 @@ constexpr std::int64_t rank_tensor_bytes(const weight_tensor& w, const weight_sh
 /// final norm and head on the last stage, hc_head everywhere (vLLM declares it on every stage),
 /// and the MTP layers on the last stage when `s.mtp_loaded`. Errors as `for_each_weight`.
 constexpr std::int64_t rank_weight_bytes(const model_config& c, const weight_sharding& s, int stage = 0) {
-  const auto [first, last] = pp_layer_range(c.num_hidden_layers, s.pp, stage);
+  const std::array<int, 2> range = pp_layer_range(c.num_hidden_layers, s.pp, stage);
+  const int first = range[0], last = range[1];  // not a structured binding: lambdas capture them
   const bool is_first = stage == 0, is_last = stage == s.pp - 1;
   std::int64_t total = 0;
   for_each_weight(c, [&](const weight_tensor& w) {
