@@ -68,7 +68,11 @@ constexpr double sglang_default_mem_fraction_static(double gpu_mem_mib, int tp, 
   if (gib > 60 && reserved < 10240.0) reserved = 10240.0;
   require(reserved < gpu_mem_mib, "the GPU is smaller than SGLang's static reserve");
   const double f = (gpu_mem_mib - reserved) / gpu_mem_mib;
-  return static_cast<double>(static_cast<std::int64_t>(f * 1000.0 + 0.5)) / 1000.0;  // round(f, 3), f > 0
+  // round(f, 3) as Python rounds a positive value; std::round is not constexpr before C++23
+  const double scaled = f * 1000.0;
+  auto whole = static_cast<std::int64_t>(scaled);
+  if (scaled - static_cast<double>(whole) >= 0.5) ++whole;
+  return static_cast<double>(whole) / 1000.0;
 }
 
 /// An estimate of what an engine's runtime holds on one GPU besides the weights and the KV cache.
@@ -102,14 +106,15 @@ constexpr runtime_reserve estimate_runtime_reserve(const model_config& c, std::i
   require(max_seqs >= 1, "max sequences must be >= 1", {"max_seqs", max_seqs});
   const model_arch& a = c.arch;
   const int index_topk = a.index_topk;
-  const std::int64_t t = max_batched_tokens, stream = checked_mul(std::int64_t{a.hc_mult}, std::int64_t{a.hidden_size});
+  const std::int64_t t = max_batched_tokens;
+  const std::int64_t stream = checked_mul(std::int64_t{a.hc_mult}, std::int64_t{a.hidden_size});
   runtime_reserve r;
   r.persistent_buffers = checked_add(checked_mul(checked_mul(t, std::int64_t{index_topk}), std::int64_t{4}),
                                      checked_mul(checked_mul(t, stream), std::int64_t{2}));
   r.activation_peak = checked_add(
-      checked_mul(checked_mul(t, stream), std::int64_t{2 * 4}),
+      checked_mul(checked_mul(t, stream), std::int64_t{8}),
       checked_mul(checked_mul(checked_mul(t, std::int64_t{a.num_experts_per_tok}), std::int64_t{a.hidden_size}),
-                  std::int64_t{2 * 2}));
+                  std::int64_t{4}));
   r.logits = checked_mul(checked_mul(max_seqs, std::int64_t{a.vocab_size}), std::int64_t{4});
   r.non_torch = kNonTorchAllowanceBytes;
   return r;

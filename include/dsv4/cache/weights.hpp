@@ -178,7 +178,9 @@ constexpr void compressor(const model_arch& a, bool indexer, int layer, int rati
 template <class F>
 constexpr void block(const model_config& c, int layer, int ratio, bool hash_router, F& f) {
   const model_arch& a = c.arch;
-  const std::int64_t h = a.hidden_size, heads = a.num_attention_heads, hd = c.head_dim;
+  const std::int64_t h = a.hidden_size;
+  const std::int64_t heads = a.num_attention_heads;
+  const std::int64_t hd = c.head_dim;
   f(weight_tensor{
       "layers.{L}.attn_norm.weight", layer, 1, {h, 1}, 1, weight_dtype::bf16, false, weight_part::attn_replicated});
   f(weight_tensor{"layers.{L}.attn.q_norm.weight",
@@ -220,7 +222,8 @@ constexpr void block(const model_config& c, int layer, int ratio, bool hash_rout
     compressor(a, true, layer, ratio, c.index_head_dim, f);
   }
   // Hyper-connections: fn [(2 + m) m, m H], base [(2 + m) m], scale [3], F32 (DeepseekV4DecoderLayer).
-  const std::int64_t m = a.hc_mult, mix = (2 + m) * m;
+  const std::int64_t m = a.hc_mult;
+  const std::int64_t mix = (2 + m) * m;
   for (const bool attn : {true, false}) {
     f(weight_tensor{attn ? "layers.{L}.hc_attn_fn" : "layers.{L}.hc_ffn_fn",
                     layer,
@@ -284,7 +287,8 @@ constexpr void block(const model_config& c, int layer, int ratio, bool hash_rout
     fp8_linear(a, "layers.{L}.ffn.shared_experts.w3.weight", "layers.{L}.ffn.shared_experts.w3.scale", layer, si, h,
                weight_part::shared_expert_col, f);
   }
-  const std::int64_t e = a.n_routed_experts, in = a.moe_intermediate_size;
+  const std::int64_t e = a.n_routed_experts;
+  const std::int64_t in = a.moe_intermediate_size;
   constexpr std::array<std::string_view, 3> weights{"layers.{L}.ffn.experts.{E}.w1.weight",
                                                     "layers.{L}.ffn.experts.{E}.w2.weight",
                                                     "layers.{L}.ffn.experts.{E}.w3.weight"};
@@ -293,7 +297,8 @@ constexpr void block(const model_config& c, int layer, int ratio, bool hash_rout
                                                    "layers.{L}.ffn.experts.{E}.w3.scale"};
   for (std::size_t w = 0; w < 3; ++w) {
     const bool down = w == 1;  // w2 [H, I]; w1, w3 [I, H]
-    const std::int64_t rows = down ? h : in, cols = down ? in : h;
+    const std::int64_t rows = down ? h : in;
+    const std::int64_t cols = down ? in : h;
     const weight_part part = down ? weight_part::routed_expert_row : weight_part::routed_expert_col;
     if (a.experts == expert_storage::fp4) {  // MXFP4: [rows, cols / 2] I8 + [rows, cols / 32] UE8M0
       f(weight_tensor{weights[w], layer, e, {rows, cols / 2}, 2, weight_dtype::i8_fp4, false, part});
@@ -525,8 +530,10 @@ constexpr std::int64_t rank_tensor_bytes(const weight_tensor& w, const weight_sh
 /// and the MTP layers on the last stage when `s.mtp_loaded`. Errors as `for_each_weight`.
 constexpr std::int64_t rank_weight_bytes(const model_config& c, const weight_sharding& s, int stage = 0) {
   const std::array<int, 2> range = pp_layer_range(c.num_hidden_layers, s.pp, stage);
-  const int first = range[0], last = range[1];  // not a structured binding: lambdas capture them
-  const bool is_first = stage == 0, is_last = stage == s.pp - 1;
+  const int first = range[0];  // not a structured binding: the lambda below captures them
+  const int last = range[1];
+  const bool is_first = stage == 0;
+  const bool is_last = stage == s.pp - 1;
   std::int64_t total = 0;
   for_each_weight(c, [&](const weight_tensor& w) {
     bool here = false;
