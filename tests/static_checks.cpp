@@ -2,6 +2,7 @@
 // This translation unit is built as part of the test tree; if any check fails, the build does.
 // Expected values come from docs/facts.md (sections 2-3) and hand sums in the comments.
 #include "dsv4/cache.hpp"
+#include "dsv4/cache/weights.hpp"
 
 namespace {
 using namespace dsv4::cache;
@@ -109,4 +110,8 @@ static_assert(kFlashTokenspeed.pools.structure == pool_structure::parent_arena);
 static_assert(kFlashTokenspeed.pools.bytes_per_block == 2'403'072 + 39'168);
 static_assert(kFlashTokenspeed.planned_blocks == 131 + 1'026 + 257 + 521 + 4'096 + 128 + 1);
 static_assert(kFlashTokenspeed.total_bytes == 6'160ULL * 2'442'240);
+// ---- the checkpoint's weights (weights.hpp), at compile time: the published index totals ----
+static_assert(checkpoint_weight_bytes(deepseek_v4_flash) == 159'609'485'896);
+static_assert(checkpoint_weight_totals(deepseek_v4_pro).bytes == 864'704'792'696);
+static_assert(checkpoint_weight_totals(deepseek_v4_pro).tensors == 145'116);
 }  // namespace

@@ -3,9 +3,10 @@
 // Every tensor of the published checkpoint (its safetensors names, shapes and dtypes), counted from
 // `model_config::arch`. Checked: DeepSeek-V4-Flash counts 69,187 tensors and 159,609,485,896 B
 // and DeepSeek-V4-Pro 145,116 tensors and 864,704,792,696 B, the `metadata.total_size` of their
-// HF model.safetensors.index.json to the byte (tests/weights_test.cpp; the totals as pinned in
-// fxp19950422/rtp-llm rtp_llm/model_loader/test/ @ 0cc3ab0b, the names from its
-// dsv4_checkpoint_inventory.py). Shapes and dtypes: vllm-project/vllm
+// HF model.safetensors.index.json to the byte (tests/weights_test.cpp; the V4-Flash total and
+// tensor names as pinned in fxp19950422/rtp-llm rtp_llm/model_loader/test/ @ 0cc3ab0b
+// (dsv4_checkpoint_inventory.py), the V4-Pro total and count as pinned in public artifact
+// checks found by search). Shapes and dtypes: vllm-project/vllm
 // vllm/model_executor/models/deepseek_v4.py @ 023da1fc (decoder layer, MoE, head) and
 // vllm/model_executor/layers/deepseek_compressor.py @ 0de10a27 (compressor `ape`, wkv/wgate).
 //
