@@ -11,3 +11,12 @@ if(benchmark_FOUND)
 else()
   message(STATUS "dsv4-cache: Google Benchmark not found (Debian: libbenchmark-dev); dsv4-cache-bench is skipped")
 endif()
+
+# dsv4-cache-planner-bench: the wall time of the planner's answers with a budget (the engine
+# replays, issue 41) over a fixed grid, and the writer of tests/data/replay_expectations.tsv.
+# A plain timing program (no Google Benchmark needed), built by default, never run by ctest.
+find_package(fmt REQUIRED)
+add_executable(dsv4-cache-planner-bench ${CMAKE_CURRENT_SOURCE_DIR}/bench/planner_bench.cpp)
+target_link_libraries(dsv4-cache-planner-bench PRIVATE dsv4_cache_tools)
+target_include_directories(dsv4-cache-planner-bench PRIVATE ${PROJECT_SOURCE_DIR}/tests)
+dsv4_cache_warnings(dsv4-cache-planner-bench)
