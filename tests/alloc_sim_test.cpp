@@ -6,10 +6,16 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
+#include <fstream>
 #include <set>
+#include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "dsv4/cache/memory_plan.hpp"
+#include "replay_grid.hpp"
 #include "test_util.hpp"
 
 namespace dsv4::cache {
@@ -213,6 +219,153 @@ TEST(AllocSim, CandidatePrompts) {
   for (const std::int64_t v : {1, 8, 63, 64, 65, 255, 256, 257, 8191, 8192, 8193, 131'071, 131'070})
     EXPECT_TRUE(std::binary_search(p.begin(), p.end(), v)) << v;
   EXPECT_LT(p.size(), 100U);
+}
+
+}  // namespace
+}  // namespace dsv4::cache
+
+namespace dsv4::cache {
+namespace {
+
+// The fast replay (memoized page-boundary crossings, fast-forward, released-prefix flags) against
+// the exact step-by-step replay (`fast_forward = false`, what --simulate's reference is) on the
+// engines' own pool structures: seeded random workloads, every peak equal.
+TEST(AllocSimFast, RandomWorkloadsHaveTheReferencePeaks) {
+  std::uint64_t x = 0x5eed41ULL;
+  const auto pick = [&](std::int64_t lo, std::int64_t hi) {  // uniform in [lo, hi]
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    return lo + static_cast<std::int64_t>((x >> 33) % static_cast<std::uint64_t>(hi - lo + 1));
+  };
+  const std::array<const model_config*, 3> models = {&deepseek_v4_flash, &deepseek_v4_pro, &deepseek_v4_1_flash};
+  const std::array<allocation_policy, 3> presets = {vllm_policy, tokenspeed_policy, tokenspeed_default_policy};
+  std::int64_t skipped = 0;
+  int compared = 0;
+  int refused = 0;
+  for (int k = 0; k < 400; ++k) {
+    const model_config& m = *models[static_cast<std::size_t>(pick(0, 2))];
+    plan_options o;
+    o.policy = presets[static_cast<std::size_t>(pick(0, 2))];
+    o.policy.overlap = pick(0, 1) == 1;
+    o.pools = pick(0, 3) == 0 ? pools_choice::own : pools_choice::engine;
+    o.tokens_per_step = pick(1, 4);
+    o.context_tokens = pick(0, 3) == 0 ? pick(2, 300) : pick(300, 6000);
+    o.context_tokens = std::max(o.context_tokens, o.tokens_per_step);
+    o.prefill_chunk_tokens = std::max(o.tokens_per_step, pick(0, 1) == 0 ? pick(1, 600) : pick(600, 9000));
+    o.max_running_requests = 160;
+    const memory_plan plan = build_memory_plan(m, o);
+    const policy_variants vs = concrete_variants(o.policy);
+    allocation_policy v = vs.items[static_cast<std::size_t>(pick(0, vs.count - 1))];
+    v.overlap = o.policy.overlap;
+    const std::int64_t n = pick(1, 48);
+    sim_workload w{.requests = n,
+                   .context_tokens = o.context_tokens,
+                   .tokens_per_step = o.tokens_per_step,
+                   .step_budget_tokens = o.prefill_chunk_tokens,
+                   .prompt_tokens = pick(1, o.context_tokens - 1),
+                   .accepted_tokens = pick(1, o.tokens_per_step),
+                   .arrivals = static_cast<arrival_pattern>(pick(0, 2)),
+                   .arrival_gap_steps = pick(1, 7),
+                   .completions = 0,
+                   .max_running = pick(0, 2) == 0 ? pick(1, n) : 0};
+    const std::string what =
+        fmt::format("case {}: {} {} overlap={} pools={} N={} L={} s={} B={} P={} a={} arr={} cap={}", k, m.name.view(),
+                    to_string(v.engine), v.overlap, static_cast<int>(o.pools), n, w.context_tokens, w.tokens_per_step,
+                    w.step_budget_tokens, w.prompt_tokens, w.accepted_tokens, to_string(w.arrivals), w.max_running);
+    sim_result exact;
+    try {
+      exact = simulate(plan.pools, v, w, {.fast_forward = false});
+    } catch (const std::invalid_argument&) {
+      ++refused;  // a workload the reference refuses (no progress): not a case
+      continue;
+    }
+    const sim_result fast = simulate(plan.pools, v, w);
+    ++compared;
+    ASSERT_EQ(fast.peak_pages, exact.peak_pages) << what;
+    ASSERT_EQ(fast.peak_bytes, exact.peak_bytes) << what;
+    ASSERT_EQ(fast.peak_blocks, exact.peak_blocks) << what;
+    ASSERT_EQ(fast.peak_admission_blocks, exact.peak_admission_blocks) << what;
+    ASSERT_EQ(fast.steps, exact.steps) << what;
+    ASSERT_EQ(fast.finished, exact.finished) << what;
+    ASSERT_FALSE(fast.exceeded);
+    skipped += fast.steps - fast.replayed_steps;
+  }
+  EXPECT_GE(compared, 300) << refused << " refused";
+  EXPECT_GT(skipped, 0);
+}
+
+// A probe past the capacity stops at its first failing workload, with the same verdict.
+TEST(AllocSimFast, StopAboveCapacityKeepsTheVerdict) {
+  plan_options o;
+  o.context_tokens = 4096;
+  o.requests = 8;
+  const memory_plan plan = build_memory_plan(deepseek_v4_flash, o);
+  const sim_result all = simulate_worst_case(plan.pools, o.policy, 8, 4096, 1, 8192);
+  const std::int64_t need = std::max(all.peak_blocks, all.peak_admission_blocks);
+  for (const std::int64_t usable : {need - 1, need, need + 1}) {
+    sim_search stop;
+    stop.sim.stop_above_blocks = usable;
+    const sim_result r = simulate_worst_case(plan.pools, o.policy, 8, 4096, 1, 8192, stop);
+    EXPECT_EQ(r.exceeded, need > usable) << usable;
+    if (need > usable) {
+      EXPECT_LT(r.simulations, all.simulations);
+    }
+    EXPECT_EQ(simulated_fit(plan.pools, o.policy, 8, 4096, 1, 8192, {usable, 0}), need <= usable);
+  }
+}
+
+}  // namespace
+}  // namespace dsv4::cache
+
+namespace dsv4::cache {
+namespace {
+
+// The planner's replay answers against the table the code before the fast replays wrote
+// (tests/data/replay_expectations.tsv, tests/replay_grid.hpp; regenerate only on purpose with
+// dsv4-cache-planner-bench --write-expectations). Exact answers must stay exact and equal; an
+// answer the old code gave as a lower bound (its work limit) may only grow or become exact.
+TEST(ReplayExpectations, EveryRowOfTheCheckedInTable) {
+  std::ifstream in(std::string(DSV4_TEST_DATA_DIR) + "/replay_expectations.tsv");
+  ASSERT_TRUE(in) << "tests/data/replay_expectations.tsv";
+  std::string line;
+  int rows = 0;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#' || line.rfind("preset\t", 0) == 0) continue;
+    testing::replay_case c;
+    testing::replay_answers want;
+    testing::parse_replay_row(line, c, want);
+    const testing::replay_answers got = testing::replay_answer(c);
+    const std::string row = testing::replay_inputs_tsv(c);
+    ++rows;
+    EXPECT_EQ(got.simulated, want.simulated) << row;
+    if (want.lower_bound != 0) {
+      EXPECT_GE(got.max_requests, want.max_requests) << row;
+    } else {
+      EXPECT_EQ(got.max_requests, want.max_requests) << row;
+      EXPECT_EQ(got.lower_bound, 0) << row;
+      EXPECT_EQ(got.requests_by_plan, want.requests_by_plan) << row;
+    }
+    if (want.context_lower_bound != 0) {
+      EXPECT_GE(got.max_context, want.max_context) << row;
+    } else {
+      EXPECT_EQ(got.max_context, want.max_context) << row;
+      EXPECT_EQ(got.context_lower_bound, 0) << row;
+    }
+    if (want.lower_bound == 0) {  // SGLang's figures at max_requests, and its ratio search
+      EXPECT_EQ(got.peak_swa_tokens, want.peak_swa_tokens) << row;
+      EXPECT_EQ(got.better_ratio, want.better_ratio) << row;
+      EXPECT_EQ(got.better_ratio_requests, want.better_ratio_requests) << row;
+    }
+    if (want.sim_run == 1) {  // the worst case at N, complete before: the same peaks
+      EXPECT_EQ(got.sim_run, 1) << row;
+      EXPECT_EQ(got.peak_blocks, want.peak_blocks) << row;
+      EXPECT_EQ(got.peak_admission_blocks, want.peak_admission_blocks) << row;
+      EXPECT_EQ(got.peak_bytes, want.peak_bytes) << row;
+      EXPECT_EQ(got.peak_pages, want.peak_pages) << row;
+    } else {
+      EXPECT_EQ(got.sim_run != 0, want.sim_run != 0) << row;
+    }
+  }
+  EXPECT_GE(rows, 200);
 }
 
 }  // namespace

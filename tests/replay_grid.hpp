@@ -25,13 +25,13 @@ namespace dsv4::cache::testing {
 
 /// One planner question, every input explicit.
 struct replay_case {
-  std::string preset;       ///< v4-flash, v4-pro, v4.1-flash.
-  std::string engine;       ///< vllm, tokenspeed, tokenspeed-default, sglang.
-  bool overlap = false;     ///< vLLM async scheduling (the policy's overlap); the others as their policy says.
+  std::string preset;    ///< v4-flash, v4-pro, v4.1-flash.
+  std::string engine;    ///< vllm, tokenspeed, tokenspeed-default, sglang.
+  bool overlap = false;  ///< vLLM async scheduling (the policy's overlap); the others as their policy says.
   std::int64_t context = 0;
   std::int64_t requests = 1;
   std::uint64_t budget_bytes = 0;
-  std::string indexer = "fp8";  ///< fp8 / mxfp4 (V4); V4.1 takes its family's formats.
+  std::string indexer = "fp8";   ///< fp8 / mxfp4 (V4); V4.1 takes its family's formats.
   std::int64_t max_running = 0;  ///< The engine's running cap (vLLM max_num_seqs, tokenspeed, SGLang).
   std::int64_t tokens_per_step = 1;
   std::int64_t prefill_chunk = 8192;
@@ -133,8 +133,8 @@ inline replay_answers replay_answer(const replay_case& c) {
     const double work =
         sim_work_estimate(plan.pools, o.policy, n, L, o.tokens_per_step, o.prefill_chunk_tokens, search);
     if (work <= cli::kSimulateMaxWork) {
-      const sim_result s = simulate_worst_case(plan.pools, o.policy, n, L, o.tokens_per_step, o.prefill_chunk_tokens,
-                                               search);
+      const sim_result s =
+          simulate_worst_case(plan.pools, o.policy, n, L, o.tokens_per_step, o.prefill_chunk_tokens, search);
       a.sim_run = s.incomplete ? 2 : 1;
       a.peak_blocks = s.peak_blocks;
       a.peak_admission_blocks = s.peak_admission_blocks;
@@ -219,11 +219,11 @@ inline std::vector<replay_case> replay_grid() {
     c.indexer = c.preset != "v4.1-flash" && pick(3) == 0 ? "mxfp4" : "fp8";
     const bool tokenspeed = c.engine.rfind("tokenspeed", 0) == 0;
     c.tokens_per_step = c.engine == "sglang" ? 1 : (pick(4) == 0 ? 2 : 1);
-    const std::vector<std::int64_t> caps =
-        c.engine == "vllm"     ? std::vector<std::int64_t>{1024, 1024, 256, 64}
-        : c.engine == "sglang" ? std::vector<std::int64_t>{256, 256, 64, 1024}
-        : tokenspeed           ? std::vector<std::int64_t>{c.tokens_per_step > 1 ? 80 : 160, 256, 64}
-                               : std::vector<std::int64_t>{0};
+    const std::vector<std::int64_t> caps = c.engine == "vllm"     ? std::vector<std::int64_t>{1024, 1024, 256, 64}
+                                           : c.engine == "sglang" ? std::vector<std::int64_t>{256, 256, 64, 1024}
+                                           : tokenspeed
+                                               ? std::vector<std::int64_t>{c.tokens_per_step > 1 ? 80 : 160, 256, 64}
+                                               : std::vector<std::int64_t>{0};
     c.max_running = caps[pick(caps.size())];
     c.prefill_chunk = pick(4) == 0 ? 2048 : 8192;
     c.cache_mtp = pick(3) != 0;

@@ -104,6 +104,9 @@ struct sim_result {
   std::int64_t simulations = 0;     ///< Workloads simulated (1 for `simulate`).
   std::int64_t visits = 0;          ///< Request visits made (scheduled requests over replayed steps).
   bool incomplete = false;          ///< Stopped at `sim_options::max_visits`: the peaks are of a part only.
+  /// Stopped because a peak passed `sim_options::stop_above` (the peaks are of a part only, and
+  /// already above it): the workload does not fit that capacity.
+  bool exceeded = false;
 };
 
 /// Simulator switches.
@@ -112,6 +115,14 @@ struct sim_options {
   /// Stop once this many request visits (a scheduled request in a replayed step) have been made,
   /// marking the result `incomplete`; 0 = no bound. About 3 x 10^7 visits a second here.
   std::int64_t max_visits = 0;
+  /// Stop once the peaks pass this capacity (marking the result `exceeded`): a shared pool's
+  /// peak blocks or admission blocks above `stop_above_blocks`, or the peak bytes above
+  /// `stop_above_bytes` (0: no bound). The fit searches use it: a probe that fails stops there.
+  std::int64_t stop_above_blocks = 0;
+  std::uint64_t stop_above_bytes = 0;
+  /// A parent arena: stop once sum over engine groups of ceil(peak pages / pages_per_block)
+  /// (`sim_peak_parents`) passes this (0: no bound).
+  std::int64_t stop_above_parents = 0;
 };
 
 namespace detail {
@@ -142,6 +153,13 @@ struct sim_request {
   req_phase phase = req_phase::waiting;
   std::int64_t computed = 0;      ///< c
   std::int64_t zombie_steps = 0;  ///< Overlap: steps a finished request still holds its pages.
+  /// Fast path (`sim_options::fast_forward`): a decode of `quiet_tokens` tokens and
+  /// `quiet_lookahead` lookahead at computed tokens below `quiet_until` changes none of its
+  /// tables (its next page-boundary crossing, memoized at its last allocation); -1: unknown.
+  std::int64_t quiet_until = -1;
+  std::int64_t quiet_tokens = 0;
+  std::int64_t quiet_lookahead = 0;
+  bool lagging = false;  ///< Overlap: a freed prefix not yet released to the pool (held_from < freed).
   std::array<sim_table, kMaxGroups> tables{};
 };
 
@@ -220,7 +238,9 @@ class simulator {
       sg.layer_page_bytes = checked_add(sg.layer_page_bytes, shared_ ? static_cast<std::uint64_t>(pools.bytes_per_block)
                                                                      : static_cast<std::uint64_t>(eg.bytes()));
       result_.table_of_group[static_cast<std::size_t>(e)] = t;
+      pages_per_block_[static_cast<std::size_t>(e)] = std::max<std::int64_t>(eg.pages_per_block, 1);
     }
+    num_engine_groups_ = pools.num_groups;
     // The null block of a shared pool, or one null page in every layer of every pool.
     null_bytes_ = static_cast<std::uint64_t>(pools.bytes_per_block);
     if (!shared_) {
@@ -252,6 +272,10 @@ class simulator {
       result_.visits += static_cast<std::int64_t>(cur.size()) + 1;
       if (o_.max_visits > 0 && result_.visits > o_.max_visits) {
         result_.incomplete = true;
+        break;
+      }
+      if (above_stop()) {
+        result_.exceeded = true;
         break;
       }
       if (o_.fast_forward && !event && !cur.empty() && zombies_ == 0 && cur == prev) {
@@ -338,6 +362,8 @@ class simulator {
     for (const sim_sched& sc : last_step) {
       sim_request& r = reqs_[sc.index];
       if (r.phase == req_phase::done) continue;
+      if (o_.fast_forward && !r.lagging) continue;  // nothing freed last step: held_from == freed already
+      r.lagging = false;
       for (int g = 0; g < result_.num_groups; ++g) {
         sim_table& t = r.tables[static_cast<std::size_t>(g)];
         sim_table next = t;
@@ -442,6 +468,56 @@ class simulator {
   /// The allocation of one scheduled request: expiry in every table, then every table's extent
   /// (vLLM frees a request's expired blocks in all groups before it counts the new ones).
   void allocate(sim_request& r, const sim_sched& sc) {
+    if (o_.fast_forward && sc.decode && r.computed < r.quiet_until && sc.tokens == r.quiet_tokens &&
+        sc.lookahead == r.quiet_lookahead) {
+      note_blocks();  // the allocation changes no table: the same blocks as after the last change
+      return;
+    }
+    allocate_tables(r, sc);
+    if (o_.fast_forward && sc.decode) quiet_from(r, sc);
+  }
+
+  /// The decodes of `sc`'s kind at computed tokens in [r.computed, r.quiet_until) change none of
+  /// r's tables: per table the first computed count whose extent needs one more page, and per
+  /// sliding table the first whose window frees one more page (both monotone in it).
+  void quiet_from(sim_request& r, const sim_sched& sc) {
+    constexpr std::int64_t kNever = std::numeric_limits<std::int64_t>::max();
+    std::int64_t until = kNever;
+    const std::int64_t reach = sc.tokens + sc.lookahead;  // extent - computed (a decode: no last-chunk reserve)
+    const std::int64_t shift = expiry_position(0, sc);    // expiry position - computed (<= 0)
+    for (int g = 0; g < result_.num_groups; ++g) {
+      const sim_group& sg = groups_[static_cast<std::size_t>(g)];
+      const sim_table& t = r.tables[static_cast<std::size_t>(g)];
+      if (!sg.ring) {
+        const std::int64_t covered = t.length * sg.page_tokens;  // tokens the table covers
+        if (!(p_.extent_capped && w_.context_tokens <= covered)) until = std::min(until, covered - reach + 1);
+      } else if (t.length == 0) {
+        until = std::min(until, r.computed);
+      }
+      if (sg.sliding) until = std::min(until, (t.freed + 1) * sg.page_tokens + sg.window - 1 - shift);
+    }
+    r.quiet_until = until;
+    r.quiet_tokens = sc.tokens;
+    r.quiet_lookahead = sc.lookahead;
+  }
+
+  /// Whether the peaks passed `sim_options::stop_above_*`.
+  [[nodiscard]] bool above_stop() const {
+    if (o_.stop_above_blocks > 0 && std::max(result_.peak_blocks, result_.peak_admission_blocks) > o_.stop_above_blocks)
+      return true;
+    if (o_.stop_above_parents > 0) {
+      std::int64_t parents = 0;
+      for (int e = 0; e < num_engine_groups_; ++e) {
+        const auto ei = static_cast<std::size_t>(e);
+        const std::int64_t pages = result_.peak_pages[static_cast<std::size_t>(result_.table_of_group[ei])];
+        parents += pages / pages_per_block_[ei] + (pages % pages_per_block_[ei] != 0 ? 1 : 0);
+      }
+      if (parents > o_.stop_above_parents) return true;
+    }
+    return o_.stop_above_bytes > 0 && result_.peak_bytes > o_.stop_above_bytes;
+  }
+
+  void allocate_tables(sim_request& r, const sim_sched& sc) {
     const std::int64_t expiry_at = expiry_position(r.computed, sc);
     const std::int64_t e = extent(r.computed, sc);
     for (int g = 0; g < result_.num_groups; ++g) {
@@ -451,6 +527,7 @@ class simulator {
       sim_table next = t;
       next.freed = std::max(t.freed, expired_pages(sg, expiry_at));
       if (!p_.overlap) next.held_from = next.freed;
+      if (next.freed != next.held_from) r.lagging = true;
       update(g, t, next);
     }
     for (int g = 0; g < result_.num_groups; ++g) {
@@ -579,6 +656,8 @@ class simulator {
   std::uint64_t null_bytes_ = 0;  ///< The null block, or every pool's null page.
   std::int64_t live_blocks_ = 0;  ///< Shared pool: blocks in use (sum over tables of live pages x multiplicity).
   std::array<table_rule, kMaxGroups> rules_{};
+  std::array<std::int64_t, kMaxEngineGroups> pages_per_block_{};  ///< Per engine group (parent arena: K).
+  int num_engine_groups_ = 0;
   std::array<sim_group, kMaxGroups> groups_{};
   std::int64_t page_token_lcm_ = 1;
   std::int64_t total_arrivals_ = 0;
@@ -713,23 +792,29 @@ void for_each_workload(const engine_pools& pools, const allocation_policy& p, st
 }
 }  // namespace detail
 
-/// The worst case of `simulate` over every concrete variant of the preset `p`, every prompt
-/// of `candidate_prompts`, drafts all rejected or all accepted (a = 1 and a = s), and the
-/// arrival patterns of `search` (one for N = 1), for N requests of L tokens, s tokens per step and a step
-/// budget of B tokens: per table the largest peak pages, and the largest peak bytes, blocks and
-/// admission blocks (each of one workload: they need not fall on one step or one workload).
-/// `steps`, `replayed_steps` and `visits` are summed over the simulations, counted in
-/// `simulations`; `search.sim.max_visits` bounds the visits of all of them together (then
-/// `incomplete`). Throws as `simulate`.
-inline sim_result simulate_worst_case(const engine_pools& pools, const allocation_policy& p, std::int64_t N,
-                                      std::int64_t L, std::int64_t s, std::int64_t B, const sim_search& search = {}) {
+namespace detail {
+/// `simulate_worst_case`, the workload numbered `*try_first` (in `for_each_workload`'s order)
+/// first when given; with `search.sim.stop_above_*` it stops at the first workload past them
+/// (`exceeded`) and sets `*try_first` to it, for the next probe of a search to try first.
+inline sim_result worst_case(const engine_pools& pools, const allocation_policy& p, std::int64_t N, std::int64_t L,
+                             std::int64_t s, std::int64_t B, const sim_search& search, std::int64_t* try_first) {
+  std::vector<std::pair<allocation_policy, sim_workload>> all;
+  for_each_workload(pools, p, N, L, s, B, search,
+                    [&](const allocation_policy& v, const sim_workload& w) { all.emplace_back(v, w); });
+  std::vector<std::size_t> order(all.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  if (try_first != nullptr && *try_first > 0 && static_cast<std::size_t>(*try_first) < all.size())
+    std::rotate(order.begin(), order.begin() + *try_first, order.begin() + *try_first + 1);
   sim_result worst;
   bool first = true;
-  detail::for_each_workload(pools, p, N, L, s, B, search, [&](const allocation_policy& v, const sim_workload& w) {
-    if (worst.incomplete) return;  // the visits bound (search.sim.max_visits) covers every workload together
+  for (const std::size_t k : order) {
+    if (worst.incomplete || worst.exceeded) break;  // the visits bound covers every workload together
+    const auto& [v, w] = all[k];
     sim_options o = search.sim;
     if (o.max_visits > 0) o.max_visits -= worst.visits;
     const sim_result r = simulate(pools, v, w, o);
+    if (r.exceeded && try_first != nullptr) *try_first = static_cast<std::int64_t>(k);
+    worst.exceeded = r.exceeded;
     if (first) {
       worst.num_groups = r.num_groups;
       worst.table_of_group = r.table_of_group;
@@ -745,8 +830,23 @@ inline sim_result simulate_worst_case(const engine_pools& pools, const allocatio
     worst.visits += r.visits;
     worst.incomplete = r.incomplete;
     ++worst.simulations;
-  });
+  }
   return worst;
+}
+}  // namespace detail
+
+/// The worst case of `simulate` over every concrete variant of the preset `p`, every prompt
+/// of `candidate_prompts`, drafts all rejected or all accepted (a = 1 and a = s), and the
+/// arrival patterns of `search` (one for N = 1), for N requests of L tokens, s tokens per step and a step
+/// budget of B tokens: per table the largest peak pages, and the largest peak bytes, blocks and
+/// admission blocks (each of one workload: they need not fall on one step or one workload).
+/// `steps`, `replayed_steps` and `visits` are summed over the simulations, counted in
+/// `simulations`; `search.sim.max_visits` bounds the visits of all of them together (then
+/// `incomplete`); with `search.sim.stop_above_*` it stops at the first workload past them
+/// (`exceeded`). Throws as `simulate`.
+inline sim_result simulate_worst_case(const engine_pools& pools, const allocation_policy& p, std::int64_t N,
+                                      std::int64_t L, std::int64_t s, std::int64_t B, const sim_search& search = {}) {
+  return detail::worst_case(pools, p, N, L, s, B, search, nullptr);
 }
 
 /// `simulate_worst_case` on the library's own pools of `specs`.
@@ -801,16 +901,21 @@ inline std::int64_t sim_peak_parents(const engine_pools& pools, const sim_result
   return sum;
 }
 
-/// Whether the worst case of `simulate_worst_case` fits `cap`: a shared pool's peak blocks and
-/// admission blocks within `usable_blocks` (no preemption, no admission delayed), a parent
-/// arena's peak parents (`sim_peak_parents`) within `usable_blocks`, or own pools' peak bytes
-/// within `budget_bytes`; and N no more than `search.max_running` (when set). With a
-/// `budget`, the simulation stops when it is spent: then false, and `budget->exhausted`.
-inline bool simulated_fit(const engine_pools& pools, const allocation_policy& p, std::int64_t N, std::int64_t L,
-                          std::int64_t s, std::int64_t B, const sim_capacity& cap, const sim_search& search = {},
-                          sim_work_budget* budget = nullptr) {
+namespace detail {
+/// `simulated_fit`, each probe stopping at the first workload past `cap` and trying first the
+/// workload that failed the last probe (`*try_first`, shared by a search's probes).
+inline bool fit_probe(const engine_pools& pools, const allocation_policy& p, std::int64_t N, std::int64_t L,
+                      std::int64_t s, std::int64_t B, const sim_capacity& cap, const sim_search& search,
+                      sim_work_budget* budget, std::int64_t* try_first) {
   if (search.max_running > 0 && N > search.max_running) return false;
   sim_search bounded = search;
+  if (pools.structure == pool_structure::shared_block_pool) {
+    if (cap.usable_blocks > 0) bounded.sim.stop_above_blocks = cap.usable_blocks;
+  } else if (pools.structure == pool_structure::own_pools) {
+    bounded.sim.stop_above_bytes = cap.budget_bytes;
+  } else if (pools.structure == pool_structure::parent_arena && cap.usable_blocks > 0) {
+    bounded.sim.stop_above_parents = cap.usable_blocks;
+  }
   if (budget != nullptr && budget->limit > 0) {
     if (budget->spent >= budget->limit) {
       budget->exhausted = true;
@@ -818,18 +923,31 @@ inline bool simulated_fit(const engine_pools& pools, const allocation_policy& p,
     }
     bounded.sim.max_visits = budget->limit - budget->spent;
   }
-  const sim_result r = simulate_worst_case(pools, p, N, L, s, B, bounded);
-  if (budget != nullptr) {
-    budget->spent += r.visits;
-    if (r.incomplete) {
-      budget->exhausted = true;
-      return false;
-    }
+  const sim_result r = worst_case(pools, p, N, L, s, B, bounded, try_first);
+  if (budget != nullptr) budget->spent += r.visits;
+  if (r.exceeded) return false;
+  if (budget != nullptr && r.incomplete) {
+    budget->exhausted = true;
+    return false;
   }
   if (pools.structure == pool_structure::shared_block_pool)
     return std::max(r.peak_blocks, r.peak_admission_blocks) <= cap.usable_blocks;
   if (pools.structure == pool_structure::parent_arena) return sim_peak_parents(pools, r) <= cap.usable_blocks;
   return r.peak_bytes <= cap.budget_bytes;
+}
+}  // namespace detail
+
+/// Whether the worst case of `simulate_worst_case` fits `cap`: a shared pool's peak blocks and
+/// admission blocks within `usable_blocks` (no preemption, no admission delayed), a parent
+/// arena's peak parents (`sim_peak_parents`) within `usable_blocks`, or own pools' peak bytes
+/// within `budget_bytes`; and N no more than `search.max_running` (when set). With a
+/// `budget`, the simulation stops when it is spent: then false, and `budget->exhausted`. A
+/// workload past `cap` ends the probe at once (the others need not run).
+inline bool simulated_fit(const engine_pools& pools, const allocation_policy& p, std::int64_t N, std::int64_t L,
+                          std::int64_t s, std::int64_t B, const sim_capacity& cap, const sim_search& search = {},
+                          sim_work_budget* budget = nullptr) {
+  std::int64_t try_first = 0;
+  return detail::fit_probe(pools, p, N, L, s, B, cap, search, budget, &try_first);
 }
 
 /// The largest N in [1, max_requests] (the simulator's 2^20 cap, and `search.max_running` when
@@ -845,7 +963,10 @@ inline std::int64_t max_requests_simulated(const engine_pools& pools, const allo
                                            sim_work_budget* budget = nullptr) {
   if (search.max_running > 0) max_requests = std::min(max_requests, search.max_running);
   if (max_requests < 1) return 0;
-  const auto fits = [&](std::int64_t n) { return simulated_fit(pools, p, n, L, s, B, cap, search, budget); };
+  std::int64_t try_first = 0;  // the workload that failed the last probe
+  const auto fits = [&](std::int64_t n) {
+    return detail::fit_probe(pools, p, n, L, s, B, cap, search, budget, &try_first);
+  };
   std::int64_t lo = 0;  // fits (0: trivially)
   std::int64_t hi = 0;  // the largest N that may fit
   const std::int64_t start = std::clamp<std::int64_t>(hint, 1, max_requests);
@@ -875,8 +996,9 @@ std::int64_t max_context_simulated(
     const engine_pools& pools, const allocation_policy& p, std::int64_t N, std::int64_t max_context, std::int64_t s,
     std::int64_t B, const sim_capacity& cap, const sim_search& search = {},
     Starts starts = [](std::int64_t /*L*/) { return true; }, sim_work_budget* budget = nullptr) {
+  std::int64_t try_first = 0;  // the workload that failed the last probe
   const auto fits = [&](std::int64_t L) {
-    return starts(L) && simulated_fit(pools, p, N, L, s, B, cap, search, budget);
+    return starts(L) && detail::fit_probe(pools, p, N, L, s, B, cap, search, budget, &try_first);
   };
   const std::int64_t lo = std::max<std::int64_t>(2, s);
   if (lo > max_context || !fits(lo)) return 0;
