@@ -259,6 +259,11 @@ class simulator {
     std::int64_t idle = 0;  // consecutive steps that scheduled nothing
     std::vector<sim_sched> prev;
     std::vector<sim_sched> cur;
+    // While one steady schedule lasts, the steps it certainly lasts shrink by one a step: once too
+    // few for a jump, none is possible until the schedule changes.
+    bool no_room = false;
+    prev.reserve(static_cast<std::size_t>(std::min<std::int64_t>(w_.requests, 1 << 16)));
+    cur.reserve(prev.capacity());
     // Every request finishes after at most (P + L) steps alone; a generous guard against a bug.
     while (finished_ < total_arrivals_ || zombies_ > 0) {  // every arrival finishes
       arrive(step);
@@ -280,15 +285,17 @@ class simulator {
       }
       if (o_.fast_forward && !event && !cur.empty() && zombies_ == 0 && cur == prev) {
         ++steady;
-        if (steady >= 2) {
+        if (steady >= 2 && !no_room) {
           const std::int64_t jumped = fast_forward(cur, step);
           if (jumped > 0) {
             step += jumped;
             steady = 0;
           }
+          no_room = jumped < 0;
         }
       } else {
         steady = 0;
+        no_room = false;
       }
       idle = cur.empty() && zombies_ == 0 ? idle + 1 : 0;
       require(idle <= w_.arrival_gap_steps + 1, "simulation makes no progress (internal error)", {"step", step});
@@ -604,7 +611,8 @@ class simulator {
     }
   }
 
-  /// Skips a multiple of the period while the schedule stays `sched`. Returns the steps skipped.
+  /// Skips a multiple of the period while the schedule stays `sched`. Returns the steps skipped,
+  /// or -1 if the schedule lasts too few steps for a jump.
   std::int64_t fast_forward(const std::vector<sim_sched>& sched, std::int64_t step) {
     // Steps the steady schedule certainly lasts: no prompt end, no finish, no draft truncation.
     // The period in steps: each request's phase c mod lcm(R) repeats after lcm(R) / gcd(lcm(R), d)
@@ -622,7 +630,7 @@ class simulator {
       room = std::min(room, left / per_step);
     }
     const std::int64_t jump = (room - period - 2) / period * period;
-    if (jump <= 0) return 0;
+    if (jump <= 0) return -1;  // and none while this schedule lasts
     for (const sim_sched& sc : sched) {
       if (!tables_current(reqs_[sc.index], sc)) return 0;
     }
@@ -793,27 +801,17 @@ void for_each_workload(const engine_pools& pools, const allocation_policy& p, st
 }  // namespace detail
 
 namespace detail {
-/// `simulate_worst_case`, the workload numbered `*try_first` (in `for_each_workload`'s order)
-/// first when given; with `search.sim.stop_above_*` it stops at the first workload past them
-/// (`exceeded`) and sets `*try_first` to it, for the next probe of a search to try first.
+/// `simulate_worst_case`'s loop: stops at the visits bound or, with `search.sim.stop_above_*`,
+/// at the first workload past them (`exceeded`).
 inline sim_result worst_case(const engine_pools& pools, const allocation_policy& p, std::int64_t N, std::int64_t L,
-                             std::int64_t s, std::int64_t B, const sim_search& search, std::int64_t* try_first) {
-  std::vector<std::pair<allocation_policy, sim_workload>> all;
-  for_each_workload(pools, p, N, L, s, B, search,
-                    [&](const allocation_policy& v, const sim_workload& w) { all.emplace_back(v, w); });
-  std::vector<std::size_t> order(all.size());
-  std::iota(order.begin(), order.end(), std::size_t{0});
-  if (try_first != nullptr && *try_first > 0 && static_cast<std::size_t>(*try_first) < all.size())
-    std::rotate(order.begin(), order.begin() + *try_first, order.begin() + *try_first + 1);
+                             std::int64_t s, std::int64_t B, const sim_search& search) {
   sim_result worst;
   bool first = true;
-  for (const std::size_t k : order) {
-    if (worst.incomplete || worst.exceeded) break;  // the visits bound covers every workload together
-    const auto& [v, w] = all[k];
+  detail::for_each_workload(pools, p, N, L, s, B, search, [&](const allocation_policy& v, const sim_workload& w) {
+    if (worst.incomplete || worst.exceeded) return;  // the visits bound covers every workload together
     sim_options o = search.sim;
     if (o.max_visits > 0) o.max_visits -= worst.visits;
     const sim_result r = simulate(pools, v, w, o);
-    if (r.exceeded && try_first != nullptr) *try_first = static_cast<std::int64_t>(k);
     worst.exceeded = r.exceeded;
     if (first) {
       worst.num_groups = r.num_groups;
@@ -830,7 +828,7 @@ inline sim_result worst_case(const engine_pools& pools, const allocation_policy&
     worst.visits += r.visits;
     worst.incomplete = r.incomplete;
     ++worst.simulations;
-  }
+  });
   return worst;
 }
 }  // namespace detail
@@ -846,7 +844,7 @@ inline sim_result worst_case(const engine_pools& pools, const allocation_policy&
 /// (`exceeded`). Throws as `simulate`.
 inline sim_result simulate_worst_case(const engine_pools& pools, const allocation_policy& p, std::int64_t N,
                                       std::int64_t L, std::int64_t s, std::int64_t B, const sim_search& search = {}) {
-  return detail::worst_case(pools, p, N, L, s, B, search, nullptr);
+  return detail::worst_case(pools, p, N, L, s, B, search);
 }
 
 /// `simulate_worst_case` on the library's own pools of `specs`.
@@ -902,39 +900,182 @@ inline std::int64_t sim_peak_parents(const engine_pools& pools, const sim_result
 }
 
 namespace detail {
-/// `simulated_fit`, each probe stopping at the first workload past `cap` and trying first the
-/// workload that failed the last probe (`*try_first`, shared by a search's probes).
-inline bool fit_probe(const engine_pools& pools, const allocation_policy& p, std::int64_t N, std::int64_t L,
-                      std::int64_t s, std::int64_t B, const sim_capacity& cap, const sim_search& search,
-                      sim_work_budget* budget, std::int64_t* try_first) {
-  if (search.max_running > 0 && N > search.max_running) return false;
-  sim_search bounded = search;
-  if (pools.structure == pool_structure::shared_block_pool) {
-    if (cap.usable_blocks > 0) bounded.sim.stop_above_blocks = cap.usable_blocks;
-  } else if (pools.structure == pool_structure::own_pools) {
-    bounded.sim.stop_above_bytes = cap.budget_bytes;
-  } else if (pools.structure == pool_structure::parent_arena && cap.usable_blocks > 0) {
-    bounded.sim.stop_above_parents = cap.usable_blocks;
-  }
-  if (budget != nullptr && budget->limit > 0) {
-    if (budget->spent >= budget->limit) {
-      budget->exhausted = true;
-      return false;
+
+/// One workload of a worst case, named so that it can be found again at another N or L: the
+/// policy variant's ordinal, the acceptance, the arrivals and the prompt (from the start when it
+/// is at most L / 2, else from the end: L - 1 - j is the same workload at every L).
+struct workload_key {
+  int variant = 0;
+  std::int64_t accepted = 0;
+  arrival_pattern arrivals = arrival_pattern::all_at_once;
+  std::int64_t prompt = 0;  ///< P, or P - L (< 0) for a prompt past L / 2.
+  friend bool operator==(const workload_key&, const workload_key&) = default;
+};
+
+/// The probes of one fit search (`max_requests_simulated`, `max_context_simulated`): each probe
+/// replays the worst case's workloads at (N, L), the critical ones first, and stops at the first
+/// that does not fit `cap` (each simulation stops as soon as its peaks pass it). The critical
+/// workloads are those that failed an earlier probe and those that set the peaks of an earlier
+/// fitting one: a probe of them alone (`critical_only`) is a necessary condition, cheap, that
+/// brackets the search before a whole probe confirms its answer.
+class fit_prober {
+ public:
+  fit_prober(const engine_pools& pools, const allocation_policy& p, std::int64_t s, std::int64_t B,
+             const sim_capacity& cap, const sim_search& search, sim_work_budget* budget)
+      : pools_(pools), p_(p), s_(s), B_(B), cap_(cap), search_(search), budget_(budget) {
+    if (pools.structure == pool_structure::shared_block_pool) {
+      if (cap.usable_blocks > 0) search_.sim.stop_above_blocks = cap.usable_blocks;
+    } else if (pools.structure == pool_structure::own_pools) {
+      search_.sim.stop_above_bytes = cap.budget_bytes;
+    } else if (pools.structure == pool_structure::parent_arena && cap.usable_blocks > 0) {
+      search_.sim.stop_above_parents = cap.usable_blocks;
     }
-    bounded.sim.max_visits = budget->limit - budget->spent;
   }
-  const sim_result r = worst_case(pools, p, N, L, s, B, bounded, try_first);
-  if (budget != nullptr) budget->spent += r.visits;
-  if (r.exceeded) return false;
-  if (budget != nullptr && r.incomplete) {
-    budget->exhausted = true;
-    return false;
+
+  [[nodiscard]] bool has_critical() const { return !critical_.empty(); }
+
+  /// Whether N requests of L fit: every workload (`critical_only` false: `simulated_fit`'s
+  /// answer), or the critical ones only (true when there are none).
+  bool probe(std::int64_t N, std::int64_t L, bool critical_only) {
+    if (search_.max_running > 0 && N > search_.max_running) return false;
+    struct item {
+      workload_key key;
+      allocation_policy policy;
+      sim_workload w;
+    };
+    std::vector<item> all;
+    int variant = -1;
+    const allocation_policy* last = nullptr;
+    for_each_workload(pools_, p_, N, L, s_, B_, search_, [&](const allocation_policy& v, const sim_workload& w) {
+      if (&v != last) ++variant, last = &v;
+      const std::int64_t rel = 2 * w.prompt_tokens <= L ? w.prompt_tokens : w.prompt_tokens - L;
+      all.push_back({{variant, w.accepted_tokens, w.arrivals, rel}, v, w});
+    });
+    // The critical workloads first (in the order they became critical), then the others.
+    std::vector<std::size_t> order;
+    std::vector<bool> taken(all.size(), false);
+    for (const workload_key& k : critical_)
+      for (std::size_t i = 0; i < all.size(); ++i)
+        if (!taken[i] && all[i].key == k) {
+          order.push_back(i);
+          taken[i] = true;
+        }
+    if (critical_only && order.empty()) return true;
+    if (!critical_only) {  // the others, the highest peaks of the last whole probe first
+      const std::size_t first_other = order.size();
+      for (std::size_t i = 0; i < all.size(); ++i)
+        if (!taken[i]) order.push_back(i);
+      const auto score = [&](std::size_t i) {
+        for (const auto& [k, v] : scores_)
+          if (k == all[i].key) return v;
+        return std::numeric_limits<std::int64_t>::max();  // never run: first
+      };
+      std::vector<std::pair<std::int64_t, std::size_t>> by_score;
+      for (std::size_t j = first_other; j < order.size(); ++j) by_score.emplace_back(score(order[j]), order[j]);
+      std::stable_sort(by_score.begin(), by_score.end(),
+                       [](const auto& a, const auto& b) { return a.first > b.first; });
+      for (std::size_t j = first_other; j < order.size(); ++j) order[j] = by_score[j - first_other].second;
+      scores_.clear();
+    }
+    sim_result worst;  // per table the largest peak pages (a parent arena's parents are of them)
+    std::array<std::size_t, kMaxGroups + 3> setter{};  // the workload that set each peak
+    for (const std::size_t i : order) {
+      sim_options o = search_.sim;
+      if (budget_ != nullptr && budget_->limit > 0) {
+        if (budget_->spent >= budget_->limit) {
+          budget_->exhausted = true;
+          return false;
+        }
+        o.max_visits = budget_->limit - budget_->spent;
+      }
+      const sim_result r = simulate(pools_, all[i].policy, all[i].w, o);
+      if (budget_ != nullptr) budget_->spent += r.visits;
+      if (r.exceeded) {
+        note_critical(all[i].key);
+        return false;
+      }
+      if (budget_ != nullptr && r.incomplete) {
+        budget_->exhausted = true;
+        return false;
+      }
+      if (!critical_only) scores_.emplace_back(all[i].key, binding(r));
+      worst.num_groups = r.num_groups;
+      worst.table_of_group = r.table_of_group;
+      for (std::size_t g = 0; g < kMaxGroups; ++g)
+        if (r.peak_pages[g] > worst.peak_pages[g]) worst.peak_pages[g] = r.peak_pages[g], setter[g] = i;
+      if (r.peak_bytes > worst.peak_bytes) worst.peak_bytes = r.peak_bytes, setter[kMaxGroups] = i;
+      const std::int64_t blocks = std::max(r.peak_blocks, r.peak_admission_blocks);
+      if (blocks > worst.peak_blocks) worst.peak_blocks = blocks, setter[kMaxGroups + 1] = i;
+      if (!fits(worst)) {
+        note_critical(all[i].key);
+        if (pools_.structure == pool_structure::parent_arena)  // the tables' peaks together passed it
+          for (int g = 0; g < worst.num_groups; ++g) note_critical(all[setter[static_cast<std::size_t>(g)]].key);
+        return false;
+      }
+    }
+    if (!critical_only && !order.empty()) {  // the workloads that set the binding peaks
+      if (pools_.structure == pool_structure::shared_block_pool) {
+        note_critical(all[setter[kMaxGroups + 1]].key);
+      } else if (pools_.structure == pool_structure::own_pools) {
+        note_critical(all[setter[kMaxGroups]].key);
+      } else {
+        for (int g = 0; g < worst.num_groups; ++g) note_critical(all[setter[static_cast<std::size_t>(g)]].key);
+      }
+    }
+    return true;
   }
-  if (pools.structure == pool_structure::shared_block_pool)
-    return std::max(r.peak_blocks, r.peak_admission_blocks) <= cap.usable_blocks;
-  if (pools.structure == pool_structure::parent_arena) return sim_peak_parents(pools, r) <= cap.usable_blocks;
-  return r.peak_bytes <= cap.budget_bytes;
+
+ private:
+  [[nodiscard]] bool fits(const sim_result& worst) const {
+    if (pools_.structure == pool_structure::shared_block_pool) return worst.peak_blocks <= cap_.usable_blocks;
+    if (pools_.structure == pool_structure::parent_arena) return sim_peak_parents(pools_, worst) <= cap_.usable_blocks;
+    return worst.peak_bytes <= cap_.budget_bytes;
+  }
+  /// The measure `cap` bounds, of one workload.
+  [[nodiscard]] std::int64_t binding(const sim_result& r) const {
+    if (pools_.structure == pool_structure::shared_block_pool) return std::max(r.peak_blocks, r.peak_admission_blocks);
+    if (pools_.structure == pool_structure::parent_arena) return sim_peak_parents(pools_, r);
+    constexpr auto kTop = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max() - 1);
+    return static_cast<std::int64_t>(std::min(r.peak_bytes, kTop));
+  }
+  void note_critical(const workload_key& k) {
+    if (std::find(critical_.begin(), critical_.end(), k) == critical_.end()) critical_.push_back(k);
+  }
+
+  const engine_pools& pools_;
+  allocation_policy p_;
+  std::int64_t s_;
+  std::int64_t B_;
+  sim_capacity cap_;
+  sim_search search_;
+  sim_work_budget* budget_;
+  std::vector<workload_key> critical_;
+  std::vector<std::pair<workload_key, std::int64_t>> scores_;  ///< The last whole probe's workloads and peaks.
+};
+
+/// The largest x in [lo + 1, hi] for which `full(x)` holds, lo if none (lo: known to hold, or
+/// the bottom), assuming both `full` and `critical` (a necessary condition of it that may grow
+/// stronger after each `full` probe) monotone: the largest x passing `critical` (a binary
+/// search) is confirmed by `full`, or, refused, bounds the search from above.
+template <class Full, class Critical>
+std::int64_t largest_confirmed(std::int64_t lo, std::int64_t hi, Full&& full, Critical&& critical) {
+  while (lo < hi) {
+    // The largest x in [lo + 1, hi] passing `critical`: galloping down from hi (after a refused
+    // candidate the answer is usually just below it), then bisecting.
+    std::int64_t top = hi;
+    std::int64_t x = hi;
+    for (std::int64_t step = 1; !critical(x); step *= 2) {
+      top = x - 1;
+      if (top <= lo) return lo;
+      x = top - lo > step ? top - step : lo + 1;
+    }
+    const std::int64_t cand = largest_fitting(x, top, critical);
+    if (full(cand)) return cand;  // and everything above it fails `critical`
+    hi = cand - 1;
+  }
+  return lo;
 }
+
 }  // namespace detail
 
 /// Whether the worst case of `simulate_worst_case` fits `cap`: a shared pool's peak blocks and
@@ -946,14 +1087,16 @@ inline bool fit_probe(const engine_pools& pools, const allocation_policy& p, std
 inline bool simulated_fit(const engine_pools& pools, const allocation_policy& p, std::int64_t N, std::int64_t L,
                           std::int64_t s, std::int64_t B, const sim_capacity& cap, const sim_search& search = {},
                           sim_work_budget* budget = nullptr) {
-  std::int64_t try_first = 0;
-  return detail::fit_probe(pools, p, N, L, s, B, cap, search, budget, &try_first);
+  detail::fit_prober prober(pools, p, s, B, cap, search, budget);
+  return prober.probe(N, L, false);
 }
 
 /// The largest N in [1, max_requests] (the simulator's 2^20 cap, and `search.max_running` when
-/// set) for which `simulated_fit` holds, 0 if even one request does not fit: from `hint` (a
-/// guess, e.g. the plan's answer; checked, not trusted) it doubles the step up while N fits, or
-/// bisects below it when it does not. Assumes a fit is monotone in N. With a `budget`, a probe
+/// set) for which `simulated_fit` holds, 0 if even one request does not fit: it checks `hint` (a
+/// guess, e.g. the plan's answer; checked, not trusted); from there it brackets the answer with
+/// the critical workloads alone (doubling the step up while they fit, then bisecting), and a
+/// whole probe confirms the largest N they allow (else that N bounds the search and the
+/// workload that failed joins them). Assumes a fit is monotone in N. With a `budget`, a probe
 /// over it counts as not fitting (the answer is then a lower bound, `budget->exhausted`).
 /// Throws as `simulate`.
 inline std::int64_t max_requests_simulated(const engine_pools& pools, const allocation_policy& p, std::int64_t L,
@@ -963,46 +1106,40 @@ inline std::int64_t max_requests_simulated(const engine_pools& pools, const allo
                                            sim_work_budget* budget = nullptr) {
   if (search.max_running > 0) max_requests = std::min(max_requests, search.max_running);
   if (max_requests < 1) return 0;
-  std::int64_t try_first = 0;  // the workload that failed the last probe
-  const auto fits = [&](std::int64_t n) {
-    return detail::fit_probe(pools, p, n, L, s, B, cap, search, budget, &try_first);
-  };
-  std::int64_t lo = 0;  // fits (0: trivially)
-  std::int64_t hi = 0;  // the largest N that may fit
+  detail::fit_prober prober(pools, p, s, B, cap, search, budget);
+  const auto full = [&](std::int64_t n) { return prober.probe(n, L, false); };
+  const auto critical = [&](std::int64_t n) { return prober.probe(n, L, true); };
   const std::int64_t start = std::clamp<std::int64_t>(hint, 1, max_requests);
-  if (!fits(start)) {
-    hi = start - 1;
-  } else {
-    lo = start;
-    hi = max_requests;
-    for (std::int64_t step = 1; lo < max_requests; step *= 2) {
-      const std::int64_t next = step > max_requests - lo ? max_requests : lo + step;
-      if (!fits(next)) {
-        hi = next - 1;
-        break;
-      }
-      lo = next;
+  if (!full(start)) return detail::largest_confirmed(0, start - 1, full, critical);
+  std::int64_t lo = start;  // fits
+  std::int64_t hi = max_requests;
+  for (std::int64_t step = 1, up = lo; up < max_requests; step *= 2) {  // the critical workloads' bracket
+    const std::int64_t next = step > max_requests - up ? max_requests : up + step;
+    if (!critical(next)) {
+      hi = next - 1;
+      break;
     }
+    up = next;
   }
-  return lo < hi ? detail::largest_fitting(lo, hi, fits) : lo;
+  return detail::largest_confirmed(lo, hi, full, critical);
 }
 
 /// The largest context L in [max(2, s), max_context] for which `starts(L)` holds (an engine's
 /// startup check at max_model_len L; by default none) and N requests of L fit `cap`
-/// (`simulated_fit`); 0 if even the smallest does not. A binary search: assumes both are monotone
-/// in L. A `budget` bounds the work as in `max_requests_simulated`. Throws as `simulate`.
+/// (`simulated_fit`); 0 if even the smallest does not. A binary search with the critical
+/// workloads, confirmed by whole probes (see `max_requests_simulated`): assumes both are
+/// monotone in L. A `budget` bounds the work as in `max_requests_simulated`. Throws as `simulate`.
 template <class Starts = bool (*)(std::int64_t)>
 std::int64_t max_context_simulated(
     const engine_pools& pools, const allocation_policy& p, std::int64_t N, std::int64_t max_context, std::int64_t s,
     std::int64_t B, const sim_capacity& cap, const sim_search& search = {},
     Starts starts = [](std::int64_t /*L*/) { return true; }, sim_work_budget* budget = nullptr) {
-  std::int64_t try_first = 0;  // the workload that failed the last probe
-  const auto fits = [&](std::int64_t L) {
-    return starts(L) && detail::fit_probe(pools, p, N, L, s, B, cap, search, budget, &try_first);
-  };
+  detail::fit_prober prober(pools, p, s, B, cap, search, budget);
+  const auto full = [&](std::int64_t L) { return starts(L) && prober.probe(N, L, false); };
+  const auto critical = [&](std::int64_t L) { return starts(L) && prober.probe(N, L, true); };
   const std::int64_t lo = std::max<std::int64_t>(2, s);
-  if (lo > max_context || !fits(lo)) return 0;
-  return detail::largest_fitting(lo, max_context, fits);
+  if (lo > max_context || !full(lo)) return 0;
+  return detail::largest_confirmed(lo, max_context, full, critical);
 }
 
 }  // namespace dsv4::cache
