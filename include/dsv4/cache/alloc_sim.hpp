@@ -159,6 +159,9 @@ struct sim_request {
   std::int64_t quiet_until = -1;
   std::int64_t quiet_tokens = 0;
   std::int64_t quiet_lookahead = 0;
+  /// Per table, the computed tokens from which such a decode needs one more page, or frees one.
+  std::array<std::int64_t, kMaxGroups> grow_at{};
+  std::array<std::int64_t, kMaxGroups> free_at{};
   bool lagging = false;  ///< Overlap: a freed prefix not yet released to the pool (held_from < freed).
   std::array<sim_table, kMaxGroups> tables{};
 };
@@ -475,33 +478,73 @@ class simulator {
   /// The allocation of one scheduled request: expiry in every table, then every table's extent
   /// (vLLM frees a request's expired blocks in all groups before it counts the new ones).
   void allocate(sim_request& r, const sim_sched& sc) {
-    if (o_.fast_forward && sc.decode && r.computed < r.quiet_until && sc.tokens == r.quiet_tokens &&
+    if (o_.fast_forward && sc.decode && r.quiet_until >= 0 && sc.tokens == r.quiet_tokens &&
         sc.lookahead == r.quiet_lookahead) {
-      note_blocks();  // the allocation changes no table: the same blocks as after the last change
+      if (r.computed >= r.quiet_until) cross(r, sc);  // only the tables that cross a page boundary
+      note_blocks();  // (no table changed below quiet_until: the same blocks as after the last change)
       return;
     }
     allocate_tables(r, sc);
     if (o_.fast_forward && sc.decode) quiet_from(r, sc);
   }
 
+  /// `allocate_tables` for a decode of the memoized kind: the tables whose `free_at` or
+  /// `grow_at` the request reached, expiry first (in every table, then the extents).
+  void cross(sim_request& r, const sim_sched& sc) {
+    const std::int64_t c = r.computed;
+    const std::int64_t expiry_at = expiry_position(c, sc);
+    const std::int64_t e = extent(c, sc);
+    std::int64_t until = std::numeric_limits<std::int64_t>::max();
+    for (int g = 0; g < result_.num_groups; ++g) {
+      const auto gi = static_cast<std::size_t>(g);
+      if (c < r.free_at[gi]) continue;
+      const sim_group& sg = groups_[gi];
+      sim_table& t = r.tables[gi];
+      sim_table next = t;
+      next.freed = std::max(t.freed, expired_pages(sg, expiry_at));
+      if (!p_.overlap) next.held_from = next.freed;
+      if (next.freed != next.held_from) r.lagging = true;
+      update(g, t, next);
+      r.free_at[gi] = free_threshold(sg, t, sc);
+    }
+    for (int g = 0; g < result_.num_groups; ++g) {
+      const auto gi = static_cast<std::size_t>(g);
+      if (c >= r.grow_at[gi]) {
+        sim_table& t = r.tables[gi];
+        sim_table next = t;
+        next.length = std::max(t.length, pages_for(groups_[gi], e));
+        update(g, t, next);
+        r.grow_at[gi] = grow_threshold(r, groups_[gi], t, sc);
+      }
+      until = std::min({until, r.grow_at[gi], r.free_at[gi]});
+    }
+    r.quiet_until = until;
+  }
+
+  /// The first computed count at which a decode like `sc` frees one more page of table `t`.
+  [[nodiscard]] std::int64_t free_threshold(const sim_group& sg, const sim_table& t, const sim_sched& sc) const {
+    if (!sg.sliding) return std::numeric_limits<std::int64_t>::max();
+    return (t.freed + 1) * sg.page_tokens + sg.window - 1 - expiry_position(0, sc);
+  }
+  /// The first computed count at which a decode like `sc` needs one more page of table `t`.
+  [[nodiscard]] std::int64_t grow_threshold(const sim_request& r, const sim_group& sg, const sim_table& t,
+                                            const sim_sched& sc) const {
+    if (sg.ring) return t.length == 0 ? r.computed : std::numeric_limits<std::int64_t>::max();
+    const std::int64_t covered = t.length * sg.page_tokens;  // tokens the table covers
+    if (p_.extent_capped && w_.context_tokens <= covered) return std::numeric_limits<std::int64_t>::max();
+    return covered - (sc.tokens + sc.lookahead) + 1;  // extent - computed: tokens + lookahead for a decode
+  }
+
   /// The decodes of `sc`'s kind at computed tokens in [r.computed, r.quiet_until) change none of
   /// r's tables: per table the first computed count whose extent needs one more page, and per
   /// sliding table the first whose window frees one more page (both monotone in it).
   void quiet_from(sim_request& r, const sim_sched& sc) {
-    constexpr std::int64_t kNever = std::numeric_limits<std::int64_t>::max();
-    std::int64_t until = kNever;
-    const std::int64_t reach = sc.tokens + sc.lookahead;  // extent - computed (a decode: no last-chunk reserve)
-    const std::int64_t shift = expiry_position(0, sc);    // expiry position - computed (<= 0)
+    std::int64_t until = std::numeric_limits<std::int64_t>::max();
     for (int g = 0; g < result_.num_groups; ++g) {
-      const sim_group& sg = groups_[static_cast<std::size_t>(g)];
-      const sim_table& t = r.tables[static_cast<std::size_t>(g)];
-      if (!sg.ring) {
-        const std::int64_t covered = t.length * sg.page_tokens;  // tokens the table covers
-        if (!(p_.extent_capped && w_.context_tokens <= covered)) until = std::min(until, covered - reach + 1);
-      } else if (t.length == 0) {
-        until = std::min(until, r.computed);
-      }
-      if (sg.sliding) until = std::min(until, (t.freed + 1) * sg.page_tokens + sg.window - 1 - shift);
+      const auto gi = static_cast<std::size_t>(g);
+      r.grow_at[gi] = grow_threshold(r, groups_[gi], r.tables[gi], sc);
+      r.free_at[gi] = free_threshold(groups_[gi], r.tables[gi], sc);
+      until = std::min({until, r.grow_at[gi], r.free_at[gi]});
     }
     r.quiet_until = until;
     r.quiet_tokens = sc.tokens;
