@@ -370,3 +370,77 @@ TEST(ReplayExpectations, EveryRowOfTheCheckedInTable) {
 
 }  // namespace
 }  // namespace dsv4::cache
+
+namespace dsv4::cache {
+namespace {
+
+// The fit searches (critical workloads first, early stops) against the same searches made of
+// whole worst cases (simulate_worst_case without any stop, its peaks compared with the capacity):
+// every pool structure, capacities around the answers, the same N and the same L.
+TEST(AllocSimFast, FitSearchesAnswerAsWholeWorstCases) {
+  const auto reference_fit = [](const engine_pools& pools, const allocation_policy& p, std::int64_t n, std::int64_t l,
+                                std::int64_t s, std::int64_t b, const sim_capacity& cap, const sim_search& search) {
+    if (search.max_running > 0 && n > search.max_running) return false;
+    const sim_result r = simulate_worst_case(pools, p, n, l, s, b, search);
+    if (pools.structure == pool_structure::shared_block_pool)
+      return std::max(r.peak_blocks, r.peak_admission_blocks) <= cap.usable_blocks;
+    if (pools.structure == pool_structure::parent_arena) return sim_peak_parents(pools, r) <= cap.usable_blocks;
+    return r.peak_bytes <= cap.budget_bytes;
+  };
+  int cases = 0;
+  for (const allocation_policy& policy : {vllm_policy, tokenspeed_policy, tokenspeed_default_policy})
+    for (const bool own : {false, true})
+      for (const std::int64_t l : {600, 3000}) {
+        plan_options o;
+        o.policy = policy;
+        o.pools = own ? pools_choice::own : pools_choice::engine;
+        o.context_tokens = l;
+        o.prefill_chunk_tokens = 512;
+        o.max_running_requests = 160;
+        const memory_plan plan = build_memory_plan(deepseek_v4_flash, o);
+        const sim_result at8 = simulate_worst_case(plan.pools, policy, 8, l, 1, 512);
+        for (const double scale : {0.5, 1.0, 2.3}) {
+          sim_capacity cap;
+          const bool shared = plan.pools.structure == pool_structure::shared_block_pool;
+          cap.usable_blocks = static_cast<std::int64_t>(
+              scale * static_cast<double>(shared ? std::max(at8.peak_blocks, at8.peak_admission_blocks)
+                                                 : sim_peak_parents(plan.pools, at8)));
+          cap.budget_bytes = static_cast<std::uint64_t>(scale * static_cast<double>(at8.peak_bytes));
+          const sim_search search;
+          const auto fits = [&](std::int64_t n) {
+            return reference_fit(plan.pools, policy, n, l, 1, 512, cap, search);
+          };
+          // The reference request search: doubling up from the hint, then bisecting.
+          const std::int64_t hint = 5;
+          const std::int64_t top = 64;
+          std::int64_t lo = 0;
+          std::int64_t hi = hint - 1;
+          if (fits(hint)) {
+            lo = hint;
+            hi = top;
+            for (std::int64_t step = 1; lo < top; step *= 2) {
+              const std::int64_t next = std::min(top, lo + step);
+              if (!fits(next)) {
+                hi = next - 1;
+                break;
+              }
+              lo = next;
+            }
+          }
+          const std::int64_t want_n = lo < hi ? detail::largest_fitting(lo, hi, fits) : lo;
+          EXPECT_EQ(max_requests_simulated(plan.pools, policy, l, 1, 512, cap, search, hint, top), want_n)
+              << to_string(policy.engine) << " own=" << own << " L=" << l << " scale=" << scale;
+          const auto fits_l = [&](std::int64_t x) {
+            return reference_fit(plan.pools, policy, 8, x, 1, 512, cap, search);
+          };
+          const std::int64_t want_l = fits_l(2) ? detail::largest_fitting(2, 2 * l, fits_l) : 0;
+          EXPECT_EQ(max_context_simulated(plan.pools, policy, 8, 2 * l, 1, 512, cap, search), want_l)
+              << to_string(policy.engine) << " own=" << own << " L=" << l << " scale=" << scale;
+          ++cases;
+        }
+      }
+  EXPECT_EQ(cases, 36);
+}
+
+}  // namespace
+}  // namespace dsv4::cache

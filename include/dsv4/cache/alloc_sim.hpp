@@ -265,6 +265,7 @@ class simulator {
     // While one steady schedule lasts, the steps it certainly lasts shrink by one a step: once too
     // few for a jump, none is possible until the schedule changes.
     bool no_room = false;
+    std::int64_t no_room_arrived = 0;
     prev.reserve(static_cast<std::size_t>(std::min<std::int64_t>(w_.requests, 1 << 16)));
     cur.reserve(prev.capacity());
     // Every request finishes after at most (P + L) steps alone; a generous guard against a bug.
@@ -288,6 +289,7 @@ class simulator {
       }
       if (o_.fast_forward && !event && !cur.empty() && zombies_ == 0 && cur == prev) {
         ++steady;
+        if (no_room && arrived_ != no_room_arrived) no_room = false;  // a waiting arrival moves the next one
         if (steady >= 2 && !no_room) {
           const std::int64_t jumped = fast_forward(cur, step);
           if (jumped > 0) {
@@ -295,6 +297,7 @@ class simulator {
             steady = 0;
           }
           no_room = jumped < 0;
+          no_room_arrived = arrived_;
         }
       } else {
         steady = 0;
@@ -975,11 +978,15 @@ class fit_prober {
     }
   }
 
-  [[nodiscard]] bool has_critical() const { return !critical_.empty(); }
+  [[nodiscard]] std::size_t critical_count() const { return critical_.size(); }
+
+  /// `simulated_fit`'s answer at (N, L): the critical workloads alone first (a cheap refusal),
+  /// then every workload.
+  bool fits(std::int64_t N, std::int64_t L) { return probe(N, L, true) && probe(N, L, false); }
 
   /// Whether N requests of L fit: every workload (`critical_only` false: `simulated_fit`'s
-  /// answer), or the critical ones only (true when there are none).
-  bool probe(std::int64_t N, std::int64_t L, bool critical_only) {
+  /// answer), or the critical ones only, from the `from`-th on (true when there are none).
+  bool probe(std::int64_t N, std::int64_t L, bool critical_only, std::size_t from = 0) {
     if (search_.max_running > 0 && N > search_.max_running) return false;
     struct item {
       workload_key key;
@@ -994,15 +1001,28 @@ class fit_prober {
       const std::int64_t rel = 2 * w.prompt_tokens <= L ? w.prompt_tokens : w.prompt_tokens - L;
       all.push_back({{variant, w.accepted_tokens, w.arrivals, rel}, v, w});
     });
-    // The critical workloads first (in the order they became critical), then the others.
+    // The critical workloads first (the newest first), then the others.
     std::vector<std::size_t> order;
     std::vector<bool> taken(all.size(), false);
-    for (const workload_key& k : critical_)
-      for (std::size_t i = 0; i < all.size(); ++i)
-        if (!taken[i] && all[i].key == k) {
-          order.push_back(i);
-          taken[i] = true;
-        }
+    // A critical workload at another L: the same one, or the nearest prompt of its kind (from
+    // the same end); any workload will do for a necessary condition.
+    for (std::size_t c = critical_.size(); c > (critical_only ? from : 0); --c) {
+      const workload_key& k = critical_[c - 1];
+      std::size_t best = all.size();
+      std::int64_t best_d = std::numeric_limits<std::int64_t>::max();
+      for (std::size_t i = 0; i < all.size(); ++i) {
+        const workload_key& a = all[i].key;
+        if (taken[i] || a.variant != k.variant || a.accepted != k.accepted || a.arrivals != k.arrivals ||
+            (a.prompt < 0) != (k.prompt < 0))
+          continue;
+        const std::int64_t d = a.prompt > k.prompt ? a.prompt - k.prompt : k.prompt - a.prompt;
+        if (d < best_d) best = i, best_d = d;
+      }
+      if (best < all.size()) {
+        order.push_back(best);
+        taken[best] = true;
+      }
+    }
     if (critical_only && order.empty()) return true;
     if (!critical_only) {  // the others, the highest peaks of the last whole probe first
       const std::size_t first_other = order.size();
@@ -1096,29 +1116,6 @@ class fit_prober {
   std::vector<std::pair<workload_key, std::int64_t>> scores_;  ///< The last whole probe's workloads and peaks.
 };
 
-/// The largest x in [lo + 1, hi] for which `full(x)` holds, lo if none (lo: known to hold, or
-/// the bottom), assuming both `full` and `critical` (a necessary condition of it that may grow
-/// stronger after each `full` probe) monotone: the largest x passing `critical` (a binary
-/// search) is confirmed by `full`, or, refused, bounds the search from above.
-template <class Full, class Critical>
-std::int64_t largest_confirmed(std::int64_t lo, std::int64_t hi, Full&& full, Critical&& critical) {
-  while (lo < hi) {
-    // The largest x in [lo + 1, hi] passing `critical`: galloping down from hi (after a refused
-    // candidate the answer is usually just below it), then bisecting.
-    std::int64_t top = hi;
-    std::int64_t x = hi;
-    for (std::int64_t step = 1; !critical(x); step *= 2) {
-      top = x - 1;
-      if (top <= lo) return lo;
-      x = top - lo > step ? top - step : lo + 1;
-    }
-    const std::int64_t cand = largest_fitting(x, top, critical);
-    if (full(cand)) return cand;  // and everything above it fails `critical`
-    hi = cand - 1;
-  }
-  return lo;
-}
-
 }  // namespace detail
 
 /// Whether the worst case of `simulate_worst_case` fits `cap`: a shared pool's peak blocks and
@@ -1135,12 +1132,12 @@ inline bool simulated_fit(const engine_pools& pools, const allocation_policy& p,
 }
 
 /// The largest N in [1, max_requests] (the simulator's 2^20 cap, and `search.max_running` when
-/// set) for which `simulated_fit` holds, 0 if even one request does not fit: it checks `hint` (a
-/// guess, e.g. the plan's answer; checked, not trusted); from there it brackets the answer with
-/// the critical workloads alone (doubling the step up while they fit, then bisecting), and a
-/// whole probe confirms the largest N they allow (else that N bounds the search and the
-/// workload that failed joins them). Assumes a fit is monotone in N. With a `budget`, a probe
-/// over it counts as not fitting (the answer is then a lower bound, `budget->exhausted`).
+/// set) for which `simulated_fit` holds, 0 if even one request does not fit: from `hint` (a
+/// guess, e.g. the plan's answer; checked, not trusted) it doubles the step up while N fits, or
+/// bisects below it when it does not. Assumes a fit is monotone in N. With a `budget`, a probe
+/// over it counts as not fitting (the answer is then a lower bound, `budget->exhausted`). Each
+/// probe has `simulated_fit`'s answer, found faster (`detail::fit_prober`): the workloads that
+/// failed or set the peaks of an earlier probe first, each simulation stopping once past `cap`.
 /// Throws as `simulate`.
 inline std::int64_t max_requests_simulated(const engine_pools& pools, const allocation_policy& p, std::int64_t L,
                                            std::int64_t s, std::int64_t B, const sim_capacity& cap,
@@ -1150,39 +1147,42 @@ inline std::int64_t max_requests_simulated(const engine_pools& pools, const allo
   if (search.max_running > 0) max_requests = std::min(max_requests, search.max_running);
   if (max_requests < 1) return 0;
   detail::fit_prober prober(pools, p, s, B, cap, search, budget);
-  const auto full = [&](std::int64_t n) { return prober.probe(n, L, false); };
-  const auto critical = [&](std::int64_t n) { return prober.probe(n, L, true); };
+  const auto fits = [&](std::int64_t n) { return prober.fits(n, L); };
+  std::int64_t lo = 0;  // fits (0: trivially)
+  std::int64_t hi = 0;  // the largest N that may fit
   const std::int64_t start = std::clamp<std::int64_t>(hint, 1, max_requests);
-  if (!full(start)) return detail::largest_confirmed(0, start - 1, full, critical);
-  std::int64_t lo = start;  // fits
-  std::int64_t hi = max_requests;
-  for (std::int64_t step = 1, up = lo; up < max_requests; step *= 2) {  // the critical workloads' bracket
-    const std::int64_t next = step > max_requests - up ? max_requests : up + step;
-    if (!critical(next)) {
-      hi = next - 1;
-      break;
+  if (!fits(start)) {
+    hi = start - 1;
+  } else {
+    lo = start;
+    hi = max_requests;
+    for (std::int64_t step = 1; lo < max_requests; step *= 2) {
+      const std::int64_t next = step > max_requests - lo ? max_requests : lo + step;
+      if (!fits(next)) {
+        hi = next - 1;
+        break;
+      }
+      lo = next;
     }
-    up = next;
   }
-  return detail::largest_confirmed(lo, hi, full, critical);
+  return lo < hi ? detail::largest_fitting(lo, hi, fits) : lo;
 }
 
 /// The largest context L in [max(2, s), max_context] for which `starts(L)` holds (an engine's
 /// startup check at max_model_len L; by default none) and N requests of L fit `cap`
-/// (`simulated_fit`); 0 if even the smallest does not. A binary search with the critical
-/// workloads, confirmed by whole probes (see `max_requests_simulated`): assumes both are
-/// monotone in L. A `budget` bounds the work as in `max_requests_simulated`. Throws as `simulate`.
+/// (`simulated_fit`); 0 if even the smallest does not. A binary search: assumes both are monotone
+/// in L. A `budget` bounds the work as in `max_requests_simulated`; probes as there. Throws as
+/// `simulate`.
 template <class Starts = bool (*)(std::int64_t)>
 std::int64_t max_context_simulated(
     const engine_pools& pools, const allocation_policy& p, std::int64_t N, std::int64_t max_context, std::int64_t s,
     std::int64_t B, const sim_capacity& cap, const sim_search& search = {},
     Starts starts = [](std::int64_t /*L*/) { return true; }, sim_work_budget* budget = nullptr) {
   detail::fit_prober prober(pools, p, s, B, cap, search, budget);
-  const auto full = [&](std::int64_t L) { return starts(L) && prober.probe(N, L, false); };
-  const auto critical = [&](std::int64_t L) { return starts(L) && prober.probe(N, L, true); };
+  const auto fits = [&](std::int64_t L) { return starts(L) && prober.fits(N, L); };
   const std::int64_t lo = std::max<std::int64_t>(2, s);
-  if (lo > max_context || !full(lo)) return 0;
-  return detail::largest_confirmed(lo, max_context, full, critical);
+  if (lo > max_context || !fits(lo)) return 0;
+  return detail::largest_fitting(lo, max_context, fits);
 }
 
 }  // namespace dsv4::cache
