@@ -13,6 +13,7 @@
 #include <array>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -85,7 +86,7 @@ inline std::string render(const planner_args& a, const planner_result& r) {
   return s;
 }
 
-/// `compute(a)`, and while it runs past `after` (the engine replays can take about 10 s), a line
+/// `compute(a)`, and while it runs past `after` (the engine replays can take seconds), a line
 /// on `err` then and every 5 s after: what it is doing and that it stops at its work limit. The
 /// lines are written by a second thread while the caller's thread is in `compute` (which never
 /// writes to `err`); it is joined before this returns or throws.
@@ -101,8 +102,10 @@ inline planner_result compute_with_progress(const planner_args& a, std::ostream&
       const auto s = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - start);
       err << fmt::format(
                  "dsv4-cache-plan: still computing after {} s: replaying the engine's allocator{} (it stops "
-                 "at its work limit, about 10 s)\n",
-                 s.count(), a.simulate ? " (--simulate)" : " to find what really fits")
+                 "at its work limit of {:.2g} request visits, about 25 million a second on 2 busy cores: at most "
+                 "about {:.0f} s)\n",
+                 s.count(), a.simulate ? " (--simulate)" : " to find what really fits",
+                 static_cast<double>(a.max_sim_visits), std::ceil(static_cast<double>(a.max_sim_visits) / 2.5e7))
           << std::flush;
       wait = std::chrono::seconds(5);
     }
