@@ -381,7 +381,7 @@ TEST(VllmEngine, RegistryNamesAndPresets) {
   EXPECT_EQ(find_engine("vllm@2020.01"), nullptr);
   ASSERT_NE(find_engine("sglang"), nullptr);
   EXPECT_EQ(find_engine("sglang")->structure, pool_structure::ratio_pools);
-  EXPECT_EQ(find_engine("sglang")->default_max_running_requests, 256);
+  EXPECT_EQ(find_engine("sglang")->defaults.max_running, 256);
   EXPECT_EQ(find_engine("sglang@2026.11"), nullptr);  // one version only
   EXPECT_EQ(engine_names(), "vllm, vllm@2026.11, tokenspeed, tokenspeed-default, sglang");
   EXPECT_EQ(engine_label(*find_engine("vllm")), "vllm@2026.11");

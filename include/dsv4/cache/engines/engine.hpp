@@ -30,6 +30,7 @@
 #include <string_view>
 
 #include "dsv4/cache/checked.hpp"
+#include "dsv4/cache/engines/defaults.hpp"
 #include "dsv4/cache/engines/sglang.hpp"
 #include "dsv4/cache/group_spec.hpp"
 #include "dsv4/cache/policy.hpp"

@@ -33,27 +33,28 @@ struct engine_spec {
   allocation_policy policy{};
   pool_structure structure = pool_structure::own_pools;
   vllm_pool_rules vllm{};  ///< shared_block_pool: vLLM's pool rules of this preset.
-  /// The engine's default cap on running requests (vLLM max_num_seqs: 1024 for `vllm serve` on a
-  /// GPU of 70 GiB or more other than an A100, `EngineArgs.get_batch_defaults`; tokenspeed
-  /// max_num_seqs: 160, 80 with speculative decoding, `tokenspeed_default_max_num_seqs`; SGLang
-  /// max_running_requests: 256, its DeepSeek V4 hook); 0 = none modelled.
-  std::int64_t default_max_running_requests = 0;
+  /// What the engine does with every input left out, each with its source (engines/defaults.hpp):
+  /// async / overlap scheduling, the draft layer, the running cap (vLLM max_num_seqs 1024 for
+  /// `vllm serve` on a GPU of 70 GiB or more other than an A100; tokenspeed 160, 80 with
+  /// speculative decoding; SGLang max_running_requests 256), the step's token budget, ...
+  engine_defaults defaults{};
 };
 
 /// Every engine preset, the newest preset of an engine first among its presets.
 inline constexpr std::array<engine_spec, 4> kEngines = {{
     {"vllm", "2026.11", "vllm-project/vllm main as read 2026-11, files and commits in engines/vllm.hpp",
      "4253bd44243c89bb62c1898399f69236b2b5c721", vllm_policy, pool_structure::shared_block_pool, vllm_pool_rules{},
-     1024},
+     vllm_defaults},
     {"tokenspeed", "", "lightseekorg/tokenspeed main as read 2026-08-22, files and commits in engines/tokenspeed.hpp",
      "f4d8ec6e039c028c7ee71317ccfb84e56ae2b45c", tokenspeed_policy, pool_structure::parent_arena, vllm_pool_rules{},
-     160},
+     tokenspeed_defaults},
     {"tokenspeed-default", "",
      "lightseekorg/tokenspeed main as read 2026-08-22, files and commits in engines/tokenspeed.hpp",
      "f4d8ec6e039c028c7ee71317ccfb84e56ae2b45c", tokenspeed_default_policy, pool_structure::parent_arena,
-     vllm_pool_rules{}, 160},
+     vllm_pool_rules{}, tokenspeed_defaults},
     {"sglang", "", "sgl-project/sglang cce0a124 (2026-08-23), files and lines in engines/sglang.hpp",
-     "cce0a1244b5a3ee60411fb403f65f856a1d012f0", sglang_policy, pool_structure::ratio_pools, vllm_pool_rules{}, 256},
+     "cce0a1244b5a3ee60411fb403f65f856a1d012f0", sglang_policy, pool_structure::ratio_pools, vllm_pool_rules{},
+     sglang_defaults},
 }};
 
 /// The engine named `name` ("vllm", the newest preset) or `name@preset` ("vllm@2026.11");

@@ -45,6 +45,7 @@
 #include <limits>
 
 #include "dsv4/cache/checked.hpp"
+#include "dsv4/cache/engines/defaults.hpp"
 #include "dsv4/cache/group_spec.hpp"
 #include "dsv4/cache/layer_schedule.hpp"
 #include "dsv4/cache/model.hpp"
@@ -67,6 +68,40 @@ inline constexpr allocation_policy sglang_policy{
     .last_chunk_reserves_step = false,
     .decode_needs_whole_step = false,
     .overlap = true,
+};
+
+/// SGLang's defaults for DeepSeek V4 at cce0a124 on an H100 / H200-class GPU, each with where
+/// SGLang sets it (paths relative to python/sglang/srt/, see the top of this file).
+inline constexpr engine_defaults sglang_defaults{
+    .overlap = true,
+    .overlap_off_modelled = false,  // --disable-overlap-schedule is not modelled
+    .overlap_name = "overlap scheduling",
+    .overlap_ref = "sgl-project/sglang python/sglang/srt/managers/scheduler.py@cce0a124:1873-1877",
+    .draft_layer = false,
+    // speculative_algorithm None: no draft model (no MTP layer cached).
+    .draft_layer_ref = "sgl-project/sglang python/sglang/srt/server_args.py@cce0a124 ServerArgs.speculative_algorithm",
+    .tokens_per_step = 1,
+    .tokens_per_step_ref = "sgl-project/sglang python/sglang/srt/server_args.py@cce0a124 ServerArgs.speculative_algorithm",
+    .max_running = 256,
+    .max_running_speculative = 256,
+    .max_running_name = "max_running_requests",
+    .max_running_ref = "sgl-project/sglang python/sglang/srt/arg_groups/deepseek_v4_hook.py@cce0a124:138-142",
+    .prefill_chunk = 8192,
+    .prefill_chunk_name = "chunked_prefill_size",
+    .prefill_chunk_ref = "sgl-project/sglang python/sglang/srt/server_args.py@cce0a124 (H100 / H200 class: 8192)",
+    .block_tokens = 256,
+    .block_tokens_ref = "sgl-project/sglang python/sglang/srt/arg_groups/overrides.py@cce0a124:1139-1167",
+    .indexer_mxfp4 = false,
+    .indexer_ref = "sgl-project/sglang python/sglang/srt/model_executor/pool_configurator.py@cce0a124:881-921",
+    .mxfp4_indexer_min_sm = 0,
+    .mxfp4_indexer_rule = "",
+    .mxfp4_indexer_ref = "",
+    .v41_formats_follow_gpu = false,
+    .v41_formats_ref = "",
+    .swa_full_tokens_ratio = 0.1,
+    .swa_ratio_ref = "sgl-project/sglang python/sglang/srt/arg_groups/overrides.py@cce0a124:1139-1167",
+    .has_dp_attention = true,
+    .dp_attention_ref = "sgl-project/sglang python/sglang/srt/server_args.py@cce0a124 ServerArgs.enable_dp_attention",
 };
 
 /// SGLang's server arguments the DeepSeek V4 configurator reads, for one attention-DP worker

@@ -116,6 +116,41 @@ constexpr std::int64_t tokenspeed_default_max_num_seqs(std::int64_t tokens_per_s
   return tokens_per_step > 1 ? 80 : 160;
 }
 
+/// tokenspeed's defaults at f4d8ec6e (both schedulers), each with where tokenspeed sets it.
+inline constexpr engine_defaults tokenspeed_defaults{
+    .overlap = true,
+    .overlap_off_modelled = true,
+    .overlap_name = "overlap scheduling",
+    // Off only with --disable-overlap-schedule (or for PD prefill).
+    .overlap_ref = "lightseekorg/tokenspeed python/tokenspeed/runtime/engine/scheduler_utils.py@6083537e",
+    .draft_layer = false,
+    // num_draft_layers: 0 without a draft model config (no speculative decoding by default).
+    .draft_layer_ref = "lightseekorg/tokenspeed python/tokenspeed/runtime/layers/attention/kv_cache/recipes/"
+                       "base.py@f4d8ec6e CacheRecipe.num_draft_layers",
+    .tokens_per_step = 1,
+    .tokens_per_step_ref = "lightseekorg/tokenspeed python/tokenspeed/runtime/utils/server_args.py@eaf9e503",
+    .max_running = 160,
+    .max_running_speculative = 80,
+    .max_running_name = "max_num_seqs",
+    .max_running_ref = "lightseekorg/tokenspeed python/tokenspeed/runtime/utils/server_args.py@eaf9e503",
+    .prefill_chunk = 8192,
+    .prefill_chunk_name = "chunked prefill size",
+    .prefill_chunk_ref = "lightseekorg/tokenspeed python/tokenspeed/runtime/utils/server_args.py@eaf9e503",
+    .block_tokens = 256,
+    .block_tokens_ref = "lightseekorg/tokenspeed python/tokenspeed/runtime/configs/model_config.py@6083537e",
+    .indexer_mxfp4 = false,
+    .indexer_ref = "lightseekorg/tokenspeed python/tokenspeed/runtime/layers/attention/deepseek_v4_geometry.py@6083537e",
+    .mxfp4_indexer_min_sm = 0,
+    .mxfp4_indexer_rule = "",
+    .mxfp4_indexer_ref = "",
+    .v41_formats_follow_gpu = false,
+    .v41_formats_ref = "",
+    .swa_full_tokens_ratio = 0,
+    .swa_ratio_ref = "",
+    .has_dp_attention = false,
+    .dp_attention_ref = "",
+};
+
 /// The scheduler limits tokenspeed sizes its arena with (recipes/base.py
 /// `CacheRecipe.scheduler_limits`), all in requests or tokens.
 struct tokenspeed_limits {

@@ -110,6 +110,48 @@ struct vllm_pool_rules {
   bool async_scheduling_default = true;  ///< `VllmConfig.__post_init__`: None -> True.
 };
 
+/// vLLM's defaults for `vllm serve` on a GPU of 70 GiB or more other than an A100 (the
+/// planner's default GPU, an H200), each with where vLLM sets it.
+inline constexpr engine_defaults vllm_defaults{
+    .overlap = true,
+    .overlap_off_modelled = true,
+    .overlap_name = "async scheduling",
+    // VllmConfig.__post_init__: async_scheduling None -> True (pipeline parallel 1).
+    .overlap_ref = "vllm-project/vllm vllm/config/vllm.py@000fc94b VllmConfig.__post_init__",
+    .draft_layer = false,
+    // speculative_config None: no draft model, the MTP layer holds no cache.
+    .draft_layer_ref = "vllm-project/vllm vllm/engine/arg_utils.py@99d7eb5d EngineArgs.speculative_config",
+    .tokens_per_step = 1,
+    .tokens_per_step_ref = "vllm-project/vllm vllm/engine/arg_utils.py@99d7eb5d EngineArgs.speculative_config",
+    .max_running = 1024,
+    .max_running_speculative = 1024,
+    .max_running_name = "max_num_seqs",
+    // get_batch_defaults: >= 70 GiB and not an A100, OPENAI_API_SERVER: max_num_seqs 1024.
+    .max_running_ref = "vllm-project/vllm vllm/engine/arg_utils.py@99d7eb5d EngineArgs.get_batch_defaults",
+    .prefill_chunk = 8192,
+    .prefill_chunk_name = "max_num_batched_tokens",
+    // get_batch_defaults: >= 70 GiB and not an A100, OPENAI_API_SERVER: max_num_batched_tokens 8192.
+    .prefill_chunk_ref = "vllm-project/vllm vllm/engine/arg_utils.py@99d7eb5d EngineArgs.get_batch_defaults",
+    .block_tokens = 256,
+    .block_tokens_ref = "vllm-project/vllm vllm/models/deepseek_v4/attention.py@0484480b get_kv_cache_spec",
+    .indexer_mxfp4 = false,
+    // attention_config.use_fp4_indexer_cache defaults to False: 132-B FP8 index keys.
+    .indexer_ref = "vllm-project/vllm vllm/v1/attention/backends/mla/indexer.py@07492607 "
+                   "DeepseekV32IndexerMetadataBuilder.__init__",
+    .mxfp4_indexer_min_sm = 10,
+    .mxfp4_indexer_rule = "use_fp4_indexer_cache requires Blackwell datacenter GPUs (sm_10x, e.g. B200/GB200)",
+    .mxfp4_indexer_ref = "vllm-project/vllm vllm/v1/attention/backends/mla/indexer.py@07492607 "
+                         "DeepseekV32IndexerMetadataBuilder.__init__",
+    .v41_formats_follow_gpu = true,
+    // get_supported_kernel_block_sizes: the V4.1 records' kernel on SM100, the fp8_ds_mla rows on SM90.
+    .v41_formats_ref = "vllm-project/vllm vllm/v1/attention/backends/mla/sparse_mla.py@cf4bfd81 "
+                       "get_supported_kernel_block_sizes",
+    .swa_full_tokens_ratio = 0,
+    .swa_ratio_ref = "",
+    .has_dp_attention = false,
+    .dp_attention_ref = "",
+};
+
 namespace detail {
 
 /// vLLM's registration order of a library pool inside one layer (A `DeepseekV4Attention.__init__`:

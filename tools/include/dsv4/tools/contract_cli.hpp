@@ -79,7 +79,11 @@ struct bad_descriptor : std::invalid_argument {
 /// `layout_from_flags` without its checks and message rewording.
 inline std::pair<cache::cache_layout, cache::cli::planner_result> layout_from_flags_unchecked(const contract_args& a) {
   cache::cli::planner_args pa = a.plan;
-  if (!a.engine_given) pa.pools = "own";  // the library's pages alone: no engine rule applies
+  if (!a.engine_given) {
+    pa.pools = "own";  // the library's pages alone: no engine rule applies
+    // ... and every cache of the model, the MTP layers' too, unless --no-mtp
+    if (!pa.no_mtp) pa.mtp = true;
+  }
   cache::cli::planner_result r = cache::cli::compute(pa);
   const cache::plan_options& o = r.plan.options;
   if (a.rank && !r.parallel) throw std::invalid_argument("--rank needs parallel flags (--tp, --dp, --pp, --dcp)");
@@ -720,12 +724,13 @@ inline void add_contract_options(CLI::App& cmd, contract_args& c) {
                  "are refused (their pages are not recorded)")
       ->check(cache::cli::kNonEmpty)
       ->each([&c](const std::string&) { c.engine_given = true; });
+  cmd.add_flag("--mtp", c.plan.mtp,
+               "Cache the MTP layers (the default without --engine; with it, the engine's default: none)");
   cmd.add_flag("--no-mtp", c.plan.no_mtp, "Do not cache the MTP layers");
   cmd.add_option("--tokens-per-step", c.plan.tokens_per_step,
-                 "Tokens per decode step s: with --engine vllm, V4.1's ratio-2 ring holds max(8, next power of two "
-                 ">= s + 1) rows")
-      ->transform(cache::cli::kDecimalInt)
-      ->capture_default_str();
+                 "Tokens per decode step s (default 1): with --engine vllm, V4.1's ratio-2 ring holds max(8, next "
+                 "power of two >= s + 1) rows")
+      ->transform(cache::cli::kDecimalInt);
   cmd.add_option("--rank", c.rank, "With parallel flags: the rank whose layout to describe (default 0)")
       ->transform(cache::cli::kDecimalInt);
 }

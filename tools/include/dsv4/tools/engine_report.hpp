@@ -203,13 +203,15 @@ struct engine_report {
 /// under engine `e`, with the KV budget per GPU if given. `max_running` caps the requests the
 /// simulation runs at once (vLLM's max_num_seqs); `max_sim_visits` bounds the simulations' work
 /// (`sim_work_budget`); `dcp` is the deployment's decode context parallel size (vLLM's startup
-/// divides the full-history charge by it; the simulator does not shard: not simulated then).
+/// divides the full-history charge by it; the simulator does not shard: not simulated then);
+/// `sglang_attn_dp`: SGLang's attention-DP workers per server, which divide its running cap
+/// (0: `dp`; 1: without DP attention every DP replica has its own).
 /// Throws std::invalid_argument as the library.
 inline engine_report compute_engine_report(const model_config& m, const memory_plan& plan,
                                            const std::vector<rank_plan_result>& ranks, std::int64_t dp,
                                            const engine_spec& e, std::optional<std::uint64_t> budget,
                                            std::int64_t max_running, std::int64_t max_sim_visits = kSimulateMaxVisits,
-                                           std::int64_t dcp = 1) {
+                                           std::int64_t dcp = 1, std::int64_t sglang_attn_dp = 0) {
   engine_report r;
   r.engine = &e;
   // The ranks' structure where there are ranks: under DCP tokenspeed's ranks are priced as own
@@ -272,7 +274,9 @@ inline engine_report compute_engine_report(const model_config& m, const memory_p
   }
   if (r.structure == pool_structure::ratio_pools) {
     sglang_options so = detail::sglang_options_of(o);
-    so.max_running_requests = max_running > 0 ? max_running / dp : so.max_running_requests;  // as SGLang runs
+    // As SGLang runs: max_running_requests // attention DP (0: dp) per worker.
+    so.max_running_requests =
+        max_running > 0 ? max_running / (sglang_attn_dp > 0 ? sglang_attn_dp : dp) : so.max_running_requests;
     r.sglang = sglang_report(pools.sglang, so, budget ? *budget : plan.total_bytes, !budget);
     if (!budget) return r;
     const std::int64_t n = std::max<std::int64_t>(r.engine_requests, 1);

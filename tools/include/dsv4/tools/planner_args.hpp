@@ -46,9 +46,12 @@ struct planner_args {
   std::string kv_format;                   // --kv-format NAME: every main-KV pool
   std::vector<std::string> group_formats;  // --format GROUP=NAME, repeatable
   std::string indexer_format;              // --indexer-format NAME
-  std::int64_t tokens_per_step = 1;
-  std::int64_t prefill_chunk = 8192;
-  bool no_mtp = false;
+  std::optional<std::int64_t> tokens_per_step;  // none: the engine's (1: no speculative decoding)
+  std::optional<std::int64_t> prefill_chunk;    // none: the engine's step budget (8,192 for all three)
+  bool mtp = false;     // --mtp: cache the MTP layers (a draft model; the engines' default: none)
+  bool no_mtp = false;  // --no-mtp
+  std::string gpu;      // --gpu NAME (none: an H200, Hopper): the defaults and refusals that depend on it
+  bool dp_attention = false;  // --enable-dp-attention (SGLang: data-parallel attention inside the TP group)
   bool json = false;
   bool verbose = false;  // --verbose: every table
   bool layers = false;   // --layers / --groups / --ranks: a table after the screen
@@ -61,7 +64,8 @@ struct planner_args {
   std::string pools = "engine";             // --pools engine|own
   std::optional<std::int64_t> max_running;  // --max-running-requests (default: the engine's)
   std::optional<double> swa_ratio;          // --swa-full-tokens-ratio (SGLang only; default 0.1)
-  bool overlap = false;
+  bool overlap = false;                     // --overlap (the engines' default: on)
+  bool no_overlap = false;                  // --no-overlap
   bool simulate = false;
   std::int64_t max_sim_visits = kSimulateMaxVisits;  // not a flag: the fuzz target lowers it (inputs end in seconds)
   // Parallelism and roles (per-rank plans)
@@ -212,13 +216,58 @@ inline void check_sglang_flags(const planner_args& a) {
   if (a.pp != 1 || !a.pp_layers.empty()) refuse(fmt::format("--pp {} (pipeline stages) is not modelled", a.pp));
   if (a.dcp != 1) refuse(fmt::format("--dcp {} (decode context parallelism) is not modelled", a.dcp));
   if (a.role != "colocated") refuse("--role " + a.role + " (PD disaggregation) is not modelled");
-  if (a.overlap)
+  if (a.no_overlap)
     throw std::invalid_argument(
-        "--engine sglang: --overlap has no effect: SGLang's overlap scheduler is its default and always modelled");
+        "--engine sglang: --no-overlap (SGLang's --disable-overlap-schedule) is not modelled: its overlap scheduler, "
+        "its default, always is");
   if (a.simulate)
     throw std::invalid_argument(
         "--engine sglang: --simulate replays vLLM's and tokenspeed's block tables; SGLang's occupancy is replayed "
         "in the engine report when a budget is given (--memory-gib)");
+}
+
+/// A GPU the defaults depend on (--gpu): its name and SM version (compute capability).
+struct gpu_model {
+  std::string_view name;
+  int sm_major = 0;
+  int sm_minor = 0;
+  std::string_view family;  ///< "Hopper", "Blackwell".
+};
+
+/// The GPUs --gpu names; the first (H200) is the planner's assumption when --gpu is left out.
+inline constexpr std::array<gpu_model, 9> kGpus = {{
+    {"h200", 9, 0, "Hopper"},
+    {"h100", 9, 0, "Hopper"},
+    {"h800", 9, 0, "Hopper"},
+    {"h20", 9, 0, "Hopper"},
+    {"gh200", 9, 0, "Hopper"},
+    {"b200", 10, 0, "Blackwell"},
+    {"gb200", 10, 0, "Blackwell"},
+    {"b300", 10, 3, "Blackwell"},
+    {"gb300", 10, 3, "Blackwell"},
+}};
+
+/// The GPU --gpu names (case-insensitive), or the H200 when `name` is empty; throws naming the
+/// value and the known names.
+inline const gpu_model& gpu_from(const std::string& name) {
+  if (name.empty()) return kGpus[0];
+  std::string lower;
+  for (const char c : name) lower += static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  for (const gpu_model& g : kGpus)
+    if (g.name == lower) return g;
+  std::string names;
+  for (const gpu_model& g : kGpus) names += (names.empty() ? "" : ", ") + std::string(g.name);
+  throw std::invalid_argument("--gpu must be one of " + names + ", got '" + name + "'");
+}
+
+/// A default turned on by `on_flag` or off by `off_flag`: none when neither is given; throws
+/// naming both when both are.
+inline std::optional<bool> flag_pair(bool on, bool off, std::string_view on_flag, std::string_view off_flag) {
+  if (on && off)
+    throw std::invalid_argument(fmt::format("{} and {} contradict each other: give one of them", on_flag, off_flag));
+  if (on) return true;
+  if (off) return false;
+  return std::nullopt;
 }
 
 /// The engine named by --engine ("vllm", "vllm@2026.11", "tokenspeed", "sglang", ...).

@@ -133,12 +133,18 @@ inline planner_result compute_with_progress(const planner_args& a, std::ostream&
 inline void add_planner_options(CLI::App& app, planner_args& a) {
   app.footer(std::string(kExitCodesHelp));
   add_model_options(app, a, "A memory budget in GiB: also print the largest N and L that fit");
-  app.add_option("--tokens-per-step", a.tokens_per_step, "Tokens per decode step s (1 + speculative tokens)")
-      ->transform(kDecimalInt)
-      ->capture_default_str();
-  app.add_option("--prefill-chunk", a.prefill_chunk, "Prefill chunk tokens B: the token budget of one scheduler step")
-      ->transform(kDecimalInt)
-      ->capture_default_str();
+  app.add_option("--tokens-per-step", a.tokens_per_step,
+                 "Tokens per decode step s (1 + speculative tokens; default the engine's: 1, no speculative "
+                 "decoding)")
+      ->transform(kDecimalInt);
+  app.add_option("--prefill-chunk", a.prefill_chunk,
+                 "Prefill chunk tokens B: the token budget of one scheduler step (default the engine's: vLLM "
+                 "max_num_batched_tokens 8192, tokenspeed and SGLang chunked prefill 8192)")
+      ->transform(kDecimalInt);
+  app.add_option("--gpu", a.gpu,
+                 "The GPU (h200, h100, h800, h20, gh200, b200, gb200, b300, gb300): the engine defaults and refusals "
+                 "that depend on it (vLLM's MXFP4 index keys need Blackwell); default h200 (Hopper)")
+      ->check(kNonEmpty);
   app.add_option("--engine", a.engine,
                  "Engine to plan for: vllm (vLLM v1's shared block pool, the newest preset; vllm@2026.11), "
                  "tokenspeed (mixed batches), tokenspeed-default or sglang (SGLang's DeepSeek V4 ratio pools, "
@@ -160,8 +166,14 @@ inline void add_planner_options(CLI::App& app, planner_args& a) {
                  "applied to what really fits")
       ->transform(kDecimalInt);
   app.add_flag("--overlap", a.overlap,
-               "Async scheduling: one more step in flight (2s in place of s; vLLM: max_in_flight_tokens = 2 x B; "
-               "SGLang: its default, always modelled)");
+               "Async / overlap scheduling: one more step in flight (2s in place of s; vLLM: max_in_flight_tokens = "
+               "2 x B); every engine's default");
+  app.add_flag("--no-overlap", a.no_overlap,
+               "Synchronous scheduling (vLLM --no-async-scheduling, tokenspeed --disable-overlap-schedule; not "
+               "modelled for SGLang)");
+  app.add_flag("--enable-dp-attention", a.dp_attention,
+               "SGLang only: data-parallel attention inside the TP group (--dp splits the --tp GPUs' requests; "
+               "tp x pp GPUs in all); its default is off (--dp replicas of tp GPUs each)");
   add_parallel_options(app, a);
   app.add_option("--role", a.role,
                  "colocated; prefill (N prompts held whole until transferred) or decode (N decoding + --handover)")
@@ -181,7 +193,9 @@ inline void add_planner_options(CLI::App& app, planner_args& a) {
                "Also replay the engine's allocator (every concrete rule, prompt lengths, arrivals) on its pool and "
                "print its peak pages beside the plan's; refused above 4096 requests or an estimated 4e10 request "
                "steps (about 10 s)");
-  app.add_flag("--no-mtp", a.no_mtp, "Do not cache the MTP layers");
+  app.add_flag("--mtp", a.mtp,
+               "Cache the MTP layers (a draft model for speculative decoding; the engines' default is none)");
+  app.add_flag("--no-mtp", a.no_mtp, "Do not cache the MTP layers (the engines' default)");
   app.add_flag("--json", a.json,
                "Print one JSON object (exact integer bytes, `fits`, `verdict`) instead of the screen");
   app.add_flag("--verbose", a.verbose, "Print every table (model, layers, groups, plan, ranks, the engine's section)");

@@ -14,6 +14,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include <fmt/format.h>
@@ -114,6 +115,26 @@ struct capacity_curve {
   std::string why_not;  ///< Why the engine has no curve for this model / these flags ("" when drawn).
 };
 
+/// The value of an input the plan assumed.
+using assumption_value = std::variant<bool, std::int64_t, double, std::string>;
+
+/// One input of the plan and where its value came from (the screen's "assumes" line, JSON
+/// `assumptions`): `source` "flag" (given), "engine default" (left out: the engine's, with the
+/// engine code that sets it in `reference`, "owner/repo path@commit symbol") or "planner default"
+/// (the GPU: an H200 when --gpu is left out).
+struct assumption {
+  std::string input;  ///< JSON key: "async_scheduling", "draft_layer", "max_running_requests", ...
+  assumption_value value;
+  std::string source;
+  std::string reference;
+  std::string text;  ///< For the screen: "async scheduling (vLLM's default)".
+};
+
+/// What one engine calls itself in a sentence ("vLLM", "tokenspeed", "SGLang").
+inline std::string engine_title_of(engine_kind k) {
+  return k == engine_kind::vllm ? "vLLM" : k == engine_kind::sglang ? "SGLang" : "tokenspeed";
+}
+
 /// Everything the planner prints, computed before anything is printed.
 struct planner_result {
   model_config model;
@@ -138,6 +159,12 @@ struct planner_result {
   std::optional<plan_hint> hint;
   /// With --svg: max requests against context under each modelled engine (`capacity_curves`).
   std::vector<capacity_curve> curves;
+  /// Every input the plan assumed, in the order the screen says them.
+  std::vector<assumption> assumptions;
+  /// The GPUs the deployment takes (with parallel flags): tp x dp x pp, or with SGLang's data-parallel
+  /// attention tp x pp (its DP workers share the TP group's GPUs).
+  std::int64_t gpus = 1;
+  bool dp_attention = false;
 };
 
 /// `n` requests (of `engines` engines together) capped at what the engines run at once.
@@ -216,8 +243,25 @@ inline planner_result compute(const planner_args& a, bool with_engine_report = t
     r.model = *it->model;
   }
   plan_options o;
-  const std::string indexer = a.indexer.value_or("fp8");
-  if (a.indexer && r.model.family == model_family::v4_1)
+  r.engine = &engine_from(a.engine);
+  const engine_defaults& d = r.engine->defaults;
+  const gpu_model& gpu = gpu_from(a.gpu);
+  const std::string title = engine_title_of(r.engine->policy.engine);
+  const auto said = [&](std::string key, assumption_value v, bool given, std::string_view ref, std::string text) {
+    r.assumptions.push_back({std::move(key), std::move(v), given ? "flag" : "engine default",
+                             given ? std::string() : std::string(ref), std::move(text)});
+  };
+  // Every input left out takes the engine's default (engines/defaults.hpp), said on the screen.
+  const std::optional<bool> overlap_flag = flag_pair(a.overlap, a.no_overlap, "--overlap", "--no-overlap");
+  const std::optional<bool> mtp_flag = flag_pair(a.mtp, a.no_mtp, "--mtp", "--no-mtp");
+  const bool overlap = overlap_flag.value_or(d.overlap);
+  const bool cache_mtp = mtp_flag.value_or(d.draft_layer);
+  const std::int64_t tokens_per_step = a.tokens_per_step.value_or(d.tokens_per_step);
+  const std::int64_t prefill_chunk = a.prefill_chunk.value_or(d.prefill_chunk);
+  const bool v4_1 = r.model.family == model_family::v4_1;
+  const bool below_mxfp4_sm = d.mxfp4_indexer_min_sm > 0 && gpu.sm_major < d.mxfp4_indexer_min_sm;
+  const std::string indexer = a.indexer.value_or(d.indexer_mxfp4 ? "mxfp4" : "fp8");
+  if (a.indexer && v4_1)
     throw std::invalid_argument("--indexer " + indexer +
                                 ": a DeepSeek V4.1 model takes its index-key format from --format-set (v41: "
                                 "v4.indexer_mxfp4, v4: v4.indexer_fp8) or --indexer-format NAME");
@@ -230,15 +274,46 @@ inline planner_result compute(const planner_args& a, bool with_engine_report = t
   } else {
     throw std::invalid_argument("--indexer must be fp8 or mxfp4, got '" + indexer + "'");
   }
+  // V4.1 under vLLM: the V4.1 records (MXFP4 index keys) on Blackwell, the V4 rows on Hopper
+  // (vllm.hpp `vllm_pool_rules::v41_block_tokens_*`: the kernel block 128 on SM100, 64 on SM90).
+  const bool v41_hopper_rows =
+      v4_1 && d.v41_formats_follow_gpu && a.format_set.empty() && below_mxfp4_sm && a.indexer_format.empty();
+  if (v41_hopper_rows) o.formats.set = format_set::v4;
   apply_format_flags(a, r.model, o);
   o.context_tokens = a.context.value_or(0);  // 0: the model's max_position_embeddings
   o.requests = a.requests;
-  o.tokens_per_step = a.tokens_per_step;
-  o.prefill_chunk_tokens = a.prefill_chunk;
-  o.cache_mtp = !a.no_mtp;
-  r.engine = &engine_from(a.engine);
+  o.tokens_per_step = tokens_per_step;
+  o.prefill_chunk_tokens = prefill_chunk;
+  o.cache_mtp = cache_mtp;
   o.policy = r.engine->policy;
-  o.policy.overlap = a.overlap;
+  o.policy.overlap = overlap;
+  if (a.dp_attention && !d.has_dp_attention)
+    throw std::invalid_argument(fmt::format(
+        "--enable-dp-attention: --engine {} has no such flag (SGLang's data-parallel attention inside the TP group; "
+        "use --engine sglang)",
+        engine_label(*r.engine)));
+  said("async_scheduling", overlap, overlap_flag.has_value(), d.overlap_ref,
+       fmt::format("{}{} ({})", overlap ? "" : "no ", d.overlap_name,
+                   overlap_flag ? (overlap ? "--overlap" : "--no-overlap") : title + "'s default"));
+  said("draft_layer", cache_mtp, mtp_flag.has_value(), d.draft_layer_ref,
+       cache_mtp ? (mtp_flag ? "MTP layers cached (--mtp)" : "MTP layers cached") : "no draft layer");
+  said("tokens_per_step", tokens_per_step, a.tokens_per_step.has_value(), d.tokens_per_step_ref,
+       tokens_per_step == 1 ? "1 token/step" : fmt::format("{} tokens/step", tokens_per_step));
+  said("prefill_chunk", prefill_chunk, a.prefill_chunk.has_value(), d.prefill_chunk_ref,
+       fmt::format("chunk {}", thousands(prefill_chunk)));
+  if (r.model.family == model_family::v4)
+    said("indexer", indexer, a.indexer.has_value() || !a.indexer_format.empty(), d.indexer_ref,
+         fmt::format("{} index keys", a.indexer_format.empty() ? indexer : a.indexer_format));
+  if (v4_1)
+    said("format_set", a.format_set.empty() ? (o.formats.set == format_set::v4 ? "v4" : "v41") : a.format_set,
+         !a.format_set.empty(), v41_hopper_rows ? d.v41_formats_ref : std::string_view(),
+         fmt::format("format set {}", a.format_set.empty() ? (o.formats.set == format_set::v4 ? "v4" : "v41")
+                                                           : a.format_set));
+  r.assumptions.push_back({"gpu", std::string(gpu.name), a.gpu.empty() ? "planner default" : "flag", "",
+                           fmt::format("{}{}", gpu.family, a.gpu.empty() ? " (H200)" : "")});
+  if (d.has_dp_attention)
+    said("dp_attention", a.dp_attention, a.dp_attention, d.dp_attention_ref,
+         a.dp_attention ? "DP attention" : "no DP attention");
   o.vllm_pools = r.engine->vllm;
   if (a.pools == "own")
     o.pools = pools_choice::own;
@@ -255,11 +330,11 @@ inline planner_result compute(const planner_args& a, bool with_engine_report = t
     throw std::invalid_argument("--role must be colocated, prefill or decode, got '" + a.role + "'");
   }
   o.handover_requests = a.handover;
-  if (o.policy.decode_needs_whole_step && a.prefill_chunk >= 1 && a.tokens_per_step > a.prefill_chunk)
+  if (o.policy.decode_needs_whole_step && prefill_chunk >= 1 && tokens_per_step > prefill_chunk)
     throw std::invalid_argument(fmt::format(
         "--prefill-chunk {} must be >= --tokens-per-step {}: {} decodes only with a whole step of tokens in the "
         "step's budget",
-        a.prefill_chunk, a.tokens_per_step, engine_label(*r.engine)));
+        prefill_chunk, tokens_per_step, engine_label(*r.engine)));
   if (a.handover != 0 && o.role != deployment_role::decode)
     throw std::invalid_argument(fmt::format("--handover {} is for --role decode only", a.handover));
   if (a.handover < 0) throw std::invalid_argument(fmt::format("--handover must be >= 0, got {}", a.handover));
@@ -273,20 +348,30 @@ inline planner_result compute(const planner_args& a, bool with_engine_report = t
     throw std::invalid_argument(fmt::format(
         "--dcp-interleave {} has no effect without --dcp (decode context parallelism over more than 1 rank)",
         a.dcp_interleave));
+  r.dp_attention = a.dp_attention;
+  if (a.dp_attention && (a.dp < 1 || a.tp < 1 || a.tp % a.dp != 0))
+    throw std::invalid_argument(
+        fmt::format("--enable-dp-attention: --dp {} must divide --tp {} (SGLang's DP attention workers split the TP "
+                    "group: attention TP = tp / dp)",
+                    a.dp, a.tp));
   if (a.tp != 1 || a.dp != 1 || a.pp != 1 || a.dcp != 1 || a.dcp_interleave != 1 || !a.pp_layers.empty()) {
     parallel_config pc;
-    pc.tp = a.tp;
+    // SGLang's DP attention: dp workers inside the TP group, each on tp / dp GPUs (its attention TP).
+    pc.tp = a.dp_attention ? a.tp / a.dp : a.tp;
     pc.dp = a.dp;
     pc.pp = a.pp;
     pc.dcp = a.dcp;
     pc.dcp_interleave_rows = a.dcp_interleave;
     if (!a.pp_layers.empty()) parse_pp_layers(a.pp_layers, pc);
     r.parallel = pc;
+    r.gpus = pc.world_size();
   }
-  const bool tokenspeed =
-      o.policy.engine == engine_kind::tokenspeed || o.policy.engine == engine_kind::tokenspeed_default;
-  r.max_running = a.max_running.value_or(tokenspeed ? tokenspeed_default_max_num_seqs(o.tokens_per_step)
-                                                    : r.engine->default_max_running_requests);
+  r.max_running = a.max_running.value_or(d.max_running_at(o.tokens_per_step));
+  said("max_running_requests", r.max_running, a.max_running.has_value(), d.max_running_ref,
+       fmt::format("{} {}", d.max_running_name, thousands(r.max_running)));
+  if (d.swa_full_tokens_ratio > 0)
+    said("swa_full_tokens_ratio", a.swa_ratio.value_or(d.swa_full_tokens_ratio), a.swa_ratio.has_value(),
+         d.swa_ratio_ref, fmt::format("SWA ratio {:g}", a.swa_ratio.value_or(d.swa_full_tokens_ratio)));
   o.max_running_requests = r.max_running;  // tokenspeed sizes its arena's windows for max_num_seqs
   if (a.swa_ratio && !(o.policy.engine == engine_kind::sglang && o.pools == pools_choice::engine))
     throw std::invalid_argument(
@@ -300,8 +385,10 @@ inline planner_result compute(const planner_args& a, bool with_engine_report = t
   }
   if (o.policy.engine == engine_kind::sglang && o.pools == pools_choice::engine) {
     check_sglang_flags(a);
-    // SGLang's HCA-state reservation is per attention-DP worker: max_running_requests // dp.
-    o.max_running_requests = r.max_running / a.dp;
+    // SGLang's HCA-state reservation is per attention-DP worker: max_running_requests // dp with DP
+    // attention; without it every --dp replica is a whole server with its own max_running_requests.
+    const std::int64_t attn_dp = a.dp_attention ? a.dp : 1;
+    o.max_running_requests = r.max_running / attn_dp;
     if (o.max_running_requests < 1)
       throw std::invalid_argument(fmt::format(
           "--engine sglang: --max-running-requests {} // --dp {} is 0, which SGLang refuses (\"max_running_request is "
@@ -310,6 +397,18 @@ inline planner_result compute(const planner_args& a, bool with_engine_report = t
   }
   try {  // errors from here on depend on the model: say which one
     r.schema = build_model_schema(r.model, r.model.family == model_family::v3_2 ? indexer_format::fp8 : o.indexer);
+    // The engine's own refusal (vLLM: MXFP4 index keys on SM 10.x only), for the GPU named or assumed.
+    if (below_mxfp4_sm)
+      for (const paged_cache_group_spec& g : plan_cache_specs(r.model, o))
+        for (int k = 0; k < g.num_pools; ++k) {
+          const format_layout& f = g.pools[static_cast<std::size_t>(k)].format;
+          if (f.role == format_role::indexer_k && f.data.type == element_type::e2m1)
+            throw std::invalid_argument(fmt::format(
+                "--engine {} refuses MXFP4 index keys ({}) on {} {} (SM {}.{}): \"{}\" ({}); give --gpu b200 (or "
+                "another Blackwell GPU) or FP8 index keys",
+                engine_label(*r.engine), f.name, a.gpu.empty() ? "the assumed" : "--gpu", gpu.name, gpu.sm_major,
+                gpu.sm_minor, d.mxfp4_indexer_rule, d.mxfp4_indexer_ref));
+        }
     const pool_structure structure = plan_structure(o, r.model.family);
     if (structure == pool_structure::ratio_pools) (void)sglang_geometry_of(r.model, false);  // V4 only
     if (structure != pool_structure::own_pools)
@@ -369,7 +468,8 @@ inline planner_result compute(const planner_args& a, bool with_engine_report = t
     }
     if (with_engine_report) {
       r.report = compute_engine_report(r.model, r.plan, r.ranks, r.parallel ? r.parallel->dp : 1, *r.engine,
-                                       r.budget_bytes, max_running, a.max_sim_visits, r.parallel ? r.parallel->dcp : 1);
+                                       r.budget_bytes, max_running, a.max_sim_visits, r.parallel ? r.parallel->dcp : 1,
+                                       a.dp_attention ? a.dp : 1);
       r.hint = hint_of(r);
     }
   } catch (const std::invalid_argument& e) {
