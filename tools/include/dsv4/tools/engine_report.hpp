@@ -340,7 +340,7 @@ inline engine_report compute_engine_report(const model_config& m, const memory_p
     sim_work_budget ctx_work{max_sim_visits - max_sim_visits / 2, 0, false};
     constexpr std::int64_t kSimMax = std::int64_t{1} << 40;  // the simulator's bound on tokens
     if (!ranks.empty() && r.vllm == std::nullopt) {          // own pools or a parent arena per rank
-      fit.why_not = "what fits each rank's own pools is not simulated (one shared pool per engine only)";
+      fit.why_not = "each rank's own pools are not replayed (one shared pool per engine only)";
     } else if (dcp > 1) {
       fit.why_not = "the simulator does not shard a request over decode-context-parallel ranks";
     } else if (o.prefill_chunk_tokens > kSimMax || m.max_position_embeddings > kSimMax) {

@@ -218,7 +218,7 @@ inline std::optional<plan_hint> hint_of(const planner_result& r) {
     const std::int64_t then = plan_capacity(r, smaller);
     if (then <= now) return std::nullopt;
     return plan_hint{fmt::format("--prefill-chunk {}", kHintPrefillChunk), now, then,
-                     "fewer prompt pages in flight, slower first token"};
+                     "fewer prompt pages in flight, later first token"};
   } catch (const std::invalid_argument&) {  // the change is not valid for these options: no hint
     return std::nullopt;
   }
@@ -298,19 +298,20 @@ inline planner_result compute(const planner_args& a, bool with_engine_report = t
   said("draft_layer", cache_mtp, mtp_flag.has_value(), d.draft_layer_ref,
        cache_mtp ? (mtp_flag ? "MTP layers cached (--mtp)" : "MTP layers cached") : "no draft layer");
   said("tokens_per_step", tokens_per_step, a.tokens_per_step.has_value(), d.tokens_per_step_ref,
-       tokens_per_step == 1 ? "1 token/step" : fmt::format("{} tokens/step", tokens_per_step));
+       tokens_per_step == 1 && !a.tokens_per_step ? std::string()  // implied by "no draft layer"
+                                                  : fmt::format("{} token(s)/step", tokens_per_step));
   said("prefill_chunk", prefill_chunk, a.prefill_chunk.has_value(), d.prefill_chunk_ref,
        fmt::format("chunk {}", thousands(prefill_chunk)));
   if (r.model.family == model_family::v4)
     said("indexer", indexer, a.indexer.has_value() || !a.indexer_format.empty(), d.indexer_ref,
-         fmt::format("{} index keys", a.indexer_format.empty() ? indexer : a.indexer_format));
+         std::string());  // the screen's model line names the index keys
   if (v4_1)
     said("format_set", a.format_set.empty() ? (o.formats.set == format_set::v4 ? "v4" : "v41") : a.format_set,
          !a.format_set.empty(), v41_hopper_rows ? d.v41_formats_ref : std::string_view(),
          fmt::format("format set {}", a.format_set.empty() ? (o.formats.set == format_set::v4 ? "v4" : "v41")
                                                            : a.format_set));
   r.assumptions.push_back({"gpu", std::string(gpu.name), a.gpu.empty() ? "planner default" : "flag", "",
-                           fmt::format("{}{}", gpu.family, a.gpu.empty() ? " (H200)" : "")});
+                           a.gpu.empty() ? std::string(gpu.family) : fmt::format("{} ({})", gpu.name, gpu.family)});
   if (d.has_dp_attention)
     said("dp_attention", a.dp_attention, a.dp_attention, d.dp_attention_ref,
          a.dp_attention ? "DP attention" : "no DP attention");
@@ -369,9 +370,18 @@ inline planner_result compute(const planner_args& a, bool with_engine_report = t
   r.max_running = a.max_running.value_or(d.max_running_at(o.tokens_per_step));
   said("max_running_requests", r.max_running, a.max_running.has_value(), d.max_running_ref,
        fmt::format("{} {}", d.max_running_name, thousands(r.max_running)));
+  // The screen's order: scheduling, draft, step, running cap, chunk, formats, SGLang's own, the GPU last.
+  static constexpr std::array<std::string_view, 10> kOrder = {
+      "async_scheduling", "draft_layer",  "tokens_per_step", "max_running_requests", "prefill_chunk",
+      "indexer",          "format_set",   "swa_full_tokens_ratio", "dp_attention", "gpu"};
+  const auto rank_of = [&](const assumption& x) {
+    return std::find(kOrder.begin(), kOrder.end(), x.input) - kOrder.begin();
+  };
   if (d.swa_full_tokens_ratio > 0)
     said("swa_full_tokens_ratio", a.swa_ratio.value_or(d.swa_full_tokens_ratio), a.swa_ratio.has_value(),
          d.swa_ratio_ref, fmt::format("SWA ratio {:g}", a.swa_ratio.value_or(d.swa_full_tokens_ratio)));
+  std::stable_sort(r.assumptions.begin(), r.assumptions.end(),
+                   [&](const assumption& x, const assumption& y) { return rank_of(x) < rank_of(y); });
   o.max_running_requests = r.max_running;  // tokenspeed sizes its arena's windows for max_num_seqs
   if (a.swa_ratio && !(o.policy.engine == engine_kind::sglang && o.pools == pools_choice::engine))
     throw std::invalid_argument(
@@ -514,22 +524,33 @@ inline std::int64_t engine_page_bytes(const memory_plan& p, int gi) {
   return b;
 }
 
-/// Does N x L fit the budget per GPU: the plan's bytes (every rank's: the cluster's answer with
-/// parallel flags), the engine's startup check, and what really fits (the simulated capacity,
-/// when simulated). Computed from the report, never recomputed.
+/// Does N x L fit the budget per GPU: one headline number, what really fits = the requests of L
+/// the engine's allocator, replayed on its pools, holds at once (the cluster's with parallel
+/// flags; the plan's bound where the replay is not run or cut short below it, said so). FITS when
+/// N <= it. The plan's own bound (what its bytes guarantee) is kept apart, labelled. Computed from
+/// the report, never recomputed.
 struct plan_verdict {
   bool has_budget = false;
   bool fits = false;
   std::int64_t requests = 0;        ///< N (the whole deployment).
   std::int64_t context_tokens = 0;  ///< L.
-  std::int64_t plan_max_requests =
-      0;  ///< The plan's answer (the cluster's with parallel flags), capped at the engine's running cap.
+  /// The plan's bound: the largest N of L its bytes guarantee (the cluster's with parallel flags),
+  /// capped at the engine's running cap. Lower than what really fits where the plan charges every
+  /// request its worst case at once.
+  std::int64_t plan_max_requests = 0;
   bool engine_starts = true;
-  std::optional<std::int64_t>
-      simulated_max_requests;  ///< The engine's own occupancy replayed (a lower bound when marked).
+  std::optional<std::int64_t> simulated_max_requests;  ///< The replay's answer (a lower bound when marked).
   bool simulated_lower_bound = false;
-  std::int64_t max_requests = 0;  ///< The largest N that fits by all three (0 when the engine does not start).
-  std::string why;                ///< The first check that fails ("" when it fits).
+  std::int64_t max_requests = 0;  ///< What really fits: the headline (0 when the engine does not start).
+  bool max_requests_lower_bound = false;  ///< "at least": the replay stopped at its work limit above the plan.
+  /// The headline is the plan's bound, and why: the replay did not run (`why_not`) or was cut short.
+  bool by_plan = false;
+  std::string by_plan_why;
+  /// The limit that binds what really fits: "budget", "running cap", "startup check" or
+  /// "single-request limit", and the sentence that names it.
+  std::string limit;
+  std::string limit_text;
+  std::string why;  ///< Why N does not fit ("" when it fits).
 };
 
 inline plan_verdict verdict_of(const planner_result& r) {
@@ -539,42 +560,92 @@ inline plan_verdict verdict_of(const planner_result& r) {
   if (!r.budget_bytes || !r.requests_fit) return v;
   v.has_budget = true;
   v.plan_max_requests = plan_max_requests(r);
+  const std::string engine = r.engine != nullptr ? engine_label(*r.engine) : std::string("the engine");
+  bool single_request = false;
   if (r.report) {
     if (r.report->vllm) v.engine_starts = r.report->vllm->starts;
-    if (r.report->tokenspeed) v.engine_starts = r.report->tokenspeed->starts && r.report->tokenspeed->admits_context;
-    if (r.report->sglang) v.engine_starts = r.report->sglang->sizes.starts;
-    if (r.report->fit && r.report->fit->simulated) {
-      v.simulated_max_requests = r.report->fit->max_requests * r.report->dp;
-      v.simulated_lower_bound = r.report->fit->lower_bound;
+    if (r.report->tokenspeed) {
+      v.engine_starts = r.report->tokenspeed->starts && r.report->tokenspeed->admits_context;
+      single_request = r.report->tokenspeed->starts && !r.report->tokenspeed->admits_context;
     }
+    if (r.report->sglang) v.engine_starts = r.report->sglang->sizes.starts;
   }
-  v.max_requests = v.engine_starts ? v.plan_max_requests : 0;
-  // A simulated answer bounds what fits unless it is only a lower bound at or above the plan's.
-  if (v.simulated_max_requests && !(v.simulated_lower_bound && *v.simulated_max_requests >= v.max_requests))
-    v.max_requests = std::min(v.max_requests, *v.simulated_max_requests);
-  if (v.plan_max_requests < v.requests)
-    v.why = fmt::format("the plan fits {} request(s) of {} tokens per the budget", requests_text(v.plan_max_requests),
-                        thousands(v.context_tokens));
-  else if (!v.engine_starts)
-    v.why =
-        fmt::format("{} does not start with this budget", r.engine != nullptr ? engine_label(*r.engine) : "the engine");
-  else if (v.max_requests < v.requests)
-    v.why =
-        fmt::format("what really fits (the engine's occupancy replayed) is {} request(s)", thousands(v.max_requests));
-  v.fits = v.why.empty();
+  const std::int64_t engines = r.report ? r.report->dp : 1;
+  const engine_fit* fit = r.report && r.report->fit ? &*r.report->fit : nullptr;
+  if (fit != nullptr && fit->simulated) {
+    v.simulated_max_requests = capped_requests(r, fit->max_requests * engines, engines);
+    v.simulated_lower_bound = fit->lower_bound;
+  }
+  // The cap on one engine's running requests: SGLang's per worker (max_running_requests // its
+  // attention DP), the others' as given.
+  const std::int64_t per_engine_cap =
+      r.report && r.report->sglang ? r.report->sglang->sizes.max_running_requests : r.max_running;
+  if (!v.engine_starts) {
+    v.max_requests = 0;
+  } else if (v.simulated_max_requests && !fit->requests_by_plan) {
+    v.max_requests = *v.simulated_max_requests;
+    v.max_requests_lower_bound = fit->lower_bound;
+  } else {
+    v.max_requests = v.plan_max_requests;
+    v.by_plan = true;
+    v.by_plan_why = fit == nullptr         ? std::string("the allocator is not replayed here")
+                    : !fit->simulated      ? "not replayed: " + fit->why_not
+                    : fit->lower_bound     ? std::string("the replay stopped at its work limit below it")
+                    : per_engine_cap > 0 && v.plan_max_requests >= per_engine_cap * engines
+                        ? std::string("the running cap: nothing above it to replay")
+                        : std::string("the replay stopped at its work limit below it");
+  }
+  const std::string cap_name =
+      r.engine != nullptr && !r.engine->defaults.max_running_name.empty() ? std::string(r.engine->defaults.max_running_name)
+                                                                          : std::string("running cap");
+  if (!v.engine_starts && single_request) {
+    v.limit = "single-request limit";
+    v.limit_text = fmt::format("{} admits at most {} tokens a request (its single-request limit)", engine,
+                               thousands(r.report->tokenspeed->max_request_tokens));
+  } else if (!v.engine_starts) {
+    v.limit = "startup check";
+    v.limit_text = fmt::format("{} does not start with this budget (its startup check)", engine);
+  } else if (per_engine_cap > 0 && v.max_requests >= per_engine_cap * engines && !v.max_requests_lower_bound) {
+    v.limit = "running cap";
+    v.limit_text = fmt::format("{}'s running cap, {} {}{}", engine_title_of(r.plan.options.policy.engine), cap_name,
+                               thousands(r.max_running),
+                               per_engine_cap != r.max_running || engines > 1
+                                   ? fmt::format(" ({} per engine x {})", thousands(per_engine_cap), engines)
+                                   : std::string());
+  } else {
+    v.limit = "budget";
+    v.limit_text = fmt::format("the {} budget", size_text(*r.budget_bytes));
+  }
+  v.fits = v.requests <= v.max_requests;
+  if (!v.fits) v.why = v.limit_text;
   return v;
 }
 
-/// The verdict's one line: "1 x 1,048,576 tokens FITS ..." / "DOES NOT FIT ..." / no budget.
+/// The verdict's one line, the headline number first: "1 x 1,048,576 tokens FITS: 16 fit at once
+/// (...)" / "DOES NOT FIT: ..." / no budget.
 inline std::string verdict_line(const plan_verdict& v) {
   if (!v.has_budget)
     return fmt::format("verdict: {} x {} tokens: no budget given (--memory-gib or --gpu-memory-gib): the plan only",
                        thousands(v.requests), thousands(v.context_tokens));
-  if (v.fits)
-    return fmt::format("verdict: {} x {} tokens FITS (at most {} request(s) of {} tokens)", thousands(v.requests),
-                       thousands(v.context_tokens), requests_text(v.max_requests), thousands(v.context_tokens));
-  return fmt::format("verdict: {} x {} tokens DOES NOT FIT: {}; {} request(s) fit", thousands(v.requests),
-                     thousands(v.context_tokens), v.why, requests_text(v.max_requests));
+  const std::string n = (v.max_requests_lower_bound ? "at least " : "") + requests_text(v.max_requests);
+  const std::string how = v.by_plan ? "plan bound" : "replayed";
+  return fmt::format("verdict: {} x {} tokens {}: {} fit at once ({}; limit: {})", thousands(v.requests),
+                     thousands(v.context_tokens), v.fits ? "FITS" : "DOES NOT FIT", n, how, v.limit_text);
+}
+
+/// The plan's bound, once, labelled (the screen's "bound" line): what its bytes guarantee and why
+/// it is lower than (or, as the headline, stands for) what really fits.
+inline std::string bound_text(const plan_verdict& v) {
+  if (!v.has_budget) return {};
+  const std::string b = requests_text(v.plan_max_requests);
+  if (v.by_plan) return fmt::format("the plan's bytes guarantee {}, the headline: {}", b, v.by_plan_why);
+  if (!v.engine_starts) return fmt::format("the plan's bytes guarantee {}, but the engine does not run them", b);
+  if (v.plan_max_requests < v.max_requests)
+    return fmt::format("the plan's bytes guarantee {}: lower, as it charges each request its worst case at once", b);
+  if (v.plan_max_requests > v.max_requests)
+    return fmt::format("the plan's bytes guarantee {}: the replayed allocator holds fewer (its own rules bind first)",
+                       b);
+  return fmt::format("the plan's bytes guarantee {}, as many as the replay holds", b);
 }
 
 /// Where one GPU's plan bytes go (the screen's "why"); the parts sum to `total` exactly.

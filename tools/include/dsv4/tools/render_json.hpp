@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -55,6 +56,17 @@ inline nlohmann::ordered_json to_json(const planner_result& r) {
   using json = nlohmann::ordered_json;  // keys in the documented order
   const memory_plan& p = r.plan;
   json j;
+  // Every input as planned: {"value", "source": "flag" | "engine default" | "planner default",
+  // "reference": the engine code that sets the default ("repo path@commit symbol"), null when given}.
+  json assumed = json::object();
+  for (const assumption& a : r.assumptions) {
+    json value;
+    std::visit([&](const auto& x) { value = x; }, a.value);
+    assumed[a.input] = {{"value", value},
+                        {"source", a.source},
+                        {"reference", a.reference.empty() ? json(nullptr) : json(a.reference)}};
+  }
+  j["assumptions"] = assumed;
   j["model"] = {{"name", std::string(r.model.name.view())},
                 {"num_hidden_layers", r.model.num_hidden_layers},
                 {"num_nextn_predict_layers", r.model.num_nextn_predict_layers},
@@ -207,7 +219,13 @@ inline nlohmann::ordered_json to_json(const planner_result& r) {
     vj["engine_starts"] = v.engine_starts;
     vj["simulated_max_requests"] = v.simulated_max_requests ? json(*v.simulated_max_requests) : json(nullptr);
     vj["simulated_lower_bound"] = v.simulated_lower_bound;
-    vj["max_requests"] = v.max_requests;
+    vj["max_requests"] = v.max_requests;  // what really fits: the headline
+    vj["max_requests_lower_bound"] = v.max_requests_lower_bound;
+    vj["max_requests_by_plan"] = v.by_plan;
+    vj["by_plan_why"] = v.by_plan ? json(v.by_plan_why) : json(nullptr);
+    vj["limit"] = v.limit;
+    vj["limit_text"] = v.limit_text;
+    vj["bound"] = bound_text(v);
     vj["why"] = v.why.empty() ? json(nullptr) : json(v.why);
   }
   vj["line"] = verdict_line(v);

@@ -1,8 +1,10 @@
-// dsv4-cache-plan's default output: the operator screen (at most 20 lines of at most 100
-// columns): the verdict first, then N x L per GPU (the worst rank) and for the cluster, one
-// request, the engine's own startup figure beside what really fits, where the bytes go and one
-// hint. `--summary` prints its one-line form. Sizes in GiB / MiB with thousands separators; the
-// exact bytes are in --verbose and --json.
+// dsv4-cache-plan's default output: the operator screen (at most 22 lines of at most 100
+// columns): the verdict first, with the one number that really fits (the engine's allocator
+// replayed) and the limit that binds it, what was assumed for every input left out, N x L per
+// GPU (the worst rank) and for the cluster, one request, the engine's own startup figure, the
+// plan's bound (once, labelled), where the bytes go and one hint. `--summary` prints its
+// one-line form. Sizes in GiB / MiB with thousands separators; the exact bytes are in --verbose
+// and --json.
 #pragma once
 
 #include <cmath>
@@ -86,7 +88,6 @@ inline std::string screen_engine_text(const planner_result& r) {
                                                            : "the engine's own pools are not modelled for this model");
       break;
   }
-  if (p.options.policy.overlap) s += ", async scheduling";
   if (p.options.role != deployment_role::colocated) s += fmt::format(", {} role", to_string(p.options.role));
   return s;
 }
@@ -113,17 +114,12 @@ inline std::string screen_engine_figure(const planner_result& r) {
   return {};
 }
 
-/// What really fits: the engine's occupancy replayed on its pools ("" without a budget).
-inline std::string screen_replayed(const planner_result& r) {
-  if (!r.report || !r.report->fit || !r.budget_bytes) return {};
-  const engine_fit& f = *r.report->fit;
-  const std::int64_t l = r.plan.options.context_tokens;
-  if (!f.simulated) return "not replayed: " + f.why_not;
-  std::string s =
-      fmt::format("{}{} x {} tokens fit ({}'s occupancy replayed on these pools{})", f.lower_bound ? "at least " : "",
-                  thousands(f.max_requests * r.report->dp), thousands(l), engine_title(r),
-                  r.report->max_running > 0 ? fmt::format(", at most {} running", thousands(r.report->max_running))
-                                            : std::string());
+/// The screen's "assumes" line: every input as planned, where an engine default was taken
+/// saying whose ("async scheduling (vLLM's default), no draft layer, max_num_seqs 1,024, ...").
+inline std::string assumptions_text(const planner_result& r) {
+  std::string s;
+  for (const assumption& a : r.assumptions)
+    if (!a.text.empty()) s += (s.empty() ? "" : ", ") + a.text;
   return s;
 }
 
@@ -134,11 +130,11 @@ inline std::string screen_text(const planner_result& r) {
   const model_config& m = r.model;
   const std::int64_t l = r.plan.options.context_tokens;
   std::string s = screen_lines("verdict:", verdict_line(v).substr(std::string_view("verdict: ").size()));
-  s += screen_lines(
-      "model", fmt::format("{}: {} layers + {} MTP{}, indexer {}, {} token(s)/step, prefill chunk {}", m.name.view(),
-                           m.num_hidden_layers, m.num_nextn_predict_layers,
-                           m.num_nextn_predict_layers > 0 && !p.options.cache_mtp ? " (not cached)" : "",
-                           plan_indexer(p), p.options.tokens_per_step, thousands(p.options.prefill_chunk_tokens)));
+  s += screen_lines("model", fmt::format("{}: {} layers + {} MTP{}, indexer {}", m.name.view(), m.num_hidden_layers,
+                                         m.num_nextn_predict_layers,
+                                         m.num_nextn_predict_layers > 0 && !p.options.cache_mtp ? " (not cached)" : "",
+                                         plan_indexer(p)));
+  s += screen_lines("assumes", assumptions_text(r));
   s += screen_lines("engine", screen_engine_text(r));
   // Per GPU: the worst rank's requests and bytes against the budget.
   const std::int64_t gpu_requests = p.options.requests;  // the worst rank's DP share
@@ -153,18 +149,19 @@ inline std::string screen_text(const planner_result& r) {
                              size_text(p.total_bytes - *r.budget_bytes));
   else
     gpu += " (no budget given: --memory-gib or --gpu-memory-gib)";
-  if (r.budget_bytes && r.requests_fit && !r.parallel)
-    gpu += fmt::format("; at most {}", requests_text(capped_requests(r, r.requests_fit->max_requests, 1)));
   s += screen_lines("per GPU", gpu);
   if (r.parallel) {
     const parallel_config& pc = *r.parallel;
+    // SGLang's DP attention: the dp workers split the TP group's GPUs (pc.tp is its attention TP).
     std::string c =
-        fmt::format("tp {} x dp {} x pp {}{} = {} GPUs", pc.tp, pc.dp, pc.pp,
-                    pc.dcp > 1 ? fmt::format(", dcp {}", pc.dcp) : std::string(), thousands(pc.world_size()));
+        r.dp_attention
+            ? fmt::format("tp {} (dp {} attention workers inside) x pp {}{} = {} GPUs", pc.tp * pc.dp, pc.dp, pc.pp,
+                          pc.dcp > 1 ? fmt::format(", dcp {}", pc.dcp) : std::string(), thousands(r.gpus))
+            : fmt::format("tp {} x dp {} x pp {}{} = {} GPUs", pc.tp, pc.dp, pc.pp,
+                          pc.dcp > 1 ? fmt::format(", dcp {}", pc.dcp) : std::string(), thousands(r.gpus));
     if (r.cluster_fit)
-      c += fmt::format(": at most {} x {} tokens; {} up to {} tokens",
-                       requests_text(capped_requests(r, r.cluster_fit->max_requests, pc.dp)), thousands(l),
-                       thousands(r.plan.options.requests), thousands(r.cluster_fit->max_context_tokens));
+      c += fmt::format("; {} request(s) fit up to {} tokens", thousands(r.plan.options.requests),
+                       thousands(r.cluster_fit->max_context_tokens));
     else {
       std::uint64_t all = 0;
       for (const rank_plan_result& rp : r.ranks) all += rp.plan.total_bytes;
@@ -185,7 +182,7 @@ inline std::string screen_text(const planner_result& r) {
                                              size_text(p.total_bytes / h)));
   }
   if (const std::string fig = screen_engine_figure(r); !fig.empty()) s += screen_lines(engine_title(r), fig);
-  if (const std::string rep = screen_replayed(r); !rep.empty()) s += screen_lines("replayed", rep);
+  if (const std::string b = bound_text(v); !b.empty()) s += screen_lines("bound", b);
   // Why: where this GPU's bytes go.
   const plan_breakdown b = breakdown_of(p);
   s += fmt::format("\nwhere the {} of this GPU's plan go:\n", size_text(b.total));
@@ -228,11 +225,11 @@ inline std::string summary_line(const planner_result& r) {
   s += fmt::format(": {} x {} tokens ", thousands(v.requests), thousands(v.context_tokens));
   if (!v.has_budget) return s + fmt::format("need {} per GPU (no budget given)\n", size_text(p.total_bytes));
   s += v.fits ? "FITS" : "DOES NOT FIT";
-  s += fmt::format(" (at most {}; per GPU {} of {}", requests_text(v.max_requests), size_text(p.total_bytes),
-                   size_text(*r.budget_bytes));
-  if (v.simulated_max_requests)
-    s += fmt::format("; replayed {}{}", v.simulated_lower_bound ? ">= " : "", thousands(*v.simulated_max_requests));
-  return s + ")\n";
+  s += fmt::format(" ({}{} fit at once{}; limit: {}; the plan's bound {}; per GPU {} of {})",
+                   v.max_requests_lower_bound ? ">= " : "", requests_text(v.max_requests),
+                   v.by_plan ? " by the plan's bound" : ", replayed", v.limit, requests_text(v.plan_max_requests),
+                   size_text(p.total_bytes), size_text(*r.budget_bytes));
+  return s + "\n";
 }
 
 }  // namespace dsv4::cache::cli
