@@ -27,7 +27,9 @@ FLAGS: Dict[str, str] = {
     "swa_full_tokens_ratio": "--swa-full-tokens-ratio",
     "overlap": "--overlap",
     "simulate": "--simulate",
-    "mtp": "--no-mtp",
+    "mtp": "--mtp",
+    "gpu": "--gpu",
+    "enable_dp_attention": "--enable-dp-attention",
     "indexer": "--indexer",
     "format_set": "--format-set",
     "kv_format": "--kv-format",
@@ -45,6 +47,10 @@ FLAGS: Dict[str, str] = {
 }
 _PARAM_OF_FLAG = {flag: param for param, flag in FLAGS.items()}
 _PARAM_OF_FLAG["--no-mtp"] = "mtp=False"
+_PARAM_OF_FLAG["--no-overlap"] = "overlap=False"
+# Defaults an engine sets: None leaves them to the engine (the CLI's flag absent), True and False
+# give the flag that turns them on or off.
+TWO_WAY_FLAGS: Dict[str, tuple] = {"overlap": ("--overlap", "--no-overlap"), "mtp": ("--mtp", "--no-mtp")}
 _PARAM_OF_FLAG["--preset"] = "Model.preset()"
 _PARAM_OF_FLAG["--config"] = "Model.from_config()"
 
@@ -54,8 +60,8 @@ INT_PARAMS = {
 }
 SIZE_PARAMS = {"memory_gib", "gpu_memory_gib", "reserved_gib"}  # GiB, or a string with a unit: "141GB"
 FLOAT_PARAMS = {"swa_full_tokens_ratio"}
-BOOL_PARAMS = {"overlap", "simulate", "mtp"}
-STR_PARAMS = {"engine", "pools", "indexer", "format_set", "kv_format", "indexer_format", "role"}
+BOOL_PARAMS = {"overlap", "simulate", "mtp", "enable_dp_attention"}
+STR_PARAMS = {"engine", "pools", "indexer", "format_set", "kv_format", "indexer_format", "role", "gpu"}
 _INT64_MAX = 2**63 - 1
 
 
@@ -119,9 +125,8 @@ def flag_args(params: Mapping[str, Any], allowed: Iterable[str]) -> List[str]:
         if name in BOOL_PARAMS:
             if not isinstance(value, bool):
                 raise ValueError(f"{name} must be True or False, got {value!r}")
-            if name == "mtp":
-                if not value:
-                    argv.append(flag)
+            if name in TWO_WAY_FLAGS:
+                argv.append(TWO_WAY_FLAGS[name][0 if value else 1])
             elif value:
                 argv.append(flag)
         elif name in INT_PARAMS:

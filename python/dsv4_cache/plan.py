@@ -24,13 +24,14 @@ Size = Union[int, float, str]
 class Verdict:
     """The operator screen's verdict (dsv4-cache-plan --json `verdict`).
 
-    fits: None without a budget, else whether N x L fits by all three checks: the plan's bytes
-    per GPU, the engine's startup check and what really fits (the engine's occupancy replayed).
-    plan_max_requests: the plan's largest N of L (the cluster's with parallel flags), capped at
-    the engine's running cap; max_requests: the largest N that fits by all three (0 when the
-    engine does not start); simulated_max_requests: the replay's answer (None when not replayed),
-    a lower bound when simulated_lower_bound; why: the first check that fails; line: the
-    screen's verdict line.
+    One headline number: max_requests, what really fits = the requests of L the engine's
+    allocator, replayed on its pools, holds at once (the cluster's with parallel flags; the plan's
+    bound where the replay is not run or cut short, max_requests_by_plan with by_plan_why; "at
+    least" when max_requests_lower_bound). fits: None without a budget, else requests <=
+    max_requests. limit: the limit that binds it ("budget", "running cap", "startup check",
+    "single-request limit"), limit_text its sentence. plan_max_requests: the plan's bound (what its
+    bytes guarantee), bound: its labelled sentence. simulated_max_requests: the replay's answer
+    (None when not replayed). why: why N does not fit; line: the screen's verdict line.
     """
 
     has_budget: bool
@@ -43,6 +44,12 @@ class Verdict:
     simulated_max_requests: Optional[int] = None
     simulated_lower_bound: Optional[bool] = None
     max_requests: Optional[int] = None
+    max_requests_lower_bound: Optional[bool] = None
+    max_requests_by_plan: Optional[bool] = None
+    by_plan_why: Optional[str] = None
+    limit: Optional[str] = None
+    limit_text: Optional[str] = None
+    bound: Optional[str] = None
     why: Optional[str] = None
 
     def __bool__(self) -> bool:
@@ -106,6 +113,13 @@ class Plan:
         return groups_of(self._dict)
 
     @property
+    def assumptions(self) -> Dict[str, Dict[str, Any]]:
+        """Every input as planned (dsv4-cache-plan --json `assumptions`): {input: {"value",
+        "source": "flag" | "engine default" | "planner default", "reference": the engine code that
+        sets the default, "repo path@commit symbol", None when given}}."""
+        return self._dict["assumptions"]
+
+    @property
     def engine_report(self) -> Optional[Dict[str, Any]]:
         """The engine's pool, its startup log figures and (with a budget) what really fits."""
         r = self._dict.get("engine_report")
@@ -154,10 +168,12 @@ def _require_model(model: Any) -> Model:
 
 
 def plan(model: Model, engine: str = "vllm", requests: int = 1, context: Optional[int] = None,
-         prefill_chunk: int = 8192, tokens_per_step: int = 1, *, memory_gib: Optional[Size] = None,
-         gpu_memory_gib: Optional[Size] = None, reserved_gib: Optional[Size] = None, pools: Optional[str] = None,
-         max_running_requests: Optional[int] = None, swa_full_tokens_ratio: Optional[float] = None,
-         overlap: bool = False, simulate: bool = False, mtp: bool = True, indexer: Optional[str] = None,
+         prefill_chunk: Optional[int] = None, tokens_per_step: Optional[int] = None, *,
+         memory_gib: Optional[Size] = None, gpu_memory_gib: Optional[Size] = None, reserved_gib: Optional[Size] = None,
+         pools: Optional[str] = None, max_running_requests: Optional[int] = None,
+         swa_full_tokens_ratio: Optional[float] = None, overlap: Optional[bool] = None, simulate: bool = False,
+         mtp: Optional[bool] = None, gpu: Optional[str] = None, enable_dp_attention: bool = False,
+         indexer: Optional[str] = None,
          format_set: Optional[str] = None, kv_format: Optional[str] = None,
          formats: Optional[Mapping[str, str]] = None, indexer_format: Optional[str] = None, tp: Optional[int] = None,
          dp: Optional[int] = None, pp: Optional[int] = None, pp_layers: Any = None, dcp: Optional[int] = None,
@@ -165,8 +181,11 @@ def plan(model: Model, engine: str = "vllm", requests: int = 1, context: Optiona
     """The KV-cache plan of `model` for `requests` requests of `context` tokens under `engine`.
 
     Each parameter is the dsv4-cache-plan flag of its name (`memory_gib` is --memory-gib, ...;
-    `mtp=False` is --no-mtp, `formats={"v4.swa_kv": "v4.fp8_uniform"}` is --format, `pp_layers`
-    a list of layer counts or "22,21"); None leaves the CLI's default. Units: tokens (context,
+    `mtp=True` / `mtp=False` is --mtp / --no-mtp, `overlap=True` / `False` --overlap /
+    --no-overlap, `formats={"v4.swa_kv": "v4.fp8_uniform"}` is --format, `pp_layers` a list of
+    layer counts or "22,21"); None leaves the input to the engine's default (the flag absent:
+    async / overlap scheduling on, no draft layer, the engine's step budget and running cap), as
+    `to_dict()["assumptions"]` says. Units: tokens (context,
     prefill_chunk, tokens_per_step), GiB per GPU (memory_gib, gpu_memory_gib, reserved_gib: a
     number, or a string with a unit, "141GB"), requests (requests, max_running_requests).
     context=None is the model's max_position_embeddings. `to_dict()` of the result equals
@@ -181,6 +200,7 @@ def plan(model: Model, engine: str = "vllm", requests: int = 1, context: Optiona
                   tokens_per_step=tokens_per_step, memory_gib=memory_gib, gpu_memory_gib=gpu_memory_gib,
                   reserved_gib=reserved_gib, pools=pools, max_running_requests=max_running_requests,
                   swa_full_tokens_ratio=swa_full_tokens_ratio, overlap=overlap, simulate=simulate, mtp=mtp,
+                  gpu=gpu, enable_dp_attention=enable_dp_attention,
                   indexer=indexer, format_set=format_set, kv_format=kv_format, formats=formats,
                   indexer_format=indexer_format, tp=tp, dp=dp, pp=pp, pp_layers=pp_layers, dcp=dcp,
                   dcp_interleave=dcp_interleave, role=role, handover=handover)
@@ -191,15 +211,17 @@ def plan(model: Model, engine: str = "vllm", requests: int = 1, context: Optiona
 @dataclass(frozen=True)
 class Capacity:
     """What a budget fits (dsv4-cache-plan --memory-gib): `max_requests` of `context_tokens`
-    tokens (the cluster's with parallel flags, capped at the engine's running cap),
-    `max_context_tokens` for `requests` requests, `fits` for requests x context_tokens, the
-    `verdict` (which also weighs the engine's startup check and its replayed occupancy) and the
-    `plan` they come from."""
+    tokens, what really fits (the verdict's headline: the engine's allocator replayed, the
+    cluster's with parallel flags), `plan_max_requests` the plan's bound (what its bytes
+    guarantee, capped at the engine's running cap), `max_context_tokens` for `requests` requests
+    (the plan's), `fits` for requests x context_tokens, the `verdict` and the `plan` they come
+    from."""
 
     requests: int
     context_tokens: int
     budget_bytes: int
     max_requests: int
+    plan_max_requests: int
     max_context_tokens: int
     fits: bool
     verdict: Verdict
@@ -219,8 +241,9 @@ def capacity(model: Model, memory_gib: Optional[Size] = None, *, engine: str = "
     fit = d.get("cluster") if d.get("parallel") else d["plan"]
     budget = d["plan"]["budget_bytes"]
     return Capacity(requests=d["plan"]["requests"], context_tokens=d["plan"]["context_tokens"], budget_bytes=budget,
-                    max_requests=fit["max_requests"], max_context_tokens=fit["max_context_tokens"], fits=bool(d["fits"]),
-                    verdict=p.verdict, plan=p)
+                    max_requests=d["verdict"]["max_requests"],
+                    plan_max_requests=d["verdict"]["plan_max_requests"],
+                    max_context_tokens=fit["max_context_tokens"], fits=bool(d["fits"]), verdict=p.verdict, plan=p)
 
 
 def engine_report(model: Model, engine: str = "vllm", **kwargs: Any) -> Dict[str, Any]:

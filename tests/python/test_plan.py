@@ -96,7 +96,9 @@ def test_capacity_and_verdict(plan_cli):
     c = d.capacity(m, 60, requests=64, context=131072, tp=8)
     j = plan_cli.json(["--preset", "v4-pro", "--memory-gib", "60", "--requests", "64", "--context", "131072",
                        "--tp", "8", "--json"])
-    assert c.max_requests == j["cluster"]["max_requests"]
+    # One headline: what really fits (the replayed allocator); the plan's bound apart.
+    assert c.max_requests == j["verdict"]["max_requests"] and c.plan_max_requests == j["verdict"]["plan_max_requests"]
+    assert c.plan_max_requests == min(j["cluster"]["max_requests"], j["engine_report"]["max_running_requests"])
     assert c.max_context_tokens == j["cluster"]["max_context_tokens"]
     assert c.budget_bytes == 60 * 2**30 and c.fits is j["fits"] is True
     assert c.verdict.line == j["verdict"]["line"] and c.verdict.max_requests == j["verdict"]["max_requests"]
@@ -105,7 +107,26 @@ def test_capacity_and_verdict(plan_cli):
     assert big.fits is False and not big.verdict and big.verdict.why
     one = d.capacity(d.Model.preset("v4-flash"), 64)
     j1 = plan_cli.json(["--memory-gib", "64", "--json"])
-    assert (one.max_requests, one.max_context_tokens) == (j1["plan"]["max_requests"], j1["plan"]["max_context_tokens"])
+    assert (one.max_requests, one.max_context_tokens) == (j1["verdict"]["max_requests"],
+                                                          j1["plan"]["max_context_tokens"])
+    assert one.plan_max_requests == min(j1["plan"]["max_requests"], 1024)  # vLLM's max_num_seqs
+
+
+def test_absent_inputs_are_the_engines_defaults(plan_cli):
+    """None leaves an input to the engine (the flag absent); True / False give --x / --no-x."""
+    m = d.Model.preset("v4-flash")
+    for engine in ("vllm", "tokenspeed", "sglang"):
+        p = d.plan(m, engine=engine, memory_gib=64, context=1048576)
+        j = plan_cli.json(["--engine", engine, "--memory-gib", "64", "--context", "1048576", "--json"])
+        assert p.assumptions == j["assumptions"]
+        assert p.assumptions["async_scheduling"]["value"] is True  # every engine's default
+        assert p.assumptions["async_scheduling"]["source"] == "engine default"
+        assert p.assumptions["draft_layer"]["value"] is False
+    off = d.plan(m, overlap=False, mtp=True, memory_gib=64)
+    assert off.to_dict() == plan_cli.json(["--no-overlap", "--mtp", "--memory-gib", "64", "--json"])
+    assert off.assumptions["async_scheduling"] == {"value": False, "source": "flag", "reference": None}
+    with pytest.raises(ValueError, match=r"enable_dp_attention: --engine vllm@2026.11 has no such flag"):
+        d.plan(m, enable_dp_attention=True)
     no_budget = d.plan(m)
     assert no_budget.fits is None and no_budget.verdict.has_budget is False and not no_budget.verdict
 

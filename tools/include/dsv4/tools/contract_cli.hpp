@@ -80,9 +80,8 @@ struct bad_descriptor : std::invalid_argument {
 inline std::pair<cache::cache_layout, cache::cli::planner_result> layout_from_flags_unchecked(const contract_args& a) {
   cache::cli::planner_args pa = a.plan;
   if (!a.engine_given) {
-    pa.pools = "own";  // the library's pages alone: no engine rule applies
-    // ... and every cache of the model, the MTP layers' too, unless --no-mtp
-    if (!pa.no_mtp) pa.mtp = true;
+    pa.pools = "own";  // the library's pages alone: no engine rule applies, nor its defaults
+    pa.library_defaults = true;
   }
   cache::cli::planner_result r = cache::cli::compute(pa);
   const cache::plan_options& o = r.plan.options;
@@ -731,6 +730,9 @@ inline void add_contract_options(CLI::App& cmd, contract_args& c) {
                  "Tokens per decode step s (default 1): with --engine vllm, V4.1's ratio-2 ring holds max(8, next "
                  "power of two >= s + 1) rows")
       ->transform(cache::cli::kDecimalInt);
+  cmd.add_option("--gpu", c.plan.gpu,
+                 "With --engine: the GPU its defaults and refusals follow (h200, b200, ...; default h200)")
+      ->check(cache::cli::kNonEmpty);
   cmd.add_option("--rank", c.rank, "With parallel flags: the rank whose layout to describe (default 0)")
       ->transform(cache::cli::kDecimalInt);
 }

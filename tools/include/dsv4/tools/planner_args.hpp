@@ -68,6 +68,10 @@ struct planner_args {
   bool no_overlap = false;                  // --no-overlap
   bool simulate = false;
   std::int64_t max_sim_visits = kSimulateMaxVisits;  // not a flag: the fuzz target lowers it (inputs end in seconds)
+  /// Not a flag: the library's pages alone, no engine's defaults or refusals (dsv4-cache-layout
+  /// without --engine): every cache the model has (the MTP layers' too unless --no-mtp), the
+  /// family's default formats whatever the GPU.
+  bool library_defaults = false;
   // Parallelism and roles (per-rank plans)
   std::int64_t tp = 1;
   std::int64_t dp = 1;

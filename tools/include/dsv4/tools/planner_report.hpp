@@ -255,11 +255,12 @@ inline planner_result compute(const planner_args& a, bool with_engine_report = t
   const std::optional<bool> overlap_flag = flag_pair(a.overlap, a.no_overlap, "--overlap", "--no-overlap");
   const std::optional<bool> mtp_flag = flag_pair(a.mtp, a.no_mtp, "--mtp", "--no-mtp");
   const bool overlap = overlap_flag.value_or(d.overlap);
-  const bool cache_mtp = mtp_flag.value_or(d.draft_layer);
+  const bool cache_mtp = mtp_flag.value_or(a.library_defaults || d.draft_layer);
   const std::int64_t tokens_per_step = a.tokens_per_step.value_or(d.tokens_per_step);
   const std::int64_t prefill_chunk = a.prefill_chunk.value_or(d.prefill_chunk);
   const bool v4_1 = r.model.family == model_family::v4_1;
-  const bool below_mxfp4_sm = d.mxfp4_indexer_min_sm > 0 && gpu.sm_major < d.mxfp4_indexer_min_sm;
+  const bool below_mxfp4_sm =
+      !a.library_defaults && d.mxfp4_indexer_min_sm > 0 && gpu.sm_major < d.mxfp4_indexer_min_sm;
   const std::string indexer = a.indexer.value_or(d.indexer_mxfp4 ? "mxfp4" : "fp8");
   if (a.indexer && v4_1)
     throw std::invalid_argument("--indexer " + indexer +
@@ -665,8 +666,26 @@ struct plan_breakdown {
   std::uint64_t engine = 0;        ///< The engine's pool structure: the rest.
 };
 
-/// The breakdown of plan `p` (one GPU's). Never throws: every part is at most the plan's bytes,
-/// and parts that would pass the total are cut to it (the engine's share is then 0).
+/// Pages one request's `rows` exact rows of a table of `kind` span at most, `rows_per_page` rows a
+/// page: full history from its first row, cdiv(rows, R); a window at any offset, cdiv(rows - 1,
+/// R) + 1; a ring, its one page.
+inline std::int64_t span_pages(table_kind kind, std::int64_t rows, std::int64_t rows_per_page) {
+  if (rows <= 0 || rows_per_page <= 0) return 0;
+  if (kind == table_kind::request_ring) return 1;
+  if (kind == table_kind::full_history) return (rows + rows_per_page - 1) / rows_per_page;
+  return (rows - 1 + rows_per_page - 1) / rows_per_page + 1;
+}
+
+/// The breakdown of plan `p` (one GPU's). Per library group and pool, in the pages the engine
+/// allocates (own pools: the group's; a shared block pool or a parent arena: each engine table's
+/// pages of the pool, unpadded): rows = the H holding requests' exact rows (the plan's ideal
+/// bytes: full history -> context, sliding and rings -> windows); rounding = the pages those rows
+/// span minus the rows; in flight = the pages held beyond that span (decode and prompt tokens in
+/// flight: the step's lookahead, a prefilled request's last chunk) and the prompt pages a step
+/// admits (`shared_pages`); null pages (own pools); the engine's share is the rest (page
+/// alignment, a shared pool's padding to its widest block and its null block, a parent arena's
+/// parent rounding and null parent, the startup or admission raise, SGLang's ratio sizing). Never
+/// throws: every part is cut to what is left of the plan's bytes (the engine's share is then 0).
 inline plan_breakdown breakdown_of(const memory_plan& p) {
   __extension__ typedef unsigned __int128 u128;  // products of three plan quantities (pedantic: an extension)
   plan_breakdown b;
@@ -679,6 +698,25 @@ inline plan_breakdown breakdown_of(const memory_plan& p) {
     sum += got;
   };
   const bool ratio = p.pools.structure == pool_structure::ratio_pools;
+  const bool own = p.pools.structure == pool_structure::own_pools;
+  const auto h = static_cast<std::int64_t>(p.holding_requests);
+  // One table's pages of one pool: `per_request` pages a request, `shared` prompt pages, over
+  // `layers` layers of `page` bytes (unpadded), rows a request `rpr` of `row_bytes`.
+  const auto table = [&](std::uint64_t& rows_part, table_kind kind, std::int64_t per_request, std::int64_t shared,
+                         std::int64_t rpr, std::int64_t rows_per_page, std::int64_t page, std::int64_t row_bytes,
+                         std::int64_t layers) {
+    const std::int64_t spanned = std::min(per_request, span_pages(kind, rpr, rows_per_page));
+    const u128 l = static_cast<u128>(layers);
+    const u128 hh = static_cast<u128>(std::max<std::int64_t>(h, 0));
+    const u128 rows = hh * static_cast<u128>(std::max<std::int64_t>(rpr, 0)) * static_cast<u128>(row_bytes) * l;
+    const u128 span = hh * static_cast<u128>(std::max<std::int64_t>(spanned, 0)) * static_cast<u128>(page) * l;
+    const u128 rows_in = std::min(rows, span);
+    take(rows_part, rows_in);
+    take(b.rounding, span - rows_in);
+    const u128 beyond = hh * static_cast<u128>(std::max<std::int64_t>(per_request - spanned, 0)) +
+                        static_cast<u128>(std::max<std::int64_t>(shared, 0));
+    take(b.in_flight, beyond * static_cast<u128>(page) * l);
+  };
   for (const group_plan& g : p) {
     const paged_cache_group_spec& spec = g.spec;
     std::uint64_t& rows_part = spec.has_sliding_window() ? b.windows : b.context_rows;
@@ -686,25 +724,39 @@ inline plan_breakdown breakdown_of(const memory_plan& p) {
       take(rows_part, g.ideal_bytes);
       continue;
     }
-    const u128 layers = static_cast<u128>(spec.num_layers);
-    // The plan's exact rows (ideal_bytes = H x layers x rows x row bytes over the pools), per pool.
-    const u128 rows_per_row_byte = static_cast<u128>(g.ideal_bytes) / static_cast<u128>(spec.row_bytes());
-    const std::int64_t null = p.pools.structure == pool_structure::own_pools ? 1 : 0;
+    // Rows a request holds in one layer (the plan's ideal bytes: H x layers x rows x row bytes).
+    const u128 denom = static_cast<u128>(std::max<std::int64_t>(h, 1)) * static_cast<u128>(spec.num_layers) *
+                       static_cast<u128>(spec.row_bytes());
+    const auto rows_per_request = static_cast<std::int64_t>(static_cast<u128>(g.ideal_bytes) / denom);
     for (int k = 0; k < spec.num_pools; ++k) {
       const pool_spec& ps = spec.pools[static_cast<std::size_t>(k)];
       const bool sharded = dcp_sharded(spec, k) && p.options.dcp > 1;
-      const std::int64_t shared = sharded ? (g.shared_pages + p.options.dcp - 1) / p.options.dcp : g.shared_pages;
-      const std::int64_t pages = g.pool_pages[static_cast<std::size_t>(k)];
-      const std::int64_t held = std::max<std::int64_t>(0, pages - null - shared);
-      const u128 held_bytes = static_cast<u128>(held) * static_cast<u128>(ps.page_bytes) * layers;
-      u128 rows = rows_per_row_byte * static_cast<u128>(ps.row_bytes);
-      if (sharded) rows = (rows + static_cast<u128>(p.options.dcp) - 1) / static_cast<u128>(p.options.dcp);
-      rows = std::min(rows, held_bytes);
-      take(rows_part, rows);
-      take(b.rounding, held_bytes - rows);
-      take(b.in_flight,
-           static_cast<u128>(std::max<std::int64_t>(0, shared)) * static_cast<u128>(ps.page_bytes) * layers);
-      take(b.null_pages, static_cast<u128>(null) * static_cast<u128>(ps.page_bytes) * layers);
+      const std::int64_t rpr = sharded ? (rows_per_request + p.options.dcp - 1) / p.options.dcp : rows_per_request;
+      if (own) {
+        const std::int64_t shared = sharded ? (g.shared_pages + p.options.dcp - 1) / p.options.dcp : g.shared_pages;
+        const std::int64_t pages = g.pool_pages[static_cast<std::size_t>(k)];
+        const std::int64_t held = std::max<std::int64_t>(0, pages - 1 - shared);
+        const std::int64_t per_request = h > 0 ? held / h : 0;
+        const table_kind kind = table_rule_of(spec).kind;
+        table(rows_part, kind, per_request, shared + (held - per_request * h), rpr, ps.rows_per_page, ps.page_bytes,
+              ps.row_bytes, spec.num_layers);
+        take(b.null_pages, static_cast<u128>(ps.page_bytes) * static_cast<u128>(spec.num_layers));
+        continue;
+      }
+      // A shared block pool or a parent arena: every engine table holding this pool, in its own pages.
+      for (int e = 0; e < p.pools.num_groups; ++e) {
+        const engine_group& eg = p.pools[e];
+        const engine_group_plan& ep = p.engine_groups[static_cast<std::size_t>(e)];
+        for (int m = 0; m < eg.num_members; ++m) {
+          const engine_member& mb = eg.members[static_cast<std::size_t>(m)];
+          if (!(mb.group == spec.id) || mb.pool != k) continue;
+          // The engine's rows per page may differ from the library's (vLLM's V4.1 blocks).
+          const std::int64_t rpr_engine =
+              eg.rule.kind == table_kind::request_ring ? std::min(rpr, mb.rows_per_page) : rpr;
+          table(rows_part, eg.rule.kind, ep.pages_per_request, ep.shared_pages, rpr_engine, mb.rows_per_page,
+                ps.format.page_bytes(mb.rows_per_page), ps.row_bytes, mb.layers.count());
+        }
+      }
     }
   }
   b.engine = b.total - static_cast<std::uint64_t>(sum);
