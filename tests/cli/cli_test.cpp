@@ -49,6 +49,14 @@ void expect_refused(const std::vector<std::pair<std::vector<std::string>, std::s
   }
 }
 
+/// `args` planned as before issue 35's defaults: synchronous scheduling and the MTP layer cached
+/// (every engine's own default is async / overlap scheduling and no draft layer). The figures of
+/// the tests that use it were derived for that configuration.
+std::vector<std::string> sync_mtp(std::vector<std::string> args) {
+  args.insert(args.end(), {"--no-overlap", "--mtp"});
+  return args;
+}
+
 json run_json(std::vector<std::string> args) {
   args.emplace_back("--json");
   const run_result r = run(args);
@@ -57,7 +65,7 @@ json run_json(std::vector<std::string> args) {
 }
 
 TEST(Cli, DefaultIsFlashAtFullContext) {
-  const run_result r = tables({});
+  const run_result r = tables(sync_mtp({}));
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_TRUE(r.err.empty());
   EXPECT_NE(r.out.find("DeepSeek-V4-Flash"), std::string::npos);
@@ -67,11 +75,11 @@ TEST(Cli, DefaultIsFlashAtFullContext) {
   EXPECT_NE(r.out.find("total 7467690240 B"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("= 7451 blocks x 1002240 B"), std::string::npos);
   // One pool per group, the library's own model: 6,755,043,136 B (static_checks.cpp).
-  EXPECT_NE(tables({"--pools", "own"}).out.find("total 6755043136 B"), std::string::npos);
+  EXPECT_NE(tables(sync_mtp({"--pools", "own"})).out.find("total 6755043136 B"), std::string::npos);
 }
 
 TEST(Cli, JsonSchemaOnFlash) {
-  const json j = run_json({});
+  const json j = run_json(sync_mtp({}));
   EXPECT_EQ(j["model"]["name"], "DeepSeek-V4-Flash");
   EXPECT_EQ(j["model"]["num_hidden_layers"], 43);
   EXPECT_EQ(j["model"]["num_nextn_predict_layers"], 1);
@@ -112,7 +120,7 @@ TEST(Cli, JsonSchemaOnFlash) {
   for (const json& g : j["groups"]) sum += g["bytes"].get<std::uint64_t>();
   EXPECT_LE(sum, j["plan"]["total_bytes"].get<std::uint64_t>());  // the groups' pages lie inside the blocks
   // Own pools: the groups' bytes are the plan.
-  const json own = run_json({"--pools", "own"});
+  const json own = run_json(sync_mtp({"--pools", "own"}));
   EXPECT_EQ(own["plan"]["total_bytes"], 6'755'043'136ULL);
   EXPECT_EQ(own["plan"]["pool_structure"], "own_pools");
   EXPECT_FALSE(own["plan"].contains("bytes_per_block"));
@@ -134,12 +142,13 @@ TEST(Cli, MemoryBudgetAndFlags) {
   // 80 GiB = 85,707 blocks of 1,002,240 B. N requests of 1M tokens take N x (4,096 + 2 x 3 + 3 + 17)
   // blocks (their rings) + the prompt blocks of one step (2 x 128 + 2,048 + 1,024) + the null block:
   // 19 -> 81,647 fit, 20 -> 85,769 do not. (Own pools fit 20: 80 GiB / 20 = 4 GiB a request.)
-  const json j = run_json({"--memory-gib", "80"});
+  const json j = run_json(sync_mtp({"--memory-gib", "80"}));
   EXPECT_EQ(j["plan"]["max_requests"], 19);
-  EXPECT_EQ(run_json({"--memory-gib", "80", "--pools", "own"})["plan"]["max_requests"], 20);
+  EXPECT_EQ(run_json(sync_mtp({"--memory-gib", "80", "--pools", "own"}))["plan"]["max_requests"], 20);
   EXPECT_EQ(j["plan"]["budget_bytes"], 80ULL << 30);
+  // MXFP4 index keys: vLLM takes them on Blackwell only (indexer.py @ 07492607).
   const json k = run_json({"--requests", "64", "--context", "65536", "--indexer", "mxfp4", "--tokens-per-step", "3",
-                           "--prefill-chunk", "4096", "--no-mtp"});
+                           "--prefill-chunk", "4096", "--no-mtp", "--no-overlap", "--gpu", "b200"});
   EXPECT_EQ(k["plan"]["requests"], 64);
   EXPECT_EQ(k["plan"]["context_tokens"], 65536);
   EXPECT_EQ(k["plan"]["indexer"], "mxfp4");
@@ -149,7 +158,7 @@ TEST(Cli, MemoryBudgetAndFlags) {
   // 64 prompts in a 4,096-token step, each straddling a page: 64 + floor((4096 - 64) / 64) = 127
   EXPECT_EQ(k["groups"][0]["shared_pages"], 127);
   EXPECT_EQ(k["groups"][0]["pages_per_request"], 4);  // ceil((128 + 6 - 3) / 64) + 1
-  const run_result text = tables({"--memory-gib", "80"});
+  const run_result text = tables(sync_mtp({"--memory-gib", "80"}));
   EXPECT_NE(text.out.find("max requests at 1048576 tokens: 19"), std::string::npos);
 }
 
@@ -228,13 +237,13 @@ TEST(Cli, NothingFitsSaysWhatOneRequestNeeds) {
   const json j = run_json({"--memory-gib", "1"});
   EXPECT_EQ(j["plan"]["max_requests"], 0);
   EXPECT_EQ(j["plan"]["max_requests_total_bytes"], 0);  // never more than the budget
-  const run_result r = tables({"--memory-gib", "1", "--pools", "own"});
+  const run_result r = tables(sync_mtp({"--memory-gib", "1", "--pools", "own"}));
   // 4,161,088 B of null pages + 6,750,882,048 B for the first request (6,755,043,136 B in all)
   EXPECT_NE(r.out.find("max requests at 1048576 tokens: 0 (one request needs 4161088 B fixed + 6750882048 B)"),
             std::string::npos)
       << r.out;
   // vLLM's pool: it needs 7,451 blocks of 1,002,240 B to start at all, and says so.
-  const run_result v = tables({"--memory-gib", "1"});
+  const run_result v = tables(sync_mtp({"--memory-gib", "1"}));
   EXPECT_NE(v.out.find("max requests at 1048576 tokens: 0 (vLLM needs 7467690240 B to start: 7451 blocks of "
                        "1002240 B)"),
             std::string::npos)
@@ -274,17 +283,37 @@ TEST(CliBinary, ExitCodes) {
 }
 
 TEST(Cli, VerdictFirst) {
-  // V4-Flash, vLLM, 64 GiB, 1,048,576 tokens: the plan fits 15 (its pages), vLLM starts, the
-  // replay fits 16: at most 15 per the plan, the safe bound.
+  // V4-Flash, vLLM's defaults (async scheduling), 64 GiB, 1,048,576 tokens: the plan's bytes
+  // guarantee 13, vLLM starts, its allocator replayed holds 16 at once: the headline is 16 (the
+  // budget binds), the plan's 13 is its bound.
   const run_result yes = run({"--memory-gib", "64"});
   EXPECT_EQ(yes.out.substr(0, yes.out.find('\n')),
-            "verdict: 1 x 1,048,576 tokens FITS (at most 15 request(s) of 1,048,576 tokens)");
-  const json no = run_json({"--memory-gib", "64", "--requests", "20"});
+            "verdict: 1 x 1,048,576 tokens FITS: 16 fit at once (replayed; limit: the 64.00 GiB budget)");
+  EXPECT_NE(yes.out.find("bound    the plan's bytes guarantee 13: lower"), std::string::npos) << yes.out;
+  // 16 fit, 17 do not: the verdict, JSON fits and --require-fit follow the one number.
+  const json at = run_json({"--memory-gib", "64", "--requests", "16"});
+  EXPECT_EQ(at["fits"], true);
+  EXPECT_EQ(run({"--memory-gib", "64", "--requests", "16", "--require-fit"}).code, 0);
+  const json no = run_json({"--memory-gib", "64", "--requests", "17"});
   EXPECT_EQ(no["fits"], false);
-  EXPECT_EQ(no["verdict"]["plan_max_requests"], 15);
+  EXPECT_EQ(run({"--memory-gib", "64", "--requests", "17", "--require-fit"}).code, 1);
+  EXPECT_EQ(no["verdict"]["plan_max_requests"], 13);
   EXPECT_EQ(no["verdict"]["simulated_max_requests"], 16);
-  EXPECT_EQ(no["verdict"]["max_requests"], 15);
-  EXPECT_NE(no["verdict"]["why"].get<std::string>().find("the plan fits 15 request(s)"), std::string::npos);
+  EXPECT_EQ(no["verdict"]["max_requests"], 16);
+  EXPECT_EQ(no["verdict"]["limit"], "budget");
+  EXPECT_EQ(no["verdict"]["why"], "the 64.00 GiB budget");
+  // Above vLLM's running cap the cap binds, not the budget (issue 35: 8,982 GiB left).
+  const json cap = run_json({"--requests", "2000", "--memory-gib", "10000", "--context", "131072"});
+  EXPECT_EQ(cap["fits"], false);
+  EXPECT_EQ(cap["verdict"]["max_requests"], 1024);  // max_num_seqs, EngineArgs.get_batch_defaults
+  EXPECT_EQ(cap["verdict"]["limit"], "running cap");
+  EXPECT_EQ(cap["verdict"]["line"],
+            "verdict: 2,000 x 131,072 tokens DOES NOT FIT: 1,024 fit at once (plan bound; limit: vLLM's running "
+            "cap, max_num_seqs 1,024)");
+  // vLLM's startup check binds below one request's charge.
+  const json start = run_json({"--memory-gib", "1"});
+  EXPECT_EQ(start["verdict"]["limit"], "startup check");
+  EXPECT_EQ(start["verdict"]["max_requests"], 0);
   // SGLang refuses to start below its HCA-state reservation (2.53 GiB at 256 requests).
   const json refused = run_json({"--engine", "sglang", "--memory-gib", "2"});
   EXPECT_EQ(refused["fits"], false);
@@ -304,8 +333,8 @@ namespace {
 // The issue's "done when": vLLM, N = 2, L = 63, B = 512, --simulate: no group below its
 // simulated peak; the CSA compressor and indexer states peak at 33 pages per layer.
 TEST(CliEngine, SimulateShowsNoGroupBelowItsPeak) {
-  const json j = run_json({"--engine", "vllm", "--requests", "2", "--context", "63", "--prefill-chunk", "512",
-                           "--simulate", "--pools", "own"});
+  const json j = run_json(sync_mtp({"--engine", "vllm", "--requests", "2", "--context", "63", "--prefill-chunk", "512",
+                                    "--simulate", "--pools", "own"}));
   EXPECT_EQ(j["plan"]["engine"], "vllm");
   EXPECT_EQ(j["plan"]["overlap"], false);
   for (const json& g : j["groups"]) {
@@ -315,13 +344,14 @@ TEST(CliEngine, SimulateShowsNoGroupBelowItsPeak) {
   EXPECT_EQ(j["groups"][1]["simulated_peak_pages"], 33);
   EXPECT_EQ(j["groups"][5]["simulated_peak_pages"], 33);
   EXPECT_GE(j["plan"]["total_bytes"].get<std::uint64_t>(), j["plan"]["simulated_peak_bytes"].get<std::uint64_t>());
-  const run_result text = tables({"--requests", "2", "--context", "63", "--prefill-chunk", "512", "--simulate"});
+  const run_result text =
+      tables(sync_mtp({"--requests", "2", "--context", "63", "--prefill-chunk", "512", "--simulate"}));
   EXPECT_EQ(text.code, 0);
   EXPECT_EQ(text.out.find("BELOW"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("sim/L"), std::string::npos);
   // vLLM's shared pool: the 4-token states' table peaks at 32 blocks (16 for each prompt), the
   // whole pool at 54 blocks in use; the plan holds 55 with the null block.
-  const json v = run_json({"--requests", "2", "--context", "63", "--prefill-chunk", "512", "--simulate"});
+  const json v = run_json(sync_mtp({"--requests", "2", "--context", "63", "--prefill-chunk", "512", "--simulate"}));
   EXPECT_EQ(v["groups"][1]["simulated_peak_pages"], 32);
   for (const json& g : v["groups"]) EXPECT_GE(g["pools"][0]["pages_per_layer"], g["simulated_peak_pages"]) << g["id"];
   EXPECT_EQ(v["plan"]["num_blocks"], 55);
@@ -330,15 +360,29 @@ TEST(CliEngine, SimulateShowsNoGroupBelowItsPeak) {
 }
 
 TEST(CliEngine, EnginesAndOverlap) {
-  const json v = run_json({"--context", "8192", "--tokens-per-step", "2"});
-  const json t = run_json({"--context", "8192", "--tokens-per-step", "2", "--engine", "tokenspeed"});
+  const json v = run_json({"--context", "8192", "--tokens-per-step", "2", "--no-overlap"});
+  const json t = run_json({"--context", "8192", "--tokens-per-step", "2", "--engine", "tokenspeed", "--no-overlap"});
   EXPECT_EQ(t["plan"]["engine"], "tokenspeed");
   // tokenspeed's extent runs s - 1 tokens past L: ceil(8,193 / 256) = 33 compressed pages per request.
   EXPECT_EQ(v["groups"][2]["pages_per_request"], 32);
   EXPECT_EQ(t["groups"][2]["pages_per_request"], 33);
   const json o = run_json({"--context", "8192", "--tokens-per-step", "2", "--overlap"});
   EXPECT_EQ(o["plan"]["overlap"], true);
+  EXPECT_EQ(v["plan"]["overlap"], false);
   EXPECT_GT(o["plan"]["total_bytes"].get<std::uint64_t>(), v["plan"]["total_bytes"].get<std::uint64_t>());
+  // Left out, overlap is every engine's default (vLLM VllmConfig.__post_init__, tokenspeed
+  // scheduler_utils.py, SGLang scheduler.py): the flag changes nothing but the source.
+  const json dflt = run_json({"--context", "8192", "--tokens-per-step", "2"});
+  EXPECT_EQ(dflt["plan"], o["plan"]);
+  EXPECT_EQ(dflt["assumptions"]["async_scheduling"]["source"], "engine default");
+  EXPECT_EQ(o["assumptions"]["async_scheduling"]["source"], "flag");
+  EXPECT_TRUE(o["assumptions"]["async_scheduling"]["reference"].is_null());
+  for (const char* engine : {"tokenspeed", "tokenspeed-default", "sglang"}) {
+    const json e = run_json({"--context", "8192", "--engine", engine});
+    EXPECT_EQ(e["assumptions"]["async_scheduling"]["value"], true) << engine;
+    EXPECT_EQ(e["assumptions"]["draft_layer"]["value"], false) << engine;
+    EXPECT_EQ(e["plan"]["cache_mtp"], false) << engine;
+  }
   const json d = run_json({"--context", "8192", "--engine", "tokenspeed-default", "--requests", "4"});
   EXPECT_EQ(d["plan"]["engine"], "tokenspeed-default");
   EXPECT_EQ(d["groups"][0]["shared_pages"], 0);  // each request holds its own chunk instead
@@ -349,7 +393,18 @@ TEST(CliEngine, RefusedInputsExit2) {
       {{"--engine", "sglang", "--pp", "2"}, "--engine sglang: --pp 2 (pipeline stages) is not modelled"},
       {{"--engine", "sglang", "--dcp", "2", "--tp", "2"}, "--engine sglang: --dcp 2"},
       {{"--engine", "sglang", "--role", "decode"}, "--engine sglang: --role decode (PD disaggregation)"},
-      {{"--engine", "sglang", "--overlap"}, "--overlap has no effect"},
+      {{"--engine", "sglang", "--no-overlap"}, "--no-overlap (SGLang's --disable-overlap-schedule) is not modelled"},
+      {{"--overlap", "--no-overlap"}, "--overlap and --no-overlap contradict each other"},
+      {{"--mtp", "--no-mtp"}, "--mtp and --no-mtp contradict each other"},
+      {{"--indexer", "mxfp4"},
+       "refuses MXFP4 index keys (v4.indexer_mxfp4) on the assumed h200 (SM 9.0): \"use_fp4_indexer_cache requires "
+       "Blackwell datacenter GPUs"},
+      {{"--indexer", "mxfp4", "--gpu", "h100"}, "on --gpu h100 (SM 9.0)"},
+      {{"--preset", "v4.1-flash", "--format-set", "v41"}, "refuses MXFP4 index keys"},
+      {{"--gpu", "a100"}, "--gpu must be one of h200, h100"},
+      {{"--enable-dp-attention", "--dp", "2", "--tp", "2"}, "--engine vllm@2026.11 has no such flag"},
+      {{"--engine", "tokenspeed", "--enable-dp-attention"}, "--engine tokenspeed has no such flag"},
+      {{"--engine", "sglang", "--enable-dp-attention", "--tp", "8", "--dp", "3"}, "--dp 3 must divide --tp 8"},
       {{"--engine", "sglang", "--simulate"}, "SGLang's occupancy is replayed in the engine report"},
       {{"--engine", "sglang", "--preset", "v4.1-flash"}, "sizes V4 models only"},
       {{"--engine", "sglang", "--max-running-requests", "3", "--dp", "4"},
@@ -461,7 +516,7 @@ namespace {
 TEST(CliParallel, ProOn32GpusPrintsEveryRankAndTheClusterCapacity) {
   // DCP as tokenspeed shards it (vLLM rejects DCP for DeepSeek V4): one pool per group.
   const json j = run_json({"--preset", "v4-pro", "--tp", "8", "--dcp", "4", "--dp", "2", "--pp", "2", "--requests",
-                           "64", "--memory-gib", "80", "--pools", "own"});
+                           "64", "--memory-gib", "80", "--pools", "own", "--mtp"});
   ASSERT_EQ(j["ranks"].size(), 32U);
   EXPECT_EQ(j["parallel"]["world_size"], 32);
   const json& r27 = j["ranks"][27];
@@ -545,7 +600,8 @@ TEST(CliParallel, RefusedInputsExit2) {
 // ---- DeepSeek V4.1 (issue: V4.1-Flash) ----
 
 TEST(CliV41, PresetReports890BytesPerTokenAndTheOwners) {
-  const json j = run_json({"--preset", "v4.1-flash"});
+  // The V4.1 records (the v41 format set): vLLM's default on Blackwell (sparse_mla.py @ cf4bfd81).
+  const json j = run_json({"--preset", "v4.1-flash", "--gpu", "b200"});
   EXPECT_EQ(j["model"]["name"], "DeepSeek-V4.1-Flash");
   EXPECT_EQ(j["model"]["family"], "v4.1");
   EXPECT_EQ(j["model"]["kv_source_layer_ids"], json({2, 8, 14, 20}));
@@ -593,7 +649,7 @@ TEST(CliV41, PresetReports890BytesPerTokenAndTheOwners) {
   for (int i = 0; i < 40; ++i)
     fixed += j["layers"][static_cast<std::size_t>(i)]["fixed_bytes_per_request"].get<std::uint64_t>();
   EXPECT_EQ(fixed, 2'703'360U + 3U * 8U * 4'096U);
-  const run_result text = tables({"--preset", "v4.1-flash"});
+  const run_result text = tables({"--preset", "v4.1-flash", "--gpu", "b200"});
   ASSERT_EQ(text.code, 0) << text.err;
   EXPECT_NE(text.out.find("owners (kv_source_layer_ids) 2, 8, 14, 20"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("plan it with --tokens-per-step 6"), std::string::npos);
@@ -615,7 +671,7 @@ TEST(CliV41, ConfigFilesAndFormatSets) {
   const std::filesystem::path dir = dsv4::cache::testing::unique_temp_path("v41_owners_2_8_20");
   std::filesystem::create_directories(dir);
   std::ofstream(dir / "config.json") << cfg.dump();
-  const json three = run_json({"--config", dir.string(), "--context", "65536"});
+  const json three = run_json({"--config", dir.string(), "--context", "65536", "--gpu", "b200"});
   EXPECT_EQ(three["plan"]["main_layer_bytes_per_context_token"], 712.0);
   EXPECT_EQ(three["layers"][14]["role"], "reindex");
   EXPECT_EQ(three["layers"][14]["kv_owner"], 8);
@@ -625,13 +681,24 @@ TEST(CliV41, ConfigFilesAndFormatSets) {
   EXPECT_EQ(hopper["plan"]["main_layer_bytes_per_context_token"], 1'790.0);
   EXPECT_EQ(hopper["plan"]["format_set"], "v4");
   EXPECT_EQ(hopper["groups"][0]["pools"][0]["format"], "v4.fp8_ds_mla");
+  // ... which is vLLM's default on the assumed H200 (its V4.1 records need SM 10.x).
+  const json dflt = run_json({"--preset", "v4.1-flash"});
+  EXPECT_EQ(dflt["plan"], hopper["plan"]);
+  EXPECT_EQ(dflt["assumptions"]["format_set"]["value"], "v4");
+  EXPECT_EQ(dflt["assumptions"]["format_set"]["source"], "engine default");
+  EXPECT_EQ(dflt["assumptions"]["gpu"]["value"], "h200");
+  EXPECT_EQ(dflt["assumptions"]["gpu"]["source"], "planner default");
+  EXPECT_EQ(run_json({"--preset", "v4.1-flash", "--gpu", "b200"})["plan"]["format_set"], "v41");
+  // tokenspeed models V4.1 in own pools with the library's formats whatever the GPU.
+  EXPECT_EQ(run_json({"--preset", "v4.1-flash", "--engine", "tokenspeed"})["plan"]["format_set"], "v41");
   // V4-Flash on the same basis: 21 x (584 + 68) / 4 + 20 x 584 / 128 = 3,514.25 (MXFP4 keys), 3,850.25 (FP8).
-  EXPECT_EQ(run_json({"--preset", "v4-flash", "--indexer", "mxfp4"})["plan"]["main_layer_bytes_per_context_token"],
+  EXPECT_EQ(run_json({"--preset", "v4-flash", "--indexer", "mxfp4", "--gpu",
+                      "b200"})["plan"]["main_layer_bytes_per_context_token"],
             3'514.25);
   EXPECT_EQ(run_json({"--preset", "v4-flash"})["plan"]["main_layer_bytes_per_context_token"], 3'850.25);
   // The interleaved page rule through --format.
   const json inter = run_json({"--preset", "v4.1-flash", "--format", "v4.1.swa=v4.1.fp8.interleaved", "--format",
-                               "v4.1.global_r2=v4.1.fp4.interleaved", "--pools", "own"});
+                               "v4.1.global_r2=v4.1.fp4.interleaved", "--pools", "own", "--gpu", "b200"});
   EXPECT_EQ(inter["groups"][0]["pools"][0]["format"], "v4.1.fp8.interleaved");
   EXPECT_EQ(inter["groups"][1]["pools"][0]["format"], "v4.1.fp4.interleaved");
   EXPECT_EQ(inter["groups"][2]["pools"][0]["format"], "v4.1.fp4");
@@ -698,14 +765,20 @@ TEST(CliVllm, StartupLinesAndWhatReallyFits) {
       tables({"--preset", "v4-flash", "--engine", "vllm", "--memory-gib", "64", "--context", "1048576"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("engine vllm@2026.11"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("vLLM logs: GPU KV cache size: 9,650,417 tokens, Maximum concurrency for 1,048,576 tokens per "
-                       "request: 9.20x"),
+  // vLLM's defaults (issue 35): async scheduling (max_in_flight_tokens 2 x 8,192), no draft model.
+  // One request of 1,048,576 tokens: 4,096 full-history blocks + 2 SWA tables x (cdiv(127 + 16,384,
+  // 64) + 1 = 259) + the 4-token states (cdiv(7 + 16,384, 4) + 1 = 4,099) + the 8-token states
+  // (cdiv(127 + 16,384, 8) + 1 = 2,065) = 10,778 blocks; 64 GiB // 1,002,240 B = 68,565 blocks;
+  // 68,565 / 10,778 = 6.36x, int(6.3616 x 1,048,576) = 6,670,589 tokens (vLLM 0.33.0 logs the same).
+  EXPECT_NE(r.out.find("vLLM logs: GPU KV cache size: 6,670,589 tokens, Maximum concurrency for 1,048,576 tokens per "
+                       "request: 6.36x"),
             std::string::npos)
       << r.out;
-  EXPECT_NE(r.out.find("vLLM starts with at least 7,467,690,240 B of KV cache"), std::string::npos);
+  EXPECT_NE(r.out.find("vLLM starts with at least 10,803,144,960 B of KV cache"), std::string::npos);  // 10,779 blocks
   EXPECT_NE(r.out.find("what really fits (simulated on this pool"), std::string::npos);
-  EXPECT_NE(r.out.find("turns it on by default: plan that with --overlap"), std::string::npos);
-  const json j = run_json({"--preset", "v4-flash", "--memory-gib", "64"});
+  EXPECT_NE(r.out.find("async scheduling on (max_in_flight_tokens 16,384)"), std::string::npos);
+  EXPECT_EQ(std::int64_t{64} * 1073741824 / 1'002'240, 68'565);
+  const json j = run_json({"--preset", "v4-flash", "--memory-gib", "64", "--no-overlap"});
   const json& e = j["engine_report"];
   EXPECT_EQ(e["engine"], "vllm");
   EXPECT_EQ(e["preset"], "2026.11");
@@ -727,12 +800,27 @@ TEST(CliVllm, StartupLinesAndWhatReallyFits) {
   EXPECT_GT(fit, 9);  // more than vLLM's own concurrency figure: its startup charge counts a prompt chunk per request
   // The 1 x 1M plan: vLLM starts with it.
   EXPECT_GE(j["plan"]["total_bytes"].get<std::uint64_t>(), e["min_bytes_to_start"].get<std::uint64_t>());
-  // With async scheduling (vLLM's default): 10,778 blocks a request, 6.36x.
-  const json a = run_json({"--preset", "v4-flash", "--memory-gib", "64", "--overlap"});
+  // With async scheduling (vLLM's default, left out): 10,778 blocks a request, 6.36x.
+  const json a = run_json({"--preset", "v4-flash", "--memory-gib", "64", "--context", "1048576"});
+  EXPECT_EQ(a["assumptions"]["async_scheduling"]["value"], true);
+  EXPECT_EQ(a["assumptions"]["async_scheduling"]["source"], "engine default");
+  EXPECT_EQ(a["assumptions"]["async_scheduling"]["reference"],
+            "vllm-project/vllm vllm/config/vllm.py@000fc94b VllmConfig.__post_init__");
+  EXPECT_EQ(a["engine_report"]["num_blocks"], 68'565);
   EXPECT_EQ(a["engine_report"]["request_blocks"], 10'778);
   EXPECT_EQ(a["engine_report"]["max_in_flight_tokens"], 16'384);
   EXPECT_EQ(a["engine_report"]["log_lines"][0],
             "GPU KV cache size: 6,670,589 tokens, Maximum concurrency for 1,048,576 tokens per request: 6.36x");
+  // 131,072-token requests: 512 + 2 x 259 + 4,099 + 2,065 = 7,194 blocks, 68,565 / 7,194 = 9.53x;
+  // async off: 512 + 2 x 131 + 2,051 + 1,041 = 3,866 blocks, 17.74x (vLLM 0.33.0 logs both).
+  EXPECT_NE(
+      run_json({"--memory-gib", "64", "--context", "131072"})["engine_report"]["log_lines"][0].get<std::string>().find(
+          "request: 9.53x"),
+      std::string::npos);
+  EXPECT_NE(run_json({"--memory-gib", "64", "--context", "131072", "--no-overlap"})["engine_report"]["log_lines"][0]
+                .get<std::string>()
+                .find("request: 17.74x"),
+            std::string::npos);
 }
 
 // The fit search within its work limit: a search cut short answers at least the plan's answer
@@ -776,17 +864,32 @@ TEST(CliVllm, SimulateCutAtItsWorkLimitIsRefused) {
 // The issue's done-when command: tokenspeed's `Cache profile` figures as tokenspeed computes them
 // (tokenspeed_engine_test and the oracle check the numbers) and what really fits on its arena.
 TEST(CliTokenspeed, CacheProfileAndWhatReallyFits) {
-  const std::vector<std::string> args = {"--preset", "v4-flash",  "--engine", "tokenspeed", "--memory-gib",
-                                         "64",       "--context", "1048576",  "--overlap"};
-  const run_result text = tables(args);
+  // tokenspeed's defaults at f4d8ec6e: overlap scheduling on, no draft model (recipes/base.py
+  // `num_draft_layers` 0): parent_bytes 2,403,072, 28,595 parents, token_capacity 5,924,096, as
+  // tokenspeed starts at 64 GiB with 1M-token contexts.
+  const std::vector<std::string> args = {"--preset",     "v4-flash", "--engine",  "tokenspeed",
+                                         "--memory-gib", "64",       "--context", "1048576"};
+  const run_result dflt = tables(args);
+  ASSERT_EQ(dflt.code, 0) << dflt.err;
+  EXPECT_NE(dflt.out.find("tokenspeed logs: Cache profile: parent_bytes=2403072, P=256, parents=28595, "
+                          "token_capacity=5924096, layers=43 (draft 0), groups={'v4.c128a.compressed_kv': 32, "),
+            std::string::npos)
+      << dflt.out;
+  const json dj = run_json(args);
+  EXPECT_EQ(dj["engine_report"]["parent_bytes"], 2'403'072);
+  EXPECT_EQ(dj["engine_report"]["parents"], 28'595);
+  EXPECT_EQ(dj["engine_report"]["token_capacity"], 5'924'096);
+  EXPECT_EQ(dj["assumptions"]["draft_layer"]["source"], "engine default");
+  // With the draft model's MTP layer (--mtp): one more SWA plane, fewer parents.
+  const run_result text =
+      tables({"--preset", "v4-flash", "--engine", "tokenspeed", "--memory-gib", "64", "--context", "1048576", "--mtp"});
   ASSERT_EQ(text.code, 0) << text.err;
   EXPECT_NE(text.out.find("tokenspeed logs: Cache profile: parent_bytes=2442240, P=256, parents=28136, "
                           "token_capacity=5810176, layers=44 (draft 1), groups={'v4.c128a.compressed_kv': 32, "),
             std::string::npos)
       << text.out;
-  std::vector<std::string> with_json = args;
-  with_json.push_back("--json");
-  const json j = run_json(with_json);
+  const json j = run_json(
+      {"--preset", "v4-flash", "--engine", "tokenspeed", "--memory-gib", "64", "--context", "1048576", "--mtp"});
   const json& e = j["engine_report"];
   EXPECT_EQ(e["structure"], "parent_arena");
   EXPECT_EQ(j["plan"]["pools"], "engine");
@@ -798,7 +901,7 @@ TEST(CliTokenspeed, CacheProfileAndWhatReallyFits) {
   EXPECT_GE(e["simulated_max_requests"].get<std::int64_t>(), planned);  // the plan never promises more
   EXPECT_GE(planned, 1);
   // The plan's bytes are a budget tokenspeed starts with and runs one request of L on.
-  const json one = run_json({"--engine", "tokenspeed", "--overlap", "--json"});
+  const json one = run_json({"--engine", "tokenspeed", "--mtp"});
   EXPECT_EQ(one["plan"]["total_bytes"], one["plan"]["num_parents"].get<std::uint64_t>() * 2'442'240ULL);
   EXPECT_TRUE(one["engine_report"]["starts"].get<bool>());
   EXPECT_TRUE(one["engine_report"]["budget_is_plan"].get<bool>());
@@ -810,7 +913,7 @@ TEST(CliTokenspeed, CacheProfileAndWhatReallyFits) {
       << bf16.err;
   EXPECT_EQ(run({"--engine", "tokenspeed", "--format", "v4.swa_kv=v4.bf16", "--pools", "own"}).code, 0);
   // Pipeline stages: each its own arena, the report of the widest stage's; its layers and draft.
-  const json pp = run_json({"--engine", "tokenspeed", "--pp", "2", "--memory-gib", "64"});
+  const json pp = run_json({"--engine", "tokenspeed", "--pp", "2", "--memory-gib", "64", "--mtp"});
   EXPECT_EQ(pp["engine_report"]["pipeline_stage"], 1);  // 21 main layers + the MTP layer
   EXPECT_LT(pp["engine_report"]["parent_bytes"].get<std::int64_t>(), 2'442'240);
   EXPECT_NE(pp["engine_report"]["log_lines"][0].get<std::string>().find("layers=22 (draft 1)"), std::string::npos);
@@ -862,11 +965,11 @@ std::vector<std::string> lines_of(const std::string& text) {
   return lines;
 }
 
-/// The screen's contract: at most 20 lines of at most 100 columns, the verdict first.
+/// The screen's contract: at most 22 lines of at most 100 columns, the verdict first.
 void expect_one_screen(const run_result& r, const std::string& what) {
   ASSERT_EQ(r.code, 0) << what << ": " << r.err;
   const std::vector<std::string> lines = lines_of(r.out);
-  EXPECT_LE(lines.size(), 20U) << what << "\n" << r.out;
+  EXPECT_LE(lines.size(), 22U) << what << "\n" << r.out;
   for (const std::string& line : lines) EXPECT_LE(line.size(), 100U) << what << ": " << line;
   ASSERT_FALSE(lines.empty());
   EXPECT_EQ(lines[0].rfind("verdict: ", 0), 0U) << what << ": " << lines[0];
@@ -878,25 +981,31 @@ TEST(CliScreen, TheIssuesCommandFitsOneScreen) {
   const run_result r = run(args);
   expect_one_screen(r, "v4-pro tp 8");
   const json j = run_json(args);
-  // The screen quotes the report: the verdict's line, the worst rank, vLLM's own log line, the replay.
-  EXPECT_EQ(r.out.rfind(j["verdict"]["line"].get<std::string>().substr(0, 40), 0), 0U) << r.out;
-  EXPECT_NE(r.out.find("FITS"), std::string::npos);
-  EXPECT_NE(r.out.find("per GPU  rank 0 of 8 (the worst): 64 x 131,072 tokens take 55.25 GiB of 60.00 GiB"),
+  // The screen quotes the report: the verdict's line (the one number that really fits: vLLM's
+  // allocator replayed holds 66, the plan's bytes guarantee 57, issue 35), what it assumed, vLLM's
+  // own log line, the plan's bound once.
+  EXPECT_EQ(r.out.substr(0, r.out.find('\n')), j["verdict"]["line"].get<std::string>()) << r.out;
+  EXPECT_EQ(j["verdict"]["line"],
+            "verdict: 64 x 131,072 tokens FITS: 66 fit at once (replayed; limit: the 60.00 GiB budget)");
+  EXPECT_EQ(j["verdict"]["simulated_max_requests"], 66);
+  EXPECT_EQ(j["verdict"]["plan_max_requests"], 57);
+  EXPECT_NE(r.out.find("assumes  async scheduling (vLLM's default), no draft layer, max_num_seqs 1,024, chunk 8,192, "
+                       "Hopper\n"),
             std::string::npos)
       << r.out;
-  EXPECT_NE(r.out.find("cluster  tp 8 x dp 1 x pp 1 = 8 GPUs: at most " +
-                       vllm_thousands(j["cluster"]["max_requests"].get<std::int64_t>()) + " x 131,072 tokens"),
-            std::string::npos)
-      << r.out;
+  EXPECT_NE(r.out.find("bound    the plan's bytes guarantee 57: lower"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("replayed "), std::string::npos) << "one headline number: " << r.out;
+  EXPECT_NE(r.out.find("cluster  tp 8 x dp 1 x pp 1 = 8 GPUs; 64 request(s) fit up to"), std::string::npos) << r.out;
   const std::string log = j["engine_report"]["log_lines"][0].get<std::string>();  // vLLM's own text
   EXPECT_NE(r.out.find(log.substr(0, 40)), std::string::npos) << log << "\n" << r.out;
-  EXPECT_NE(r.out.find("replayed " + vllm_thousands(j["verdict"]["simulated_max_requests"].get<std::int64_t>()) +
-                       " x 131,072 tokens fit"),
+  // The worst rank's bytes, synchronous and with the MTP layer: 59,327,017,920 B = 55.25 GiB
+  // (every TP rank holds the whole cache).
+  const run_result sync = run(sync_mtp(args));
+  EXPECT_NE(sync.out.find("per GPU  rank 0 of 8 (the worst): 64 x 131,072 tokens take 55.25 GiB of 60.00 GiB"),
             std::string::npos)
-      << r.out;
-  EXPECT_NE(r.out.find("where the 55.25 GiB of this GPU's plan go:"), std::string::npos);
-  // 59,327,017,920 B = 55.25 GiB: the worst rank's bytes (every TP rank holds the whole cache).
-  EXPECT_EQ(j["ranks"][0]["total_bytes"], 59327017920ULL);
+      << sync.out;
+  EXPECT_NE(sync.out.find("where the 55.25 GiB of this GPU's plan go:"), std::string::npos);
+  EXPECT_EQ(run_json(sync_mtp(args))["ranks"][0]["total_bytes"], 59327017920ULL);
   // The tables moved behind flags; --verbose has them all.
   EXPECT_EQ(r.out.find("layer  attention"), std::string::npos);
   EXPECT_NE(tables(args).out.find("layer  attention"), std::string::npos);
@@ -937,10 +1046,12 @@ TEST(CliScreen, SglangPoolSizesOnTheScreen) {
                         std::to_string(j["engine_report"]["max_running_requests"].get<std::int64_t>())),
             std::string::npos)
       << joined;
-  EXPECT_NE(joined.find("replayed " + vllm_thousands(j["verdict"]["simulated_max_requests"].get<std::int64_t>()) +
-                        " x 1,048,576 tokens fit"),
+  // What really fits: SGLang's occupancy replayed, on the verdict line.
+  EXPECT_NE(joined.find(": " + vllm_thousands(j["verdict"]["simulated_max_requests"].get<std::int64_t>()) +
+                        " fit at once (replayed;"),
             std::string::npos)
       << joined;
+  EXPECT_EQ(j["verdict"]["max_requests"], j["verdict"]["simulated_max_requests"]);
 }
 
 // Independent of the breakdown's code: the parts sum to the plan's bytes, and in own pools the
@@ -984,13 +1095,84 @@ TEST(CliScreen, BreakdownSumsToThePlan) {
   EXPECT_EQ(j["breakdown"]["engine_structure_bytes"], 0);
 }
 
+// Issue 35: the breakdown under every engine and model family, each part computed here from the
+// JSON's groups: the parts sum to the plan's bytes; rows of context = H x layers x floor(L /
+// stride) x row bytes over the full-history groups; windows and rings = the sliding groups' exact
+// rows; page rounding at most the pages those rows span (one page a full-history table, two a
+// window) per request; the rest is in flight or the engine's.
+TEST(CliScreen, BreakdownPartsUnderEveryEngineAndFamily) {
+  for (const char* engine : {"vllm", "tokenspeed", "tokenspeed-default", "sglang"})
+    for (const char* preset : {"v4-flash", "v4.1-flash", "v3.2"}) {
+      if (std::string_view(engine) == "sglang" && std::string_view(preset) != "v4-flash") continue;  // V4 only
+      const std::string what = std::string(engine) + " " + preset;
+      const json j = run_json(
+          {"--preset", preset, "--engine", engine, "--memory-gib", "25", "--context", "131072", "--requests", "3"});
+      const json& b = j["breakdown"];
+      const auto part = [&](const char* k) { return b[k].get<std::uint64_t>(); };
+      EXPECT_EQ(part("context_rows_bytes") + part("window_bytes") + part("page_rounding_bytes") +
+                    part("in_flight_bytes") + part("null_page_bytes") + part("engine_structure_bytes"),
+                part("total_bytes"))
+          << what;
+      const std::uint64_t h = j["plan"]["holding_requests"];
+      std::uint64_t rows = 0, windows = 0, rounding_max = 0;
+      for (const json& g : j["groups"]) {
+        const std::uint64_t layers = g["num_layers"];
+        const bool full = g["retention"] == "full_history";
+        if (full)
+          rows += h * layers * (131072 / g["entry_stride_tokens"].get<std::uint64_t>()) *
+                  g["row_bytes"].get<std::uint64_t>();
+        else
+          windows += g["ideal_bytes"].get<std::uint64_t>();
+        for (const json& pool : g["pools"])
+          rounding_max += h * layers * (full ? 1 : 2) * pool["page_bytes"].get<std::uint64_t>();
+      }
+      EXPECT_EQ(part("context_rows_bytes"), rows) << what;  // never 0 (V4.1 under vLLM was)
+      EXPECT_GT(rows, 0U) << what;
+      EXPECT_EQ(part("window_bytes"), windows) << what;
+      if (std::string_view(engine) != "sglang") EXPECT_LE(part("page_rounding_bytes"), rounding_max) << what;
+    }
+  // The issue's case: V4.1-Flash under vLLM holds rows of context (Blackwell: the V4.1 records,
+  // 890 B a token over 40 layers: 131,072 x 890 = 116,654,080 B; Hopper: V4 rows, 1,790 B).
+  EXPECT_EQ(run_json({"--preset", "v4.1-flash", "--memory-gib", "25", "--context", "131072", "--gpu",
+                      "b200"})["breakdown"]["context_rows_bytes"],
+            131072ULL * 890);
+  EXPECT_EQ(run_json({"--preset", "v4.1-flash", "--memory-gib", "25", "--context",
+                      "131072"})["breakdown"]["context_rows_bytes"],
+            131072ULL * 1790);
+}
+
+// SGLang's DP attention (issue 35): its dp workers split the TP group's GPUs; off (its default),
+// every --dp replica is a server of --tp GPUs with its own max_running_requests.
+TEST(CliScreen, SglangDpAttentionCountsGpusAsSglang) {
+  const std::vector<std::string> base = {"--preset",   "v4-flash", "--engine",  "sglang",       "--tp",
+                                         "8",          "--dp",     "8",         "--memory-gib", "60",
+                                         "--requests", "64",       "--context", "131072"};
+  std::vector<std::string> attn = base;
+  attn.emplace_back("--enable-dp-attention");
+  const json a = run_json(attn);
+  EXPECT_EQ(a["parallel"]["world_size"], 8);
+  EXPECT_EQ(a["parallel"]["tp"], 8);
+  EXPECT_EQ(a["parallel"]["attention_tp"], 1);
+  EXPECT_EQ(a["assumptions"]["dp_attention"]["source"], "flag");
+  EXPECT_EQ(a["engine_report"]["max_running_requests"], 256 / 8);  // per worker: max_running_requests // dp
+  const run_result screen = run(attn);
+  expect_one_screen(screen, "sglang dp attention");
+  EXPECT_NE(screen.out.find("cluster  tp 8 (dp 8 attention workers inside) x pp 1 = 8 GPUs"), std::string::npos)
+      << screen.out;
+  const json off = run_json(base);
+  EXPECT_EQ(off["parallel"]["world_size"], 64);
+  EXPECT_EQ(off["assumptions"]["dp_attention"]["value"], false);
+  EXPECT_EQ(off["assumptions"]["dp_attention"]["source"], "engine default");
+  EXPECT_EQ(off["engine_report"]["max_running_requests"], 256);
+}
+
 TEST(CliScreen, DataParallelPerGpuAndClusterAndNoBudget) {
   const run_result r =
       run({"--dp", "4", "--tp", "4", "--memory-gib", "40", "--context", "262144", "--requests", "100"});
   expect_one_screen(r, "dp 4");
   // 100 requests over 4 DP ranks: 25 on the worst GPU, the cluster's answer for all 16.
   EXPECT_NE(r.out.find("per GPU  rank 0 of 16 (the worst): 25 x 262,144 tokens take"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("cluster  tp 4 x dp 4 x pp 1 = 16 GPUs: at most"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("cluster  tp 4 x dp 4 x pp 1 = 16 GPUs; 100 request(s) fit up to"), std::string::npos) << r.out;
   const run_result none = run({"--dp", "2", "--requests", "4"});
   expect_one_screen(none, "dp 2, no budget");
   EXPECT_NE(none.out.find("no budget given"), std::string::npos);
@@ -1000,7 +1182,9 @@ TEST(CliScreen, DataParallelPerGpuAndClusterAndNoBudget) {
   // --summary: one line.
   const run_result s = run({"--memory-gib", "64", "--summary"});
   EXPECT_EQ(lines_of(s.out).size(), 1U) << s.out;
-  EXPECT_NE(s.out.find("1 x 1,048,576 tokens FITS (at most 15;"), std::string::npos) << s.out;
+  EXPECT_NE(s.out.find("1 x 1,048,576 tokens FITS (16 fit at once, replayed; limit: budget; the plan's bound 13;"),
+            std::string::npos)
+      << s.out;
 }
 
 // The hint's figure is the plan's own answer with the flag it names.

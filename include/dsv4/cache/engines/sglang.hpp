@@ -81,7 +81,8 @@ inline constexpr engine_defaults sglang_defaults{
     // speculative_algorithm None: no draft model (no MTP layer cached).
     .draft_layer_ref = "sgl-project/sglang python/sglang/srt/server_args.py@cce0a124 ServerArgs.speculative_algorithm",
     .tokens_per_step = 1,
-    .tokens_per_step_ref = "sgl-project/sglang python/sglang/srt/server_args.py@cce0a124 ServerArgs.speculative_algorithm",
+    .tokens_per_step_ref =
+        "sgl-project/sglang python/sglang/srt/server_args.py@cce0a124 ServerArgs.speculative_algorithm",
     .max_running = 256,
     .max_running_speculative = 256,
     .max_running_name = "max_running_requests",

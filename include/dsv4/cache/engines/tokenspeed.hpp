@@ -125,8 +125,9 @@ inline constexpr engine_defaults tokenspeed_defaults{
     .overlap_ref = "lightseekorg/tokenspeed python/tokenspeed/runtime/engine/scheduler_utils.py@6083537e",
     .draft_layer = false,
     // num_draft_layers: 0 without a draft model config (no speculative decoding by default).
-    .draft_layer_ref = "lightseekorg/tokenspeed python/tokenspeed/runtime/layers/attention/kv_cache/recipes/"
-                       "base.py@f4d8ec6e CacheRecipe.num_draft_layers",
+    .draft_layer_ref =
+        "lightseekorg/tokenspeed python/tokenspeed/runtime/layers/attention/kv_cache/recipes/"
+        "base.py@f4d8ec6e CacheRecipe.num_draft_layers",
     .tokens_per_step = 1,
     .tokens_per_step_ref = "lightseekorg/tokenspeed python/tokenspeed/runtime/utils/server_args.py@eaf9e503",
     .max_running = 160,
@@ -139,7 +140,8 @@ inline constexpr engine_defaults tokenspeed_defaults{
     .block_tokens = 256,
     .block_tokens_ref = "lightseekorg/tokenspeed python/tokenspeed/runtime/configs/model_config.py@6083537e",
     .indexer_mxfp4 = false,
-    .indexer_ref = "lightseekorg/tokenspeed python/tokenspeed/runtime/layers/attention/deepseek_v4_geometry.py@6083537e",
+    .indexer_ref =
+        "lightseekorg/tokenspeed python/tokenspeed/runtime/layers/attention/deepseek_v4_geometry.py@6083537e",
     .mxfp4_indexer_min_sm = 0,
     .mxfp4_indexer_rule = "",
     .mxfp4_indexer_ref = "",

@@ -136,16 +136,19 @@ inline constexpr engine_defaults vllm_defaults{
     .block_tokens_ref = "vllm-project/vllm vllm/models/deepseek_v4/attention.py@0484480b get_kv_cache_spec",
     .indexer_mxfp4 = false,
     // attention_config.use_fp4_indexer_cache defaults to False: 132-B FP8 index keys.
-    .indexer_ref = "vllm-project/vllm vllm/v1/attention/backends/mla/indexer.py@07492607 "
-                   "DeepseekV32IndexerMetadataBuilder.__init__",
+    .indexer_ref =
+        "vllm-project/vllm vllm/v1/attention/backends/mla/indexer.py@07492607 "
+        "DeepseekV32IndexerMetadataBuilder.__init__",
     .mxfp4_indexer_min_sm = 10,
     .mxfp4_indexer_rule = "use_fp4_indexer_cache requires Blackwell datacenter GPUs (sm_10x, e.g. B200/GB200)",
-    .mxfp4_indexer_ref = "vllm-project/vllm vllm/v1/attention/backends/mla/indexer.py@07492607 "
-                         "DeepseekV32IndexerMetadataBuilder.__init__",
+    .mxfp4_indexer_ref =
+        "vllm-project/vllm vllm/v1/attention/backends/mla/indexer.py@07492607 "
+        "DeepseekV32IndexerMetadataBuilder.__init__",
     .v41_formats_follow_gpu = true,
     // get_supported_kernel_block_sizes: the V4.1 records' kernel on SM100, the fp8_ds_mla rows on SM90.
-    .v41_formats_ref = "vllm-project/vllm vllm/v1/attention/backends/mla/sparse_mla.py@cf4bfd81 "
-                       "get_supported_kernel_block_sizes",
+    .v41_formats_ref =
+        "vllm-project/vllm vllm/v1/attention/backends/mla/sparse_mla.py@cf4bfd81 "
+        "get_supported_kernel_block_sizes",
     .swa_full_tokens_ratio = 0,
     .swa_ratio_ref = "",
     .has_dp_attention = false,

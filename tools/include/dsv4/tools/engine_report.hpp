@@ -637,7 +637,7 @@ inline std::string engine_report_text(const engine_report& r, const memory_plan&
                    "scheduling {}{}; it needs {} parents to start and {} for one request of {} tokens alone\n",
                    lim.max_num_seqs, vllm_thousands(lim.chunk_tokens), lim.decode_tokens,
                    lim.overlap_depth > 0 ? "on" : "off",
-                   lim.overlap_depth > 0 ? std::string() : " (tokenspeed's default is on: plan that with --overlap)",
+                   lim.overlap_depth > 0 ? std::string() : " (tokenspeed's default is on: --no-overlap turned it off)",
                    vllm_thousands(t.min_parents_to_start), vllm_thousands(tplan.admission_blocks - 1),
                    vllm_thousands(o.context_tokens));
     fmt::format_to(out, "  with {} B of KV cache{}: {} parents budgeted (budget // parent - 1)\n",
@@ -706,8 +706,8 @@ inline std::string engine_report_text(const engine_report& r, const memory_plan&
                    vllm_thousands(v.request_blocks + 1));
     fmt::format_to(out, "  async scheduling {} (max_in_flight_tokens {}){}\n", v.async_scheduling ? "on" : "off",
                    vllm_thousands(v.in_flight_tokens),
-                   e.vllm.async_scheduling_default && !v.async_scheduling
-                       ? fmt::format("; vLLM {} turns it on by default: plan that with --overlap", e.preset)
+                   e.defaults.overlap && !v.async_scheduling
+                       ? fmt::format("; vLLM {} turns it on by default: --no-overlap turned it off", e.preset)
                        : std::string());
     if (v.available_bytes) {
       fmt::format_to(out, "  with {} B of KV cache per GPU: {} blocks\n",

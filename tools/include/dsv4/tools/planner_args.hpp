@@ -41,16 +41,16 @@ struct planner_args {
   std::optional<std::int64_t> context;  // none: the model's max_position_embeddings
   std::int64_t requests = 1;
   std::optional<double> memory_gib;
-  std::optional<std::string> indexer;      // --indexer fp8|mxfp4 (V4; none: fp8)
-  std::string format_set;                  // --format-set v41|v4 (V4.1; empty: v41)
-  std::string kv_format;                   // --kv-format NAME: every main-KV pool
-  std::vector<std::string> group_formats;  // --format GROUP=NAME, repeatable
-  std::string indexer_format;              // --indexer-format NAME
+  std::optional<std::string> indexer;           // --indexer fp8|mxfp4 (V4; none: fp8)
+  std::string format_set;                       // --format-set v41|v4 (V4.1; empty: v41)
+  std::string kv_format;                        // --kv-format NAME: every main-KV pool
+  std::vector<std::string> group_formats;       // --format GROUP=NAME, repeatable
+  std::string indexer_format;                   // --indexer-format NAME
   std::optional<std::int64_t> tokens_per_step;  // none: the engine's (1: no speculative decoding)
   std::optional<std::int64_t> prefill_chunk;    // none: the engine's step budget (8,192 for all three)
-  bool mtp = false;     // --mtp: cache the MTP layers (a draft model; the engines' default: none)
-  bool no_mtp = false;  // --no-mtp
-  std::string gpu;      // --gpu NAME (none: an H200, Hopper): the defaults and refusals that depend on it
+  bool mtp = false;           // --mtp: cache the MTP layers (a draft model; the engines' default: none)
+  bool no_mtp = false;        // --no-mtp
+  std::string gpu;            // --gpu NAME (none: an H200, Hopper): the defaults and refusals that depend on it
   bool dp_attention = false;  // --enable-dp-attention (SGLang: data-parallel attention inside the TP group)
   bool json = false;
   bool verbose = false;  // --verbose: every table

@@ -309,8 +309,8 @@ inline planner_result compute(const planner_args& a, bool with_engine_report = t
   if (v4_1)
     said("format_set", a.format_set.empty() ? (o.formats.set == format_set::v4 ? "v4" : "v41") : a.format_set,
          !a.format_set.empty(), v41_hopper_rows ? d.v41_formats_ref : std::string_view(),
-         fmt::format("format set {}", a.format_set.empty() ? (o.formats.set == format_set::v4 ? "v4" : "v41")
-                                                           : a.format_set));
+         fmt::format("format set {}",
+                     a.format_set.empty() ? (o.formats.set == format_set::v4 ? "v4" : "v41") : a.format_set));
   r.assumptions.push_back({"gpu", std::string(gpu.name), a.gpu.empty() ? "planner default" : "flag", "",
                            a.gpu.empty() ? std::string(gpu.family) : fmt::format("{} ({})", gpu.name, gpu.family)});
   if (d.has_dp_attention)
@@ -373,8 +373,8 @@ inline planner_result compute(const planner_args& a, bool with_engine_report = t
        fmt::format("{} {}", d.max_running_name, thousands(r.max_running)));
   // The screen's order: scheduling, draft, step, running cap, chunk, formats, SGLang's own, the GPU last.
   static constexpr std::array<std::string_view, 10> kOrder = {
-      "async_scheduling", "draft_layer",  "tokens_per_step", "max_running_requests", "prefill_chunk",
-      "indexer",          "format_set",   "swa_full_tokens_ratio", "dp_attention", "gpu"};
+      "async_scheduling", "draft_layer", "tokens_per_step",       "max_running_requests", "prefill_chunk",
+      "indexer",          "format_set",  "swa_full_tokens_ratio", "dp_attention",         "gpu"};
   const auto rank_of = [&](const assumption& x) {
     return std::find(kOrder.begin(), kOrder.end(), x.input) - kOrder.begin();
   };
@@ -542,7 +542,7 @@ struct plan_verdict {
   bool engine_starts = true;
   std::optional<std::int64_t> simulated_max_requests;  ///< The replay's answer (a lower bound when marked).
   bool simulated_lower_bound = false;
-  std::int64_t max_requests = 0;  ///< What really fits: the headline (0 when the engine does not start).
+  std::int64_t max_requests = 0;          ///< What really fits: the headline (0 when the engine does not start).
   bool max_requests_lower_bound = false;  ///< "at least": the replay stopped at its work limit above the plan.
   /// The headline is the plan's bound, and why: the replay did not run (`why_not`) or was cut short.
   bool by_plan = false;
@@ -589,16 +589,16 @@ inline plan_verdict verdict_of(const planner_result& r) {
   } else {
     v.max_requests = v.plan_max_requests;
     v.by_plan = true;
-    v.by_plan_why = fit == nullptr         ? std::string("the allocator is not replayed here")
-                    : !fit->simulated      ? "not replayed: " + fit->why_not
-                    : fit->lower_bound     ? std::string("the replay stopped at its work limit below it")
+    v.by_plan_why = fit == nullptr     ? std::string("the allocator is not replayed here")
+                    : !fit->simulated  ? "not replayed: " + fit->why_not
+                    : fit->lower_bound ? std::string("the replay stopped at its work limit below it")
                     : per_engine_cap > 0 && v.plan_max_requests >= per_engine_cap * engines
                         ? std::string("the running cap: nothing above it to replay")
                         : std::string("the replay stopped at its work limit below it");
   }
-  const std::string cap_name =
-      r.engine != nullptr && !r.engine->defaults.max_running_name.empty() ? std::string(r.engine->defaults.max_running_name)
-                                                                          : std::string("running cap");
+  const std::string cap_name = r.engine != nullptr && !r.engine->defaults.max_running_name.empty()
+                                   ? std::string(r.engine->defaults.max_running_name)
+                                   : std::string("running cap");
   if (!v.engine_starts && single_request) {
     v.limit = "single-request limit";
     v.limit_text = fmt::format("{} admits at most {} tokens a request (its single-request limit)", engine,

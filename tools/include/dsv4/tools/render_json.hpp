@@ -62,9 +62,8 @@ inline nlohmann::ordered_json to_json(const planner_result& r) {
   for (const assumption& a : r.assumptions) {
     json value;
     std::visit([&](const auto& x) { value = x; }, a.value);
-    assumed[a.input] = {{"value", value},
-                        {"source", a.source},
-                        {"reference", a.reference.empty() ? json(nullptr) : json(a.reference)}};
+    assumed[a.input] = {
+        {"value", value}, {"source", a.source}, {"reference", a.reference.empty() ? json(nullptr) : json(a.reference)}};
   }
   j["assumptions"] = assumed;
   j["model"] = {{"name", std::string(r.model.name.view())},
@@ -164,11 +163,15 @@ inline nlohmann::ordered_json to_json(const planner_result& r) {
   if (r.report) j["engine_report"] = engine_report_json(*r.report, p);
   if (r.parallel) {
     const parallel_config& pc = *r.parallel;
-    j["parallel"] = {{"tp", pc.tp},
+    // SGLang's DP attention: its dp workers inside the TP group (tp as given; each worker's
+    // attention TP is tp / dp, the ranks' own TP), tp x pp GPUs.
+    j["parallel"] = {{"tp", r.dp_attention ? pc.tp * pc.dp : pc.tp},
                      {"dp", pc.dp},
                      {"pp", pc.pp},
                      {"dcp", pc.dcp},
                      {"dcp_interleave_rows", pc.dcp_interleave_rows},
+                     {"dp_attention", r.dp_attention},
+                     {"attention_tp", pc.tp},
                      {"world_size", pc.world_size()}};
     j["ranks"] = json::array();
     for (const rank_plan_result& rp : r.ranks) {

@@ -141,7 +141,8 @@ inline std::string screen_text(const planner_result& r) {
   std::string gpu =
       r.parallel ? fmt::format("rank {} of {} (the worst): ", r.worst.worst_rank, thousands(r.parallel->world_size()))
                  : std::string();
-  gpu += fmt::format("{} x {} tokens take {}", thousands(gpu_requests), thousands(l), size_text(p.total_bytes));
+  gpu += fmt::format("{} x {} tokens take {}{}", thousands(gpu_requests), thousands(l), size_text(p.total_bytes),
+                     r.budget_bytes && p.total_bytes > *r.budget_bytes ? " at the plan's worst case" : "");
   if (r.budget_bytes)
     gpu += p.total_bytes <= *r.budget_bytes
                ? fmt::format(" of {}, {} left", size_text(*r.budget_bytes), size_text(*r.budget_bytes - p.total_bytes))
