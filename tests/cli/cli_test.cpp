@@ -1129,7 +1129,9 @@ TEST(CliScreen, BreakdownPartsUnderEveryEngineAndFamily) {
       EXPECT_EQ(part("context_rows_bytes"), rows) << what;  // never 0 (V4.1 under vLLM was)
       EXPECT_GT(rows, 0U) << what;
       EXPECT_EQ(part("window_bytes"), windows) << what;
-      if (std::string_view(engine) != "sglang") EXPECT_LE(part("page_rounding_bytes"), rounding_max) << what;
+      if (std::string_view(engine) != "sglang") {
+        EXPECT_LE(part("page_rounding_bytes"), rounding_max) << what;
+      }
     }
   // The case: V4.1-Flash under vLLM holds rows of context (Blackwell: the V4.1 records,
   // 890 B a token over 40 layers: 131,072 x 890 = 116,654,080 B; Hopper: V4 rows, 1,790 B).

@@ -51,7 +51,8 @@ def main():
                "--context", "1048576", "--requests", "1", "--json"]
         cmd += ["--max-running-requests", str(mrr)] if mrr else []
         cmd += ["--tokens-per-step", str(step)] if step > 1 else []
-        cmd += ["--dp", str(dp)] if dp > 1 else []
+        # attention DP: SGLang's --enable-dp-attention, its dp workers inside a TP group of dp GPUs
+        cmd += ["--dp", str(dp), "--tp", str(dp), "--enable-dp-attention"] if dp > 1 else []
         rc, plan = run(cmd)
         if rc != 0:
             print(f"{label}: the planner exited {rc}")

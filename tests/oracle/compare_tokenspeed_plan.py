@@ -53,8 +53,8 @@ def main():
                  f"budget={budget} L={L} C={C} seqs={seqs or 'default'}")
         cmd = [plan_bin, "--preset", preset, "--engine", "tokenspeed", "--indexer", indexer, "--memory-gib",
                f"{budget / GIB:.17g}", "--context", str(L), "--prefill-chunk", str(C), "--json"]
-        cmd += ["--overlap"] if overlap else []
-        cmd += ["--tokens-per-step", "4"] if draft else ["--no-mtp"]
+        cmd += ["--overlap"] if overlap else ["--no-overlap"]
+        cmd += ["--tokens-per-step", "4", "--mtp"] if draft else ["--no-mtp"]
         cmd += ["--max-running-requests", str(seqs)] if seqs else []
         plan = run(cmd)
         ocmd = [sys.executable, str(ORACLE), "--json", preset, str(budget), str(L), "--chunk", str(C),

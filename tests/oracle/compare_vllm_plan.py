@@ -48,7 +48,8 @@ def main():
     for preset, indexer, async_sched, gib, L, B in CASES:
         label = f"{preset} {indexer} {'async' if async_sched else 'sync'} {gib} GiB L={L} B={B}"
         plan = run([plan_bin, "--preset", preset, "--indexer", indexer, "--memory-gib", gib, "--context", str(L),
-                    "--prefill-chunk", str(B), "--no-mtp", "--json"] + (["--overlap"] if async_sched else []))
+                    "--prefill-chunk", str(B), "--no-mtp", "--json"] + (["--overlap"] if async_sched else ["--no-overlap"])
+                   + (["--gpu", "b200"] if indexer == "mxfp4" else []))  # vLLM: MXFP4 keys on SM 10.x only
         oracle = run([sys.executable, str(ORACLE), "--config", str(DATA / MODELS[preset]), "--kv-gib", gib,
                       "--max-model-len", str(L), "--max-num-batched-tokens", str(B), "--indexer", indexer]
                      + (["--async"] if async_sched else []))
