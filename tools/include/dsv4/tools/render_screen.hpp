@@ -197,7 +197,7 @@ inline std::string screen_text(const planner_result& r) {
   part(b.context_rows, fmt::format("rows of context ({} x {} tokens in every full-history group)",
                                    thousands(p.holding_requests), thousands(l)));
   part(b.windows, "sliding windows and compressor-state rings (min(L, window) rows a request)");
-  part(b.rounding, "page rounding (each request's last page of each group)");
+  part(b.rounding, "page rounding (the pages a request's rows span, padded as their format pads them)");
   part(b.in_flight, fmt::format("prompt pages in flight (a step's --prefill-chunk {} tokens)",
                                 thousands(p.options.prefill_chunk_tokens)));
   part(b.null_pages, "null pages (one per pool and layer)");
