@@ -198,7 +198,7 @@ inline std::string screen_text(const planner_result& r) {
                                    thousands(p.holding_requests), thousands(l)));
   part(b.windows, "sliding windows and compressor-state rings (min(L, window) rows a request)");
   part(b.rounding, "page rounding (the pages a request's rows span, padded as their format pads them)");
-  part(b.in_flight, fmt::format("prompt pages in flight (a step's --prefill-chunk {} tokens)",
+  part(b.in_flight, fmt::format("in flight: a step's prompt pages (--prefill-chunk {}), the steps' tokens ahead",
                                 thousands(p.options.prefill_chunk_tokens)));
   part(b.null_pages, "null pages (one per pool and layer)");
   part(b.engine,
