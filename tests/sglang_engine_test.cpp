@@ -44,8 +44,45 @@ TEST(SglangEngine, GeometryOfV4FlashAndPro) {
   expect_invalid([] { (void)sglang_geometry_of(deepseek_v3_2, false); }, {"V4 models only"});
 }
 
+// SGLang 0.5.23 (the released default): rows priced as the pools allocate them and the c4 state
+// sized ring / page (model_executor/pool_configurator.py of the sglang-0.5.23 wheel,
+// `_get_paged_kv_bytes_per_token`, `_get_bytes_per_swa_token`, `_compute_dsv4_sizes`).
+TEST(SglangEngine, Release0523V4FlashAt64GiBByHand) {
+  const sglang_geometry g = sglang_geometry_of(deepseek_v4_flash, false, 0, -1, sglang_rules_0_5_23);
+  // A 256-row SWA page: 256 x 584 = 149,504 -> 149,760 (260 x 576) = 585 B per token; a 64-row CSA
+  // page 37,376 -> 37,440 = 585 B; a 2-row HCA page 1,168 -> 1,728 (3 x 576) = 864 B.
+  EXPECT_EQ(g.swa_row_bytes, 585.0);
+  EXPECT_EQ(g.c4_row_bytes, 585.0);
+  EXPECT_EQ(g.c128_row_bytes, 864.0);
+  EXPECT_EQ(g.c4_state_divisor, 256);
+  const sglang_pool_sizes s = sglang_configure(g, {}, 64 * kGiB);
+  // bpft = 0.1 x (585 x 43 + 8 / 256 x (8,192 + 2,048) x 21) (3,187.5) + (585 / 4 + 132 / 4) x 21
+  //        (3,764.25) + 864 / 128 x 20 (135) = 7,086.75
+  EXPECT_NEAR(s.bytes_per_full_token, 7086.75, 1e-9);
+  EXPECT_EQ(s.c128_state_fixed_bytes, 2'715'811'840U);  // unchanged: 33,152 rows x 4,096 B x 20
+  // (68,719,476,736 - 2,715,811,840) / 7,086.75 = 9,313,606.3 -> 9,313,536 (36,381 pages of 256).
+  EXPECT_EQ(s.full, 9'313'536);
+  EXPECT_EQ(s.swa, 931'328);      // int(931,353.6) -> 3,638 pages
+  EXPECT_EQ(s.c4, 2'328'384);     // full / 4
+  EXPECT_EQ(s.c128, 72'762);      // full / 128
+  EXPECT_EQ(s.c4_state, 29'104);  // 931,328 / 256 (the page, not the window) x 8
+  // V4-Pro (61 layers: 30 CSA, 31 HCA): 0.1 x (585 x 61 + 320 x 30) + 179.25 x 30 + 6.75 x 31.
+  const sglang_pool_sizes p =
+      sglang_configure(sglang_geometry_of(deepseek_v4_pro, false, 0, -1, sglang_rules_0_5_23), {}, 64 * kGiB);
+  EXPECT_NEAR(p.bytes_per_full_token, 0.1 * (585.0 * 61 + 320.0 * 30) + 179.25 * 30 + 6.75 * 31, 1e-9);
+  EXPECT_EQ(p.bytes_per_full_token, 10115.25);
+  // The pin's rules on the same budget: 584 B rows, ring / window.
+  const sglang_pool_sizes pin =
+      sglang_configure(sglang_geometry_of(deepseek_v4_flash, false, 0, -1, sglang_rules_cce0a124), {}, 64 * kGiB);
+  EXPECT_EQ(pin.full, 8'565'760);
+  EXPECT_EQ(pin.c4_state, 53'536);
+  // The refusal of a model the release's modelled pools do not cover names the release.
+  expect_invalid([] { (void)sglang_geometry_of(deepseek_v4_1_flash, false, 0, -1, sglang_rules_0_5_23); },
+                 {"SGLang 0.5.23", "V4 models only"});
+}
+
 TEST(SglangEngine, V4FlashAt64GiBByHand) {
-  const sglang_geometry g = sglang_geometry_of(deepseek_v4_flash, false);
+  const sglang_geometry g = sglang_geometry_of(deepseek_v4_flash, false, 0, -1, sglang_rules_cce0a124);
   const sglang_pool_sizes s = sglang_configure(g, {}, 64 * kGiB);
   // bpft = 0.1 x 584 x 43 (2,511.2) + 584 / 4 x 21 (3,066) + 584 / 128 x 20 (91.25) + 132 / 4 x 21
   //        (693) + 0.1 x 8 / 128 x 8,192 x 21 (1,075.2) + 0.1 x 8 / 128 x 2,048 x 21 (268.8) = 7,705.45
@@ -68,12 +105,14 @@ TEST(SglangEngine, SpeculationAndMaxRunningRequestsAgreeWithTheOracle) {
   // HCA state 257 x 256 + 257 = 66,049 -> 66,176 rows x 4,096 x 20.
   sglang_options spec;
   spec.tokens_per_step = 4;
-  const sglang_pool_sizes f = sglang_configure(sglang_geometry_of(deepseek_v4_flash, true), spec, 64 * kGiB);
+  const sglang_pool_sizes f =
+      sglang_configure(sglang_geometry_of(deepseek_v4_flash, true, 0, -1, sglang_rules_cce0a124), spec, 64 * kGiB);
   EXPECT_NEAR(f.bytes_per_full_token, 9049.45 * 44 / 43, 1e-9);
   EXPECT_EQ(f.c128_state_fixed_bytes, 5'421'137'920U);
   EXPECT_EQ(f.full, 6'835'712);
   // Pro (tests/oracle/sglang_pool_oracle.py --config deepseek-v4-pro --available-gib 64 --speculative).
-  const sglang_pool_sizes p = sglang_configure(sglang_geometry_of(deepseek_v4_pro, true), spec, 64 * kGiB);
+  const sglang_pool_sizes p =
+      sglang_configure(sglang_geometry_of(deepseek_v4_pro, true, 0, -1, sglang_rules_cce0a124), spec, 64 * kGiB);
   EXPECT_NEAR(p.bytes_per_full_token, 13125.539754098363, 1e-9);
   EXPECT_EQ(p.c128_state_fixed_bytes, 8'402'763'776U);
   EXPECT_EQ(p.full, 4'595'200);
@@ -85,7 +124,8 @@ TEST(SglangEngine, SpeculationAndMaxRunningRequestsAgreeWithTheOracle) {
   // Pro, --max-running-requests 64, 40 GiB (the oracle's figures).
   sglang_options m64;
   m64.max_running_requests = 64;
-  const sglang_pool_sizes q = sglang_configure(sglang_geometry_of(deepseek_v4_pro, false), m64, 40 * kGiB);
+  const sglang_pool_sizes q =
+      sglang_configure(sglang_geometry_of(deepseek_v4_pro, false, 0, -1, sglang_rules_cce0a124), m64, 40 * kGiB);
   EXPECT_NEAR(q.bytes_per_full_token, 10993.8375, 1e-9);
   EXPECT_EQ(q.c128_state_fixed_bytes, 1'088'946'176U);
   EXPECT_EQ(q.full, 3'807'488);
@@ -96,7 +136,7 @@ TEST(SglangEngine, SpeculationAndMaxRunningRequestsAgreeWithTheOracle) {
 }
 
 TEST(SglangEngine, RefusalsAndTheRequestCap) {
-  const sglang_geometry g = sglang_geometry_of(deepseek_v4_flash, false);
+  const sglang_geometry g = sglang_geometry_of(deepseek_v4_flash, false, 0, -1, sglang_rules_cce0a124);
   // Less than one page of full tokens after the HCA state: SGLang raises at startup.
   const sglang_pool_sizes none = sglang_configure(g, {}, 2'715'811'840U + 1'000'000U);
   EXPECT_FALSE(none.starts);
@@ -121,8 +161,11 @@ TEST(SglangEngine, RefusalsAndTheRequestCap) {
   expect_invalid([&] { (void)sglang_configure(g, o, 64 * kGiB); }, {"max_running_request is zero"});
   o = {};
   o.tokens_per_step = 11;  // the CSA ring of 16 keeps at most 10 drafts
-  expect_invalid([&] { (void)sglang_configure(sglang_geometry_of(deepseek_v4_flash, true), o, 64 * kGiB); },
-                 {"CSA compress-state ring"});
+  expect_invalid(
+      [&] {
+        (void)sglang_configure(sglang_geometry_of(deepseek_v4_flash, true, 0, -1, sglang_rules_cce0a124), o, 64 * kGiB);
+      },
+      {"CSA compress-state ring"});
   // A budget of 2^64 - 1 B neither wraps nor overflows.
   const sglang_pool_sizes top = sglang_configure(g, {}, ~std::uint64_t{0});
   EXPECT_TRUE(top.starts);
@@ -130,7 +173,7 @@ TEST(SglangEngine, RefusalsAndTheRequestCap) {
 }
 
 TEST(SglangEngine, WhatThePoolsReallyAllocateAtV4Flash64GiB) {
-  const sglang_geometry g = sglang_geometry_of(deepseek_v4_flash, false);
+  const sglang_geometry g = sglang_geometry_of(deepseek_v4_flash, false, 0, -1, sglang_rules_cce0a124);
   sglang_options o;
   o.context_len = 1'048'576;
   const sglang_pool_sizes s = sglang_configure(g, o, 64 * kGiB);
@@ -290,8 +333,14 @@ TEST(SglangPlan, DemandAndTheSmallestBudgetByHand) {
   EXPECT_GE(at.swa, 280'064);  // the SWA pool decides at 4k: full >> 1,179,648
   EXPECT_GE(at.full, 1'179'648);
   EXPECT_TRUE(below.swa < 280'064 || below.full < 1'179'648);
-  // The group bytes are the configurator's charges: SWA swa x 584 x 43 layers.
-  EXPECT_EQ(p.groups[0].bytes, static_cast<std::uint64_t>(at.swa) * 584 * 43);
+  // The group bytes are the configurator's charges: SWA swa x 585 x 43 layers (0.5.23 prices a
+  // row as its page allocates it: 149,760 B / 256 tokens), 584 with the pin's rules.
+  EXPECT_EQ(p.groups[0].bytes, static_cast<std::uint64_t>(at.swa) * 585 * 43);
+  plan_options pinned = sglang_plan(256, 4096);
+  pinned.sglang_pools = sglang_rules_cce0a124;
+  const memory_plan pp = build_memory_plan(deepseek_v4_flash, pinned);
+  const sglang_pool_sizes pat = sglang_configure(pp.pools.sglang, so, pp.total_bytes);
+  EXPECT_EQ(pp.groups[0].bytes, static_cast<std::uint64_t>(pat.swa) * 584 * 43);
   // More requests than SGLang's 256 running: the plan sizes the HCA-state reservation for N.
   const memory_plan big = build_memory_plan(deepseek_v4_flash, sglang_plan(300, 4096));
   EXPECT_EQ(big.sglang.max_running_requests, 300);
@@ -334,7 +383,9 @@ TEST(SglangPlan, ThePlanRunsInTheReplayAndIsNotFarAboveItsSmallestBudget) {
 }
 
 // The configurator is constexpr: a deployment can pin SGLang's figures in a static_assert.
-static_assert(sglang_configure(sglang_geometry_of(deepseek_v4_flash, false), {}, 64 * kGiB).full == 8'565'760);
+static_assert(
+    sglang_configure(sglang_geometry_of(deepseek_v4_flash, false, 0, -1, sglang_rules_cce0a124), {}, 64 * kGiB).full ==
+    8'565'760);
 
 }  // namespace
 }  // namespace dsv4::cache

@@ -47,7 +47,7 @@ def main():
     bad = 0
     for preset, budget, mrr, step, dp in CASES:
         label = f"{preset} budget={budget} mrr={mrr or 'default'} tokens_per_step={step} dp={dp}"
-        cmd = [plan_bin, "--preset", preset, "--engine", "sglang", "--memory-gib", f"{budget / GIB:.17g}",
+        cmd = [plan_bin, "--preset", preset, "--engine", "sglang@cce0a124", "--memory-gib", f"{budget / GIB:.17g}",
                "--context", "1048576", "--requests", "1", "--json"]
         cmd += ["--max-running-requests", str(mrr)] if mrr else []
         cmd += ["--tokens-per-step", str(step)] if step > 1 else []

@@ -106,7 +106,8 @@ struct plan_options {
   /// and SGLang its HCA-state reservation for; 0: the engine's default
   /// (`tokenspeed_default_max_num_seqs`, SGLang's 256).
   std::int64_t max_running_requests = 0;
-  vllm_pool_rules vllm_pools{};  ///< vLLM's pool rules (its version preset), for a shared block pool.
+  vllm_pool_rules vllm_pools{};      ///< vLLM's pool rules (its version preset), for a shared block pool.
+  sglang_pool_rules sglang_pools{};  ///< SGLang's rules (its version preset), for ratio pools.
   /// SGLang's --swa-full-tokens-ratio (ratio pools): its SWA pool as a share of its full tokens.
   double swa_full_tokens_ratio = 0.1;
 };
@@ -654,7 +655,7 @@ constexpr engine_pools plan_pools(const model_config& c, const group_spec_list& 
     case pool_structure::ratio_pools: {
       engine_pools e = own_pools_of(specs);
       e.structure = pool_structure::ratio_pools;
-      e.sglang = sglang_geometry_of(c, o.tokens_per_step > 1);
+      e.sglang = sglang_geometry_of(c, o.tokens_per_step > 1, 0, -1, o.sglang_pools);
       return e;
     }
     case pool_structure::shared_block_pool: return vllm_engine_pools(specs, c.family, o.vllm_pools, o.tokens_per_step);

@@ -38,10 +38,11 @@ struct engine_spec {
   /// `vllm serve` on a GPU of 70 GiB or more other than an A100; tokenspeed 160, 80 with
   /// speculative decoding; SGLang max_running_requests 256), the step's token budget, ...
   engine_defaults defaults{};
+  sglang_pool_rules sglang{};  ///< ratio_pools: SGLang's rules of this preset (default: 0.5.23).
 };
 
 /// Every engine preset, the newest preset of an engine first among its presets.
-inline constexpr std::array<engine_spec, 4> kEngines = {{
+inline constexpr std::array<engine_spec, 5> kEngines = {{
     {"vllm", "2026.11", "vllm-project/vllm main as read 2026-11, files and commits in engines/vllm.hpp",
      "4253bd44243c89bb62c1898399f69236b2b5c721", vllm_policy, pool_structure::shared_block_pool, vllm_pool_rules{},
      vllm_defaults},
@@ -52,9 +53,14 @@ inline constexpr std::array<engine_spec, 4> kEngines = {{
      "lightseekorg/tokenspeed main as read 2026-08-22, files and commits in engines/tokenspeed.hpp",
      "f4d8ec6e039c028c7ee71317ccfb84e56ae2b45c", tokenspeed_default_policy, pool_structure::parent_arena,
      vllm_pool_rules{}, tokenspeed_defaults},
-    {"sglang", "", "sgl-project/sglang cce0a124 (2026-08-23), files and lines in engines/sglang.hpp",
+    // The released SGLang is the default `--engine sglang`: the first entry of a name is its default.
+    {"sglang", "0.5.23",
+     "SGLang 0.5.23 as released (wheel sglang-0.5.23, 2026-10), files in engines/sglang.hpp; its SWA pool sized by "
+     "--swa-full-tokens-ratio (its cap sizing, used when the flag is left out, is not modelled)",
+     "", sglang_policy, pool_structure::ratio_pools, vllm_pool_rules{}, sglang_defaults, sglang_rules_0_5_23},
+    {"sglang", "cce0a124", "sgl-project/sglang cce0a124 (2026-08-23), files and lines in engines/sglang.hpp",
      "cce0a1244b5a3ee60411fb403f65f856a1d012f0", sglang_policy, pool_structure::ratio_pools, vllm_pool_rules{},
-     sglang_defaults},
+     sglang_defaults, sglang_rules_cce0a124},
 }};
 
 /// The engine named `name` ("vllm", the newest preset) or `name@preset` ("vllm@2026.11");

@@ -34,6 +34,18 @@
 //             try to increase --mem-fraction-static."; kv_cache_configurator.py:1085-1086: page
 //             size 256 only. [G] has no SWA-pool floor for DeepSeek V4 (#37610 added one later).
 //
+// Release 0.5.23 (PyPI sglang-0.5.23, 2026-10; wheel sglang/srt/, `sglang_pool_rules`): two
+// rules changed since [G], kept as the preset's data (`sglang_rules_0_5_23`):
+//   rows      model_executor/pool_configurator.py `_get_paged_kv_bytes_per_token`: a row is
+//             priced as the pool allocates it, `layout.page_bytes(page) / page` (a page rounded up
+//             to 576 B): SWA and CSA KV 585 B per token (256 x 584 -> 149,760; 64 x 584 -> 37,440),
+//             HCA KV 864 B (2 x 584 = 1,168 -> 1,728).
+//   c4 state  `_get_bytes_per_swa_token` / `_compute_dsv4_sizes`: ring / page (8 / 256), and
+//             c4_state = swa // page x ring4 (the later fix #40337); the bytes per full token are
+//             r x (585 x L + 8 / 256 x (8,192 + 2,048) x L4) + the compressed terms (same order).
+//   The release sizes the SWA pool by a cap (`_resolve_swa_cap_tokens`) unless
+//   --swa-full-tokens-ratio is given; the preset models the ratio sizing (r = 0.1 as given).
+//
 // Not modelled (named, refused or left to the report): the FP4 indexer (the configurator still
 // charges 132 B), HiSparse (c4 shrink), online c128 compression, PD decode's extra slots,
 // `--max-total-tokens`, the later configurator's cap mode for the SWA pool, V4.1 (ratio 2 rings
@@ -69,6 +81,23 @@ inline constexpr allocation_policy sglang_policy{
     .decode_needs_whole_step = false,
     .overlap = true,
 };
+
+/// The rules of one SGLang version (a preset's data, engines/registry.hpp): how the configurator
+/// prices a KV row and what the CSA compressor state is sized by. Sources at the top of this file.
+struct sglang_pool_rules {
+  const char* release = "0.5.23";  ///< The version the rules were read from (named in refusals).
+  /// Rows priced as allocated (pages rounded up to 576 B: 585 / 585 / 864 B per SWA / CSA / HCA
+  /// token); false: 584 B per row ([G]).
+  bool page_rounded_rows = true;
+  /// The c4 state sized ring / page (c4_state = swa // page x ring4); false: ring / window ([G]).
+  bool c4_state_per_page = true;
+};
+
+/// SGLang 0.5.23 (the released default): `model_executor/pool_configurator.py` of the wheel.
+inline constexpr sglang_pool_rules sglang_rules_0_5_23{"0.5.23", true, true};
+/// SGLang at cce0a124 ([G]).
+inline constexpr sglang_pool_rules sglang_rules_cce0a124{"cce0a124", false, false};
+
 
 /// SGLang's defaults for DeepSeek V4 at cce0a124 on an H100 / H200-class GPU, each with where
 /// SGLang sets it (paths relative to python/sglang/srt/, see the top of this file).
@@ -133,15 +162,28 @@ struct sglang_geometry {
   int window = 0;     ///< 128: the sliding window (also the c4-state divisor in [G]).
   int c4_ring = 0;    ///< 8, or 16 with speculation.
   int c128_ring = 0;  ///< 128, or 256 with speculation.
+  /// What the c4 state is sized by: the window (128, [G]) or the page (256, 0.5.23).
+  int c4_state_divisor = 0;
+  /// Bytes one token's row is priced at: SWA, CSA and HCA KV (584 each at [G]; 585, 585, 864 at
+  /// 0.5.23: a page of 256, 64 and 2 rows rounded up to 576 B, over its rows).
+  double swa_row_bytes = 0;
+  double c4_row_bytes = 0;
+  double c128_row_bytes = 0;
+  bool release_order = false;  ///< 0.5.23's float order of the bytes per full token.
 };
 
 /// The configurator's geometry of layers [first, end) of `m` (a DeepSeek V4 model) with
-/// speculative decoding or not. Throws std::invalid_argument for a model that is not V4 or a
-/// ratio other than 0, 4, 128 (SGLang: "Unsupported compression ratio").
-constexpr sglang_geometry sglang_geometry_of(const model_config& m, bool speculative, int first = 0, int end = -1) {
+/// speculative decoding or not, under SGLang version `rules`. Throws std::invalid_argument for a
+/// model that is not V4 (naming the release) or a ratio other than 0, 4, 128 (SGLang:
+/// "Unsupported compression ratio").
+constexpr sglang_geometry sglang_geometry_of(const model_config& m, bool speculative, int first = 0, int end = -1,
+                                             const sglang_pool_rules& rules = sglang_rules_0_5_23) {
   require(m.family == model_family::v4,
-          "SGLang's DeepSeek V4 pool configurator at cce0a124 sizes V4 models only (V4.1's ratio-2 rings and "
-          "V3.2's pools are not in it)",
+          rules.c4_state_per_page
+              ? "SGLang 0.5.23's DeepSeek V4 pools are modelled for V4 models only (its V4.1 ratio-2 pools and V3.2's "
+                "configurator are not)"
+              : "SGLang's DeepSeek V4 pool configurator at cce0a124 sizes V4 models only (V4.1's ratio-2 rings and "
+                "V3.2's pools are not in it)",
           {"family", static_cast<int>(m.family)});
   if (end < 0) end = m.num_hidden_layers;
   require(first >= 0 && first < end && end <= m.num_hidden_layers, "layer range outside the main layers",
@@ -163,6 +205,17 @@ constexpr sglang_geometry sglang_geometry_of(const model_config& m, bool specula
   g.window = m.sliding_window;
   g.c4_ring = speculative ? 16 : 8;
   g.c128_ring = speculative ? 256 : 128;
+  // 0.5.23 `_get_paged_kv_bytes_per_token`: page_bytes(rows) / rows, a page of the 256-token
+  // page's rows (256, 64, 2) rounded up to 576 B (DeepSeekV4SingleKVPool.create_buffer).
+  const auto priced = [&](int rows) {
+    if (!rules.page_rounded_rows) return static_cast<double>(g.kv_bytes);
+    return static_cast<double>(ceil_div(std::int64_t{rows} * g.kv_bytes, std::int64_t{576}) * 576) / rows;
+  };
+  g.swa_row_bytes = priced(256);
+  g.c4_row_bytes = priced(256 / kCsaRatio);
+  g.c128_row_bytes = priced(256 / kHcaRatio);
+  g.c4_state_divisor = rules.c4_state_per_page ? 256 : g.window;
+  g.release_order = rules.c4_state_per_page;
   return g;
 }
 
@@ -171,9 +224,20 @@ constexpr sglang_geometry sglang_geometry_of(const model_config& m, bool specula
 constexpr double sglang_bytes_per_full_token(const sglang_geometry& g, const sglang_options& o) {
   const double r = o.swa_full_tokens_ratio;
   const double kv = g.kv_bytes;
-  const double c4_state_ratio = static_cast<double>(g.c4_ring) / static_cast<double>(g.window);
+  const double c4_state_ratio = static_cast<double>(g.c4_ring) / static_cast<double>(g.c4_state_divisor);
   const double c4_state_bytes = 2.0 * 2 * g.head_dim * 4;
   const double c4_index_state_bytes = 2.0 * 2 * g.index_head_dim * 4;
+  if (g.release_order) {
+    // 0.5.23 `_get_bytes_per_full_token`: r x `_get_bytes_per_swa_token` + the compressed terms
+    // per ratio (`_compressed_bytes_per_full_token` x layers; ratio 4 before 128 in V4's layer order).
+    const double per_swa =
+        g.swa_row_bytes * g.layers + c4_state_ratio * (c4_state_bytes + c4_index_state_bytes) * g.csa_layers;
+    double b = r * per_swa;
+    b += (1.0 / 4 * g.c4_row_bytes + 1.0 / 4 * g.index_bytes) * g.csa_layers;
+    b += 1.0 / 128 * g.c128_row_bytes * g.hca_layers;
+    if (o.speculative()) b *= static_cast<double>(g.layers + 1) / static_cast<double>(g.layers);
+    return b;
+  }
   double b = r * kv * g.layers;
   b += 1.0 / 4 * kv * g.csa_layers;
   b += 1.0 / 128 * kv * g.hca_layers;
@@ -211,7 +275,7 @@ struct sglang_pool_sizes {
   std::int64_t swa = 0;                      ///< SWA pool tokens.
   std::int64_t c4 = 0;                       ///< CSA compressed-KV pool rows (full // 4).
   std::int64_t c128 = 0;                     ///< HCA compressed-KV pool rows (full // 128).
-  std::int64_t c4_state = 0;                 ///< CSA state pool rows (swa // window x ring4).
+  std::int64_t c4_state = 0;                 ///< CSA state pool rows (swa // divisor x ring4).
   std::int64_t c128_state = 0;               ///< HCA state pool rows ((mrr + 1) x ring128).
   std::int64_t max_running_requests = 0;     ///< Per worker: min(mrr // attn_dp, full // 2).
   bool starts = false;                       ///< false: SGLang raises at startup (`refusal`).
@@ -256,7 +320,7 @@ constexpr sglang_pool_sizes sglang_configure(const sglang_geometry& g, const sgl
   s.swa = static_cast<std::int64_t>(static_cast<double>(full) * o.swa_full_tokens_ratio) / o.page_size * o.page_size;
   s.c4 = full / 4;
   s.c128 = full / 128;
-  s.c4_state = s.swa / g.window * g.c4_ring;
+  s.c4_state = s.swa / g.c4_state_divisor * g.c4_ring;
   if (full <= 0) {
     s.refusal = "Not enough memory. Please try to increase --mem-fraction-static.";
     return s;
@@ -431,16 +495,17 @@ constexpr bool sglang_budget_for(const sglang_geometry& g, const sglang_options&
 }
 
 /// What SGLang's configurator charges pool `k` of library group `id` at sizes `s` (bytes,
-/// `_get_bytes_per_full_token`'s terms at the pool sizes: SWA KV swa x 584 x L; CSA KV c4 x 584 x
-/// L4; index keys c4 x 132 x L4; HCA KV c128 x 584 x L128; CSA states c4_state x 8,192 x L4 and
-/// c4_state x 2,048 x L4; the HCA state its reservation). Groups it has no pool for: 0.
+/// `_get_bytes_per_full_token`'s terms at the pool sizes: SWA KV swa x row x L; CSA KV c4 x row x
+/// L4; index keys c4 x 132 x L4; HCA KV c128 x row x L128 (rows as the version prices them); CSA states c4_state x
+/// 8,192 x L4 and c4_state x 2,048 x L4; the HCA state its reservation). Groups it has no pool for: 0.
 constexpr std::uint64_t sglang_group_charge(const sglang_geometry& g, const sglang_pool_sizes& s, group_id id, int k) {
   const auto u = [](std::int64_t v) { return static_cast<std::uint64_t>(v); };
+  const auto row = [](double b) { return static_cast<std::uint64_t>(b); };  // whole bytes: 584, 585, 864
   switch (id.kind) {
-    case group_kind::swa_kv: return u(s.swa) * u(g.kv_bytes) * u(g.layers);
+    case group_kind::swa_kv: return u(s.swa) * row(g.swa_row_bytes) * u(g.layers);
     case group_kind::compressed_kv:
-      if (id.ratio == kHcaRatio) return u(s.c128) * u(g.kv_bytes) * u(g.hca_layers);
-      return u(s.c4) * u(k == 0 ? g.kv_bytes : g.index_bytes) * u(g.csa_layers);
+      if (id.ratio == kHcaRatio) return u(s.c128) * row(g.c128_row_bytes) * u(g.hca_layers);
+      return u(s.c4) * (k == 0 ? row(g.c4_row_bytes) : u(g.index_bytes)) * u(g.csa_layers);
     case group_kind::compressor_state:
       if (id.ratio == kHcaRatio) return s.c128_state_fixed_bytes;
       return u(s.c4_state) * u(std::int64_t{16} * g.head_dim) * u(g.csa_layers);

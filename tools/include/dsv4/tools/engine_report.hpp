@@ -293,7 +293,7 @@ inline engine_report compute_engine_report(const model_config& m, const memory_p
       const std::uint64_t per_token =
           static_cast<std::uint64_t>(g.geometry.kv_bytes) * static_cast<std::uint64_t>(g.geometry.layers) +
           static_cast<std::uint64_t>(g.geometry.c4_ring * 2 * 2 * (g.geometry.head_dim + g.geometry.index_head_dim) *
-                                     4 / g.geometry.window) *
+                                     4 / g.geometry.c4_state_divisor) *
               static_cast<std::uint64_t>(g.geometry.csa_layers);
       g.idle_swa_bytes = static_cast<std::uint64_t>(g.sizes.swa - g.peak_swa_tokens) * per_token;
       // The operator's lever: a smaller SWA share leaves more full tokens in the same budget.

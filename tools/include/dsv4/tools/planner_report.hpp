@@ -317,6 +317,7 @@ inline planner_result compute(const planner_args& a, bool with_engine_report = t
     said("dp_attention", a.dp_attention, a.dp_attention, d.dp_attention_ref,
          a.dp_attention ? "DP attention" : "no DP attention");
   o.vllm_pools = r.engine->vllm;
+  o.sglang_pools = r.engine->sglang;
   if (a.pools == "own")
     o.pools = pools_choice::own;
   else if (a.pools != "engine")
@@ -421,7 +422,8 @@ inline planner_result compute(const planner_args& a, bool with_engine_report = t
                 gpu.sm_minor, d.mxfp4_indexer_rule, d.mxfp4_indexer_ref));
         }
     const pool_structure structure = plan_structure(o, r.model.family);
-    if (structure == pool_structure::ratio_pools) (void)sglang_geometry_of(r.model, false);  // V4 only
+    if (structure == pool_structure::ratio_pools)
+      (void)sglang_geometry_of(r.model, false, 0, -1, r.engine->sglang);  // V4 only
     if (structure != pool_structure::own_pools)
       for (const paged_cache_group_spec& g : plan_cache_specs(r.model, o))
         for (int k = 0; k < g.num_pools; ++k)
