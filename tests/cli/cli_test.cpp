@@ -406,7 +406,9 @@ TEST(CliEngine, RefusedInputsExit2) {
       {{"--engine", "tokenspeed", "--enable-dp-attention"}, "--engine tokenspeed has no such flag"},
       {{"--engine", "sglang", "--enable-dp-attention", "--tp", "8", "--dp", "3"}, "--dp 3 must divide --tp 8"},
       {{"--engine", "sglang", "--simulate"}, "SGLang's occupancy is replayed in the engine report"},
-      {{"--engine", "sglang", "--preset", "v4.1-flash"}, "sizes V4 models only"},
+      {{"--engine", "sglang", "--preset", "v4.1-flash"},
+       "SGLang 0.5.23's DeepSeek V4 pools are modelled for V4 models only"},
+      {{"--engine", "sglang@cce0a124", "--preset", "v4.1-flash"}, "at cce0a124 sizes V4 models only"},
       {{"--engine", "sglang", "--max-running-requests", "3", "--dp", "4", "--tp", "4", "--enable-dp-attention"},
        "--max-running-requests 3 // --dp 4 is 0, which SGLang refuses"},
       {{"--engine", "sglang", "--tokens-per-step", "12"}, "the draft tokens exceed what the CSA compress-state ring"},
@@ -439,10 +441,11 @@ TEST(CliEngine, TokenspeedUnderDcpPricesOwnPools) {
 }
 
 TEST(CliEngine, SglangReportsItsPoolSizesAndWhatReallyFits) {
-  // The command: SGLang's own figures (tests/oracle/sglang_pool_oracle.py gives the same
-  // lines; ctest oracle.sglang_plan_agrees compares 22 cases) and the replayed capacity.
+  // The pin's figures (sglang@cce0a124; the default --engine sglang is 0.5.23, below): SGLang's own figures
+  // (tests/oracle/sglang_pool_oracle.py gives the same lines; ctest oracle.sglang_plan_agrees compares 22 cases) and
+  // the replayed capacity.
   const run_result r =
-      tables({"--preset", "v4-flash", "--engine", "sglang", "--memory-gib", "64", "--context", "1048576"});
+      tables({"--preset", "v4-flash", "--engine", "sglang@cce0a124", "--memory-gib", "64", "--context", "1048576"});
   ASSERT_EQ(r.code, 0) << r.err;
   for (const char* line :
        {"DSV4 memory calculation: bytes_per_full_token=7705.45, available_bytes=64.00 GB, c128_state_fixed=2.53 GB, "
@@ -453,7 +456,8 @@ TEST(CliEngine, SglangReportsItsPoolSizesAndWhatReallyFits) {
         // 8,565,760 full tokens hold 8 requests of 1,048,576 (4,096 pages each, 33,460 pages): the replay agrees.
         "): 8 request(s) of 1,048,576 tokens"})
     EXPECT_NE(r.out.find(line), std::string::npos) << line << "\n" << r.out;
-  const json j = run_json({"--preset", "v4-flash", "--engine", "sglang", "--memory-gib", "64", "--context", "1048576"});
+  const json j =
+      run_json({"--preset", "v4-flash", "--engine", "sglang@cce0a124", "--memory-gib", "64", "--context", "1048576"});
   const json& e = j["engine_report"];
   EXPECT_EQ(e["structure"], "ratio_pools");
   EXPECT_EQ(e["max_total_num_tokens"], 8565760);
@@ -466,10 +470,22 @@ TEST(CliEngine, SglangReportsItsPoolSizesAndWhatReallyFits) {
   EXPECT_EQ(j["plan"]["pools"], "engine");
   const std::uint64_t plan_bytes = j["plan"]["total_bytes"];
   const std::string gib = fmt::format("{:.17g}", static_cast<double>(plan_bytes) / 1073741824.0);  // exact
-  const json at = run_json({"--engine", "sglang", "--memory-gib", gib, "--context", "1048576"});
+  const json at = run_json({"--engine", "sglang@cce0a124", "--memory-gib", gib, "--context", "1048576"});
   EXPECT_EQ(at["engine_report"]["available_bytes"], plan_bytes);
   EXPECT_GE(at["engine_report"]["max_total_num_tokens"].get<std::int64_t>(), 1049088);
   EXPECT_EQ(at["engine_report"]["simulated_max_requests"], 1);
+  // The released SGLang 0.5.23 is the default: rows priced as allocated (585 / 864 B per token),
+  // the c4 state ring / page (sglang_engine_test hand-sums these figures); the JSON names the preset.
+  const json rel =
+      run_json({"--preset", "v4-flash", "--engine", "sglang", "--memory-gib", "64", "--context", "131072"});
+  EXPECT_EQ(rel["engine_report"]["engine"], "sglang");
+  EXPECT_EQ(rel["engine_report"]["preset"], "0.5.23");
+  EXPECT_EQ(rel["engine_report"]["max_total_num_tokens"], 9313536);
+  EXPECT_EQ(rel["engine_report"]["pool_sizes"]["swa"], 931328);
+  EXPECT_EQ(rel["engine_report"]["pool_sizes"]["c4_state"], 29104);
+  EXPECT_EQ(run_json({"--preset", "v4-flash", "--engine", "sglang@0.5.23", "--memory-gib", "64", "--context",
+                      "131072"})["engine_report"]["max_total_num_tokens"],
+            9313536);
 }
 
 TEST(CliEngine, SglangRatioFlag) {
