@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""Makes one virtual environment per engine release under a cache folder, from the package index
+(pip, nothing else): the release's wheel without its dependencies, the released torch, and only
+the packages its sizing modules import. Status (docs/engines/oracle-results.md): work in progress; the dependency lists are not yet
+complete and the per-release drivers that run the sizing code are not written yet.
+
+  python3 tools/engine-oracles/env.py RELEASE [--cache DIR]     RELEASE: vllm@0.33.0, sglang@0.5.23
+
+torch 2.14.0 from the package index is the CUDA 13 build: it imports on a machine without a GPU
+when its CUDA libraries load; this machine's CUDA 13 toolkit (/usr/local/cuda-13.0) holds most of
+them, the four it lacks (cuFile, cuSPARSELt, NVSHMEM, NCCL 2.30) are installed from the index.
+Download: vLLM 0.34 GB, SGLang 0.04 GB, torch 0.55 GB, the CUDA libraries 0.45 GB.
+"""
+import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+TORCH = ["torch==2.14.0", "nvidia-cusparselt-cu13==0.8.1", "nvidia-nvshmem-cu13==3.4.5", "nvidia-cufile==1.15.1.6",
+         "nvidia-nccl-cu13==2.30.7"]
+# What torch itself imports (its other requirements are the CUDA packages above or the toolkit's).
+TORCH_DEPS = ["typing_extensions", "sympy", "filelock", "jinja2", "networkx", "fsspec", "numpy", "setuptools>=78.1.1,<81"]
+RELEASES = {
+    "vllm@0.33.0": {
+        "wheel": "vllm==0.33.0",
+        "deps": ["transformers>=5.16.1,<5.21.0", "huggingface_hub>=1.31.0", "tokenizers>=0.23.2", "safetensors",
+                 "pydantic", "cachetools", "psutil", "regex", "tqdm", "blake3", "py-cpuinfo", "msgspec", "pyzmq",
+                 "cloudpickle", "pyyaml", "einops", "requests", "sentencepiece", "protobuf", "prometheus_client",
+                 "partial-json-parser", "cbor2", "pybase64", "ijson", "setproctitle", "watchfiles",
+                 "python-json-logger"],
+        "imports": "import vllm.v1.core.kv_cache_utils",
+    },
+    "sglang@0.5.23": {
+        "wheel": "sglang==0.5.23",
+        "deps": ["transformers>=5.16.1,<5.21.0", "huggingface_hub>=1.31.0", "pydantic", "psutil", "orjson", "triton",
+                 "pillow", "starlette", "IPython", "aiohttp", "torchvision==0.29.2", "dill", "apache-tvm-ffi",
+                 "compressed_tensors", "loguru", "gguf", "requests", "pyyaml", "pyzmq", "numpy", "tqdm", "msgspec",
+                 "einops", "sentencepiece", "protobuf", "safetensors", "tokenizers", "pybase64", "cbor2", "partial-json-parser",
+                 "setproctitle", "blake3", "cachetools", "regex", "py-cpuinfo", "ijson", "python-json-logger", "urllib3",
+                 "certifi", "idna", "charset_normalizer", "packaging", "anyio", "sniffio", "h11", "httpx", "httpcore",
+                 "annotated-types", "pydantic_core", "typing-inspection", "mpmath", "MarkupSafe", "hf-xet"],
+        "imports": "import sglang.srt.model_executor.pool_configurator",
+    },
+}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("release", choices=sorted(RELEASES))
+    ap.add_argument("--cache", default=os.environ.get("DSV4_ORACLE_CACHE",
+                                                      str(Path.home() / ".cache" / "dsv4-engine-oracles")))
+    a = ap.parse_args()
+    r = RELEASES[a.release]
+    venv = Path(a.cache) / a.release.replace("@", "-")
+    py = venv / "bin" / "python"
+    if not py.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    pip = [str(py), "-m", "pip", "install", "-q", "--no-deps"]
+    subprocess.run(pip + TORCH + TORCH_DEPS, check=True)
+    subprocess.run(pip + [r["wheel"]] + r["deps"], check=True)
+    boot = Path(__file__).resolve().parent / "boot"
+    env = dict(os.environ, PYTHONPATH=str(boot))
+    p = subprocess.run([str(py), "-c", r["imports"]], env=env, capture_output=True, text=True)
+    if p.returncode != 0:
+        print(f"{a.release}: its sizing modules do not import: {p.stderr.strip().splitlines()[-1]}")
+        return 1
+    print(f"{a.release}: {venv} ready ({r['imports']})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
