@@ -26,7 +26,7 @@ namespace dsv4::cache::testing {
 /// One planner question, every input explicit.
 struct replay_case {
   std::string preset;    ///< v4-flash, v4-pro, v4.1-flash.
-  std::string engine;    ///< vllm, tokenspeed, tokenspeed-default, sglang.
+  std::string engine;    ///< vllm, tokenspeed, tokenspeed-default, sglang@cce0a124 (the table's SGLang: the pin it was written under).
   bool overlap = false;  ///< vLLM async scheduling (the policy's overlap); the others as their policy says.
   std::int64_t context = 0;
   std::int64_t requests = 1;
@@ -59,6 +59,7 @@ inline plan_options replay_options(const replay_case& c) {
   o.policy = e->policy;
   o.policy.overlap = c.overlap;
   o.vllm_pools = e->vllm;
+  o.sglang_pools = e->sglang;
   o.max_running_requests = c.max_running;
   o.swa_full_tokens_ratio = 0.1;
   return o;
@@ -198,7 +199,7 @@ inline std::vector<replay_case> replay_grid() {
     bool overlap;
   };
   const std::vector<eng> engines = {
-      {"vllm", false}, {"vllm", true}, {"sglang", false}, {"tokenspeed", false}, {"tokenspeed-default", false}};
+      {"vllm", false}, {"vllm", true}, {"sglang@cce0a124", false}, {"tokenspeed", false}, {"tokenspeed-default", false}};
   const std::vector<double> gibs = {8, 16, 24, 40, 64, 80, 120, 205.009, 320, 512, 1024};
   const std::vector<std::int64_t> contexts = {8192, 16384, 32768, 65536, 131072, 262144, 1048576};
   const std::vector<std::int64_t> ns = {1, 1, 4, 16, 64, 256, 1024, 4096};
@@ -218,9 +219,9 @@ inline std::vector<replay_case> replay_grid() {
     c.requests = ns[pick(ns.size())];
     c.indexer = c.preset != "v4.1-flash" && pick(3) == 0 ? "mxfp4" : "fp8";
     const bool tokenspeed = c.engine.rfind("tokenspeed", 0) == 0;
-    c.tokens_per_step = c.engine == "sglang" ? 1 : (pick(4) == 0 ? 2 : 1);
+    c.tokens_per_step = c.engine.starts_with("sglang") ? 1 : (pick(4) == 0 ? 2 : 1);
     const std::vector<std::int64_t> caps = c.engine == "vllm"     ? std::vector<std::int64_t>{1024, 1024, 256, 64}
-                                           : c.engine == "sglang" ? std::vector<std::int64_t>{256, 256, 64, 1024}
+                                           : c.engine.starts_with("sglang") ? std::vector<std::int64_t>{256, 256, 64, 1024}
                                            : tokenspeed
                                                ? std::vector<std::int64_t>{c.tokens_per_step > 1 ? 80 : 160, 256, 64}
                                                : std::vector<std::int64_t>{0};

@@ -48,6 +48,7 @@ arena_layout preset_arena(const char* preset) {
   a.context = 4096;
   a.requests = 2;
   a.pools = "own";
+  a.library_defaults = true;  // the library's formats of each preset (V4.1: the v41 set)
   const cli::planner_result r = cli::compute(a, false);
   return build_arena_layout(r.model, r.plan);
 }
@@ -93,6 +94,29 @@ TEST(SampleDispatch, EveryRegionOfEveryPresetGetsAPath) {
     }
     EXPECT_EQ(seen, want.at(preset));
   }
+}
+
+// V4.1 under vLLM's defaults on a Hopper GPU is planned with V4's rows (the V4 format set): its
+// latent pools take the specialized path, whose page view is the model's 584-byte row (448 NoPE
+// E4M3 + 64 RoPE bf16 + 8 UE8M0 scale bytes, facts sheet) x rows per page, padded to 576 B.
+TEST(SampleDispatch, V41UnderVllmOnHopperTakesTheV4RowsOnTheFastPath) {
+  cli::planner_args pa;
+  pa.preset = "v4.1-flash";
+  pa.context = 4096;
+  pa.requests = 2;
+  pa.pools = "own";
+  const cli::planner_result r = cli::compute(pa, false);
+  const arena_layout a = build_arena_layout(r.model, r.plan);
+  int latent = 0;
+  for (int i = 0; i < a.num_regions; ++i) {
+    const pool_region reg = a.region(i);
+    if (reg.format.name != "v4.fp8_ds_mla") continue;
+    ++latent;
+    EXPECT_EQ(dispatch_region(reg, std::nullopt).path, device_path::fast);
+    // 584-B rows, the page padded to a multiple of 576 B (FlashMLA's page alignment, facts sheet).
+    EXPECT_EQ(a.fp8_ds_mla_layout(reg).page_bytes(), (reg.rows_per_page * 584 + 575) / 576 * 576);
+  }
+  EXPECT_GT(latent, 0);
 }
 
 TEST(SampleDispatch, TheSampleRunsEveryPoolOfTheFirstAndLastLayerOfEveryGroup) {

@@ -397,11 +397,13 @@ TEST(CliEngine, RefusedInputsExit2) {
       {{"--overlap", "--no-overlap"}, "--overlap and --no-overlap contradict each other"},
       {{"--mtp", "--no-mtp"}, "--mtp and --no-mtp contradict each other"},
       {{"--indexer", "mxfp4"},
-       "refuses MXFP4 index keys (v4.indexer_mxfp4) on the assumed h200 (SM 9.0): \"use_fp4_indexer_cache requires "
+       "refuses MXFP4 index keys (v4.indexer_mxfp4) on the assumed H200 (SM 9.0): \"use_fp4_indexer_cache requires "
        "Blackwell datacenter GPUs"},
-      {{"--indexer", "mxfp4", "--gpu", "h100"}, "on --gpu h100 (SM 9.0)"},
+      {{"--indexer", "mxfp4", "--gpu", "h100"}, "on --gpu H100 80GB (SM 9.0)"},
       {{"--preset", "v4.1-flash", "--format-set", "v41"}, "refuses MXFP4 index keys"},
-      {{"--gpu", "a100"}, "--gpu must be one of h200, h100"},
+      {{"--gpu", "a100"}, "--gpu A100 80GB: an Ampere GPU; the engines' GPU-dependent defaults"},
+      {{"--gpu", "mi300x"}, "are modelled for Hopper and Blackwell GPUs (SM 9.x, 10.x) only"},
+      {{"--gpu", "rtx9090"}, "--gpu must be one of H200, H100 80GB, H800, A100 80GB, B200"},
       {{"--enable-dp-attention", "--dp", "2", "--tp", "2"}, "--engine vllm@2026.11 has no such flag"},
       {{"--engine", "tokenspeed", "--enable-dp-attention"}, "--engine tokenspeed has no such flag"},
       {{"--engine", "sglang", "--enable-dp-attention", "--tp", "8", "--dp", "3"}, "--dp 3 must divide --tp 8"},
@@ -702,7 +704,7 @@ TEST(CliV41, ConfigFilesAndFormatSets) {
   EXPECT_EQ(dflt["plan"], hopper["plan"]);
   EXPECT_EQ(dflt["assumptions"]["format_set"]["value"], "v4");
   EXPECT_EQ(dflt["assumptions"]["format_set"]["source"], "engine default");
-  EXPECT_EQ(dflt["assumptions"]["gpu"]["value"], "h200");
+  EXPECT_EQ(dflt["assumptions"]["gpu"]["value"], "H200");
   EXPECT_EQ(dflt["assumptions"]["gpu"]["source"], "planner default");
   EXPECT_EQ(run_json({"--preset", "v4.1-flash", "--gpu", "b200"})["plan"]["format_set"], "v41");
   // tokenspeed models V4.1 in own pools with the library's formats whatever the GPU.

@@ -204,7 +204,8 @@ constexpr arena_layout build_arena_layout(const model_config& c, const memory_pl
   arena_layout a;
   a.plan = plan;
   a.alignment = alignment;
-  if (c.family == model_family::v4) a.kv_format = make_fp8_ds_mla_format(c.head_dim, c.qk_rope_head_dim);
+  // V4's latent row: V4 models, and V4.1 planned with the V4 format set (vLLM on Hopper).
+  if (c.family != model_family::v3_2) a.kv_format = make_fp8_ds_mla_format(c.head_dim, c.qk_rope_head_dim);
   a.indexer = make_indexer_row_format(indexer_format::fp8, c.index_head_dim);
   std::uint64_t offset = 0;
   std::uint64_t payload = 0;

@@ -230,38 +230,21 @@ inline void check_sglang_flags(const planner_args& a) {
         "in the engine report when a budget is given (--memory-gib)");
 }
 
-/// A GPU the defaults depend on (--gpu): its name and SM version (compute capability).
-struct gpu_model {
-  std::string_view name;
-  int sm_major = 0;
-  int sm_minor = 0;
-  std::string_view family;  ///< "Hopper", "Blackwell".
-};
-
-/// The GPUs --gpu names; the first (H200) is the planner's assumption when --gpu is left out.
-inline constexpr std::array<gpu_model, 9> kGpus = {{
-    {"h200", 9, 0, "Hopper"},
-    {"h100", 9, 0, "Hopper"},
-    {"h800", 9, 0, "Hopper"},
-    {"h20", 9, 0, "Hopper"},
-    {"gh200", 9, 0, "Hopper"},
-    {"b200", 10, 0, "Blackwell"},
-    {"gb200", 10, 0, "Blackwell"},
-    {"b300", 10, 3, "Blackwell"},
-    {"gb300", 10, 3, "Blackwell"},
-}};
-
-/// The GPU --gpu names (case-insensitive), or the H200 when `name` is empty; throws naming the
-/// value and the known names.
-inline const gpu_model& gpu_from(const std::string& name) {
-  if (name.empty()) return kGpus[0];
-  std::string lower;
-  for (const char c : name) lower += static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
-  for (const gpu_model& g : kGpus)
-    if (g.name == lower) return g;
-  std::string names;
-  for (const gpu_model& g : kGpus) names += (names.empty() ? "" : ", ") + std::string(g.name);
-  throw std::invalid_argument("--gpu must be one of " + names + ", got '" + name + "'");
+/// The GPU --gpu names (gpu_catalog.hpp: its memory and compute capability; case, spaces and '-'
+/// ignored), or the H200 when `name` is empty (the planner's assumption, said so). Throws naming
+/// the value: a name the catalog lacks (listing its names), or a GPU whose engine defaults are not
+/// modelled (the engines' GPU-dependent defaults are read for Hopper and Blackwell, SM 9.x / 10.x).
+inline const gpu_entry& gpu_from(const std::string& name) {
+  if (name.empty()) return find_gpu("H200");
+  const gpu_entry* g = lookup_gpu(name);
+  if (g == nullptr)
+    throw std::invalid_argument("--gpu must be one of " + gpu_catalog_names() + ", got '" + one_line(name) + "'");
+  if (g->sm_major < 9)
+    throw std::invalid_argument(fmt::format(
+        "--gpu {}: {} {} GPU; the engines' GPU-dependent defaults (running cap, MXFP4 index keys, V4.1 formats) are "
+        "modelled for Hopper and Blackwell GPUs (SM 9.x, 10.x) only",
+        g->name, g->arch.starts_with('A') ? "an" : "a", g->arch));
+  return *g;
 }
 
 /// A default turned on by `on_flag` or off by `off_flag`: none when neither is given; throws

@@ -245,7 +245,7 @@ inline planner_result compute(const planner_args& a, bool with_engine_report = t
   plan_options o;
   r.engine = &engine_from(a.engine);
   const engine_defaults& d = r.engine->defaults;
-  const gpu_model& gpu = gpu_from(a.gpu);
+  const gpu_entry& gpu = gpu_from(a.gpu);
   const std::string title = engine_title_of(r.engine->policy.engine);
   const auto said = [&](std::string key, assumption_value v, bool given, std::string_view ref, std::string text) {
     r.assumptions.push_back({std::move(key), std::move(v), given ? "flag" : "engine default",
@@ -312,7 +312,7 @@ inline planner_result compute(const planner_args& a, bool with_engine_report = t
          fmt::format("format set {}",
                      a.format_set.empty() ? (o.formats.set == format_set::v4 ? "v4" : "v41") : a.format_set));
   r.assumptions.push_back({"gpu", std::string(gpu.name), a.gpu.empty() ? "planner default" : "flag", "",
-                           a.gpu.empty() ? std::string(gpu.family) : fmt::format("{} ({})", gpu.name, gpu.family)});
+                           a.gpu.empty() ? std::string(gpu.arch) : fmt::format("{} ({})", gpu.name, gpu.arch)});
   if (d.has_dp_attention)
     said("dp_attention", a.dp_attention, a.dp_attention, d.dp_attention_ref,
          a.dp_attention ? "DP attention" : "no DP attention");
