@@ -26,7 +26,8 @@ namespace dsv4::cache::testing {
 /// One planner question, every input explicit.
 struct replay_case {
   std::string preset;    ///< v4-flash, v4-pro, v4.1-flash.
-  std::string engine;    ///< vllm, tokenspeed, tokenspeed-default, sglang@cce0a124 (the table's SGLang: the pin it was written under).
+  std::string engine;    ///< vllm, tokenspeed, tokenspeed-default, sglang@cce0a124 (the table's SGLang: the pin it was
+                         ///< written under).
   bool overlap = false;  ///< vLLM async scheduling (the policy's overlap); the others as their policy says.
   std::int64_t context = 0;
   std::int64_t requests = 1;
@@ -198,8 +199,11 @@ inline std::vector<replay_case> replay_grid() {
     const char* name;
     bool overlap;
   };
-  const std::vector<eng> engines = {
-      {"vllm", false}, {"vllm", true}, {"sglang@cce0a124", false}, {"tokenspeed", false}, {"tokenspeed-default", false}};
+  const std::vector<eng> engines = {{"vllm", false},
+                                    {"vllm", true},
+                                    {"sglang@cce0a124", false},
+                                    {"tokenspeed", false},
+                                    {"tokenspeed-default", false}};
   const std::vector<double> gibs = {8, 16, 24, 40, 64, 80, 120, 205.009, 320, 512, 1024};
   const std::vector<std::int64_t> contexts = {8192, 16384, 32768, 65536, 131072, 262144, 1048576};
   const std::vector<std::int64_t> ns = {1, 1, 4, 16, 64, 256, 1024, 4096};
@@ -220,11 +224,11 @@ inline std::vector<replay_case> replay_grid() {
     c.indexer = c.preset != "v4.1-flash" && pick(3) == 0 ? "mxfp4" : "fp8";
     const bool tokenspeed = c.engine.rfind("tokenspeed", 0) == 0;
     c.tokens_per_step = c.engine.starts_with("sglang") ? 1 : (pick(4) == 0 ? 2 : 1);
-    const std::vector<std::int64_t> caps = c.engine == "vllm"     ? std::vector<std::int64_t>{1024, 1024, 256, 64}
-                                           : c.engine.starts_with("sglang") ? std::vector<std::int64_t>{256, 256, 64, 1024}
-                                           : tokenspeed
-                                               ? std::vector<std::int64_t>{c.tokens_per_step > 1 ? 80 : 160, 256, 64}
-                                               : std::vector<std::int64_t>{0};
+    const std::vector<std::int64_t> caps =
+        c.engine == "vllm"               ? std::vector<std::int64_t>{1024, 1024, 256, 64}
+        : c.engine.starts_with("sglang") ? std::vector<std::int64_t>{256, 256, 64, 1024}
+        : tokenspeed                     ? std::vector<std::int64_t>{c.tokens_per_step > 1 ? 80 : 160, 256, 64}
+                                         : std::vector<std::int64_t>{0};
     c.max_running = caps[pick(caps.size())];
     c.prefill_chunk = pick(4) == 0 ? 2048 : 8192;
     c.cache_mtp = pick(3) != 0;

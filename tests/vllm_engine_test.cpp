@@ -382,10 +382,11 @@ TEST(VllmEngine, RegistryNamesAndPresets) {
   ASSERT_NE(find_engine("sglang"), nullptr);
   EXPECT_EQ(find_engine("sglang")->structure, pool_structure::ratio_pools);
   EXPECT_EQ(find_engine("sglang")->defaults.max_running, 256);
-  EXPECT_EQ(find_engine("sglang@2026.11"), nullptr);  // no such version
+  EXPECT_EQ(find_engine("sglang@2026.11"), nullptr);               // no such version
   EXPECT_EQ(find_engine("sglang"), find_engine("sglang@0.5.23"));  // the released version is the default
   ASSERT_NE(find_engine("sglang@cce0a124"), nullptr);
-  EXPECT_EQ(engine_names(), "vllm, vllm@2026.11, tokenspeed, tokenspeed-default, sglang, sglang@0.5.23, sglang@cce0a124");
+  EXPECT_EQ(engine_names(),
+            "vllm, vllm@2026.11, tokenspeed, tokenspeed-default, sglang, sglang@0.5.23, sglang@cce0a124");
   EXPECT_EQ(engine_label(*find_engine("vllm")), "vllm@2026.11");
 }
 

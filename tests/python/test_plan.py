@@ -28,8 +28,10 @@ CASES = [
       "--requests", "32", "--memory-gib", "50"]),
     ("v4-flash", dict(pp=2, pp_layers=[22, 21], mtp=False, tokens_per_step=2, overlap=True),
      ["--pp", "2", "--pp-layers", "22,21", "--no-mtp", "--tokens-per-step", "2", "--overlap"]),
-    ("v4-flash", dict(indexer="mxfp4", formats={"v4.swa_kv": "v4.fp8_uniform"}, pools="own", context=32768),
-     ["--indexer", "mxfp4", "--format", "v4.swa_kv=v4.fp8_uniform", "--pools", "own", "--context", "32768"]),
+    ("v4-flash", dict(indexer="mxfp4", formats={"v4.swa_kv": "v4.fp8_uniform"}, pools="own", context=32768,
+                      gpu="b200"),
+     ["--indexer", "mxfp4", "--format", "v4.swa_kv=v4.fp8_uniform", "--pools", "own", "--context", "32768",
+      "--gpu", "b200"]),
     ("v4-flash", dict(role="decode", handover=4, requests=8, context=65536, gpu_memory_gib="141GB", reserved_gib=90),
      ["--role", "decode", "--handover", "4", "--requests", "8", "--context", "65536", "--gpu-memory-gib", "141GB",
       "--reserved-gib", "90"]),
@@ -125,7 +127,7 @@ def test_absent_inputs_are_the_engines_defaults(plan_cli):
     off = d.plan(m, overlap=False, mtp=True, memory_gib=64)
     assert off.to_dict() == plan_cli.json(["--no-overlap", "--mtp", "--memory-gib", "64", "--json"])
     assert off.assumptions["async_scheduling"] == {"value": False, "source": "flag", "reference": None}
-    with pytest.raises(ValueError, match=r"enable_dp_attention: --engine vllm@2026.11 has no such flag"):
+    with pytest.raises(ValueError, match=r"enable_dp_attention: engine vllm@2026.11 has no such flag"):
         d.plan(m, enable_dp_attention=True)
     no_budget = d.plan(m)
     assert no_budget.fits is None and no_budget.verdict.has_budget is False and not no_budget.verdict

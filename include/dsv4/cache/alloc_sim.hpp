@@ -988,11 +988,23 @@ class fit_prober {
   /// answer), or the critical ones only, from the `from`-th on (true when there are none).
   bool probe(std::int64_t N, std::int64_t L, bool critical_only, std::size_t from = 0) {
     if (search_.max_running > 0 && N > search_.max_running) return false;
-    struct item {
-      workload_key key;
-      allocation_policy policy;
-      sim_workload w;
-    };
+    const std::vector<item> all = workloads(N, L);
+    std::vector<bool> taken(all.size(), false);
+    std::vector<std::size_t> order = critical_order(all, taken, critical_only ? from : 0);
+    if (critical_only && order.empty()) return true;
+    if (!critical_only) append_by_score(all, taken, order);
+    return replay(all, order, critical_only);
+  }
+
+ private:
+  struct item {
+    workload_key key;
+    allocation_policy policy;
+    sim_workload w;
+  };
+
+  /// Every workload of the worst case at (N, L), keyed for the critical list.
+  [[nodiscard]] std::vector<item> workloads(std::int64_t N, std::int64_t L) const {
     std::vector<item> all;
     int variant = -1;
     const allocation_policy* last = nullptr;
@@ -1001,12 +1013,16 @@ class fit_prober {
       const std::int64_t rel = 2 * w.prompt_tokens <= L ? w.prompt_tokens : w.prompt_tokens - L;
       all.push_back({{variant, w.accepted_tokens, w.arrivals, rel}, v, w});
     });
-    // The critical workloads first (the newest first), then the others.
+    return all;
+  }
+
+  /// The critical workloads (the newest first, from the `from`-th on), each matched to the same
+  /// one at this L or the nearest prompt of its kind (from the same end): any workload will do
+  /// for a necessary condition. Marks them in `taken`.
+  [[nodiscard]] std::vector<std::size_t> critical_order(const std::vector<item>& all, std::vector<bool>& taken,
+                                                        std::size_t from) const {
     std::vector<std::size_t> order;
-    std::vector<bool> taken(all.size(), false);
-    // A critical workload at another L: the same one, or the nearest prompt of its kind (from
-    // the same end); any workload will do for a necessary condition.
-    for (std::size_t c = critical_.size(); c > (critical_only ? from : 0); --c) {
+    for (std::size_t c = critical_.size(); c > from; --c) {
       const workload_key& k = critical_[c - 1];
       std::size_t best = all.size();
       std::int64_t best_d = std::numeric_limits<std::int64_t>::max();
@@ -1023,23 +1039,28 @@ class fit_prober {
         taken[best] = true;
       }
     }
-    if (critical_only && order.empty()) return true;
-    if (!critical_only) {  // the others, the highest peaks of the last whole probe first
-      const std::size_t first_other = order.size();
-      for (std::size_t i = 0; i < all.size(); ++i)
-        if (!taken[i]) order.push_back(i);
-      const auto score = [&](std::size_t i) {
-        for (const auto& [k, v] : scores_)
-          if (k == all[i].key) return v;
-        return std::numeric_limits<std::int64_t>::max();  // never run: first
-      };
-      std::vector<std::pair<std::int64_t, std::size_t>> by_score;
-      for (std::size_t j = first_other; j < order.size(); ++j) by_score.emplace_back(score(order[j]), order[j]);
-      std::stable_sort(by_score.begin(), by_score.end(),
-                       [](const auto& a, const auto& b) { return a.first > b.first; });
-      for (std::size_t j = first_other; j < order.size(); ++j) order[j] = by_score[j - first_other].second;
-      scores_.clear();
-    }
+    return order;
+  }
+
+  /// Appends the workloads not taken, the highest peaks of the last whole probe first (never
+  /// run: first), and forgets those scores.
+  void append_by_score(const std::vector<item>& all, const std::vector<bool>& taken, std::vector<std::size_t>& order) {
+    const auto score = [&](std::size_t i) {
+      for (const auto& [k, v] : scores_)
+        if (k == all[i].key) return v;
+      return std::numeric_limits<std::int64_t>::max();
+    };
+    std::vector<std::pair<std::int64_t, std::size_t>> by_score;
+    for (std::size_t i = 0; i < all.size(); ++i)
+      if (!taken[i]) by_score.emplace_back(score(i), i);
+    std::stable_sort(by_score.begin(), by_score.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    for (const auto& e : by_score) order.push_back(e.second);
+    scores_.clear();
+  }
+
+  /// Replays `order`'s workloads; false at the first whose peaks (or the peaks together) pass
+  /// the cap, or when the work budget runs out.
+  bool replay(const std::vector<item>& all, const std::vector<std::size_t>& order, bool critical_only) {
     sim_result worst;  // per table the largest peak pages (a parent arena's parents are of them)
     std::array<std::size_t, kMaxGroups + 3> setter{};  // the workload that set each peak
     for (const std::size_t i : order) {
@@ -1062,13 +1083,7 @@ class fit_prober {
         return false;
       }
       if (!critical_only) scores_.emplace_back(all[i].key, binding(r));
-      worst.num_groups = r.num_groups;
-      worst.table_of_group = r.table_of_group;
-      for (std::size_t g = 0; g < kMaxGroups; ++g)
-        if (r.peak_pages[g] > worst.peak_pages[g]) worst.peak_pages[g] = r.peak_pages[g], setter[g] = i;
-      if (r.peak_bytes > worst.peak_bytes) worst.peak_bytes = r.peak_bytes, setter[kMaxGroups] = i;
-      const std::int64_t blocks = std::max(r.peak_blocks, r.peak_admission_blocks);
-      if (blocks > worst.peak_blocks) worst.peak_blocks = blocks, setter[kMaxGroups + 1] = i;
+      take_peaks(r, i, worst, setter);
       if (!fits(worst)) {
         note_critical(all[i].key);
         if (pools_.structure == pool_structure::parent_arena)  // the tables' peaks together passed it
@@ -1076,19 +1091,34 @@ class fit_prober {
         return false;
       }
     }
-    if (!critical_only && !order.empty()) {  // the workloads that set the binding peaks
-      if (pools_.structure == pool_structure::shared_block_pool) {
-        note_critical(all[setter[kMaxGroups + 1]].key);
-      } else if (pools_.structure == pool_structure::own_pools) {
-        note_critical(all[setter[kMaxGroups]].key);
-      } else {
-        for (int g = 0; g < worst.num_groups; ++g) note_critical(all[setter[static_cast<std::size_t>(g)]].key);
-      }
-    }
+    if (!critical_only && !order.empty()) note_setters(all, worst, setter);
     return true;
   }
 
- private:
+  /// Folds one workload's peaks into `worst`, remembering which workload set each.
+  static void take_peaks(const sim_result& r, std::size_t i, sim_result& worst,
+                         std::array<std::size_t, kMaxGroups + 3>& setter) {
+    worst.num_groups = r.num_groups;
+    worst.table_of_group = r.table_of_group;
+    for (std::size_t g = 0; g < kMaxGroups; ++g)
+      if (r.peak_pages[g] > worst.peak_pages[g]) worst.peak_pages[g] = r.peak_pages[g], setter[g] = i;
+    if (r.peak_bytes > worst.peak_bytes) worst.peak_bytes = r.peak_bytes, setter[kMaxGroups] = i;
+    const std::int64_t blocks = std::max(r.peak_blocks, r.peak_admission_blocks);
+    if (blocks > worst.peak_blocks) worst.peak_blocks = blocks, setter[kMaxGroups + 1] = i;
+  }
+
+  /// The workloads that set the binding peaks of a whole probe that fit become critical.
+  void note_setters(const std::vector<item>& all, const sim_result& worst,
+                    const std::array<std::size_t, kMaxGroups + 3>& setter) {
+    if (pools_.structure == pool_structure::shared_block_pool) {
+      note_critical(all[setter[kMaxGroups + 1]].key);
+    } else if (pools_.structure == pool_structure::own_pools) {
+      note_critical(all[setter[kMaxGroups]].key);
+    } else {
+      for (int g = 0; g < worst.num_groups; ++g) note_critical(all[setter[static_cast<std::size_t>(g)]].key);
+    }
+  }
+
   [[nodiscard]] bool fits(const sim_result& worst) const {
     if (pools_.structure == pool_structure::shared_block_pool) return worst.peak_blocks <= cap_.usable_blocks;
     if (pools_.structure == pool_structure::parent_arena) return sim_peak_parents(pools_, worst) <= cap_.usable_blocks;

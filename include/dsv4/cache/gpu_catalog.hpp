@@ -43,26 +43,33 @@ inline constexpr std::array<gpu_entry, 9> gpu_catalog{{
      "torch.cuda.mem_get_info() total, measured on a lent H200 SXM 141GB (dsv4-cache issue 42)", 9, 0, "Hopper"},
     {"H100 80GB", "h100,h10080gb,h100sxm,h100sxm80gb,h10080gbhbm3", 85'029'158'912, gpu_memory_basis::runtime_total,
      "cudaDeviceProp::totalGlobalMem of an H100 80GB HBM3 (deviceQuery); the same 85,029,158,912 B that "
-     "ai-dynamo/aiconfigurator src/aiconfigurator/systems/h800_sxm.yaml @ 77f0282e records for the H800 80GB", 9, 0, "Hopper"},
+     "ai-dynamo/aiconfigurator src/aiconfigurator/systems/h800_sxm.yaml @ 77f0282e records for the H800 80GB",
+     9, 0, "Hopper"},
     {"H800", "h800,h800sxm,h80080gb", 85'029'158'912, gpu_memory_basis::runtime_total,
      "ai-dynamo/aiconfigurator src/aiconfigurator/systems/h800_sxm.yaml @ 77f0282e (85,029,158,912 B, the H100 "
      "80GB's totalGlobalMem)",
      9, 0, "Hopper"},
     {"A100 80GB", "a100,a10080gb,a100sxm,a100sxm80gb,a100sxm480gb", 85'899'345'920, gpu_memory_basis::nominal,
      "80 GiB nominal (ai-dynamo/aiconfigurator aic-core/.../systems/a100_sxm.yaml @ 095f58a5); CUDA reports "
-     "less (not measured here)", 8, 0, "Ampere"},
+     "less (not measured here)",
+     8, 0, "Ampere"},
     {"B200", "b200,b200sxm", 193'273'528'320, gpu_memory_basis::nominal,
      "180 GiB nominal (ai-dynamo/aiconfigurator aic-core/.../systems/b200_sxm.yaml @ 095f58a5); CUDA reports "
-     "less (not measured here)", 10, 0, "Blackwell"},
+     "less (not measured here)",
+     10, 0, "Blackwell"},
     {"B300", "b300,b300sxm", 288'400'343'040, gpu_memory_basis::nvidia_smi,
-     "275,040 MiB as nvidia-smi reports (ai-dynamo/aiconfigurator aic-core/.../systems/b300_sxm.yaml @ 095f58a5)", 10, 3, "Blackwell"},
+     "275,040 MiB as nvidia-smi reports (ai-dynamo/aiconfigurator aic-core/.../systems/b300_sxm.yaml @ 095f58a5)", 10,
+     3, "Blackwell"},
     {"GB200", "gb200", 198'674'743'296, gpu_memory_basis::nvidia_smi,
-     "189,471 MiB as nvidia-smi reports (ai-dynamo/aiconfigurator aic-core/.../systems/gb200.yaml @ 095f58a5)", 10, 0, "Blackwell"},
+     "189,471 MiB as nvidia-smi reports (ai-dynamo/aiconfigurator aic-core/.../systems/gb200.yaml @ 095f58a5)", 10, 0,
+     "Blackwell"},
     {"GB300", "gb300", 298'013'687'808, gpu_memory_basis::nvidia_smi,
-     "284,208 MiB as nvidia-smi reports (ai-dynamo/aiconfigurator aic-core/.../systems/gb300.yaml @ 095f58a5)", 10, 3, "Blackwell"},
+     "284,208 MiB as nvidia-smi reports (ai-dynamo/aiconfigurator aic-core/.../systems/gb300.yaml @ 095f58a5)", 10, 3,
+     "Blackwell"},
     {"MI300X", "mi300x,instinctmi300x", 205'822'885'888, gpu_memory_basis::runtime_total,
      "ROCm VRAM total (rocm-smi --showmeminfo vram, hipDeviceProp totalGlobalMem and torch.cuda.mem_get_info "
-     "agree in public MI300X logs)", 0, 0, "CDNA 3"},
+     "agree in public MI300X logs)",
+     0, 0, "CDNA 3"},
 }};
 
 namespace detail {

@@ -98,7 +98,6 @@ inline constexpr sglang_pool_rules sglang_rules_0_5_23{"0.5.23", true, true};
 /// SGLang at cce0a124 ([G]).
 inline constexpr sglang_pool_rules sglang_rules_cce0a124{"cce0a124", false, false};
 
-
 /// SGLang's defaults for DeepSeek V4 at cce0a124 on an H100 / H200-class GPU, each with where
 /// SGLang sets it (paths relative to python/sglang/srt/, see the top of this file).
 inline constexpr engine_defaults sglang_defaults{
