@@ -1013,7 +1013,16 @@ TEST(CliScreen, TheIssuesCommandFitsOneScreen) {
       << r.out;
   EXPECT_NE(r.out.find("bound    the plan's bytes guarantee 57: lower"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("replayed "), std::string::npos) << "one headline number: " << r.out;
-  EXPECT_NE(r.out.find("cluster  tp 8 x dp 1 x pp 1 = 8 GPUs; 64 request(s) fit up to"), std::string::npos) << r.out;
+  // The context follows the replay too (the plan's bytes would say 116,992), and the plan's worst
+  // case over the budget is named as a peak the replay never reaches, not as a second verdict.
+  EXPECT_NE(r.out.find("cluster  tp 8 x dp 1 x pp 1 = 8 GPUs; 64 request(s) fit up to " +
+                       vllm_thousands(j["engine_report"]["simulated_max_context_tokens"].get<std::int64_t>()) +
+                       " tokens (replayed)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_GT(j["engine_report"]["simulated_max_context_tokens"].get<std::int64_t>(), 131072);
+  EXPECT_NE(r.out.find("4.66 GiB over the 60.00 GiB budget, a peak the replay never reaches"), std::string::npos)
+      << r.out;
   const std::string log = j["engine_report"]["log_lines"][0].get<std::string>();  // vLLM's own text
   EXPECT_NE(r.out.find(log.substr(0, 40)), std::string::npos) << log << "\n" << r.out;
   // The worst rank's bytes, synchronous and with the MTP layer: 59,327,017,920 B = 55.25 GiB

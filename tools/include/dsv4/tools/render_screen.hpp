@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -123,6 +124,20 @@ inline std::string assumptions_text(const planner_result& r) {
   return s;
 }
 
+/// The longest context the plan's requests fit with the engine's allocator replayed (its
+/// report's fit: the context search at N requests), "at least" where the search stopped at its
+/// work limit; none where the replay did not run or found no context. The screen's context
+/// follows it, as the verdict follows the replayed requests (one answer, issue 35).
+struct replayed_context {
+  std::int64_t tokens = 0;
+  bool at_least = false;
+};
+inline std::optional<replayed_context> replayed_context_of(const planner_result& r) {
+  if (!r.report || !r.report->fit || !r.report->fit->simulated || r.report->fit->max_context_tokens <= 0)
+    return std::nullopt;
+  return replayed_context{r.report->fit->max_context_tokens, r.report->fit->context_lower_bound};
+}
+
 /// The default output of dsv4-cache-plan (see the file comment).
 inline std::string screen_text(const planner_result& r) {
   const plan_verdict v = verdict_of(r);
@@ -146,6 +161,9 @@ inline std::string screen_text(const planner_result& r) {
   if (r.budget_bytes)
     gpu += p.total_bytes <= *r.budget_bytes
                ? fmt::format(" of {}, {} left", size_text(*r.budget_bytes), size_text(*r.budget_bytes - p.total_bytes))
+           : v.fits  // the plan's bytes are its bound; the replayed peak is what the verdict follows
+               ? fmt::format(", {} over the {} budget, a peak the replay never reaches",
+                             size_text(p.total_bytes - *r.budget_bytes), size_text(*r.budget_bytes))
                : fmt::format(", over the {} budget by {}", size_text(*r.budget_bytes),
                              size_text(p.total_bytes - *r.budget_bytes));
   else
@@ -160,7 +178,10 @@ inline std::string screen_text(const planner_result& r) {
                           pc.dcp > 1 ? fmt::format(", dcp {}", pc.dcp) : std::string(), thousands(r.gpus))
             : fmt::format("tp {} x dp {} x pp {}{} = {} GPUs", pc.tp, pc.dp, pc.pp,
                           pc.dcp > 1 ? fmt::format(", dcp {}", pc.dcp) : std::string(), thousands(r.gpus));
-    if (r.cluster_fit)
+    if (const std::optional<replayed_context> rc = replayed_context_of(r))
+      c += fmt::format("; {} request(s) fit up to {}{} tokens (replayed)", thousands(r.plan.options.requests),
+                       rc->at_least ? "at least " : "", thousands(rc->tokens));
+    else if (r.cluster_fit)
       c += fmt::format("; {} request(s) fit up to {} tokens", thousands(r.plan.options.requests),
                        thousands(r.cluster_fit->max_context_tokens));
     else {
@@ -170,6 +191,11 @@ inline std::string screen_text(const planner_result& r) {
                        size_text(all));
     }
     s += screen_lines("cluster", c);
+  } else if (const std::optional<replayed_context> rc = replayed_context_of(r)) {
+    s += screen_lines("context",
+                      fmt::format("{} request(s) fit up to {}{} tokens{}", thousands(r.plan.options.requests),
+                                  rc->at_least ? "at least " : "", thousands(rc->tokens),
+                                  rc->tokens >= m.max_position_embeddings ? " (the model's maximum)" : " (replayed)"));
   } else if (r.context_fit) {
     s += screen_lines("context", fmt::format("{} request(s) fit up to {} tokens{}", thousands(r.plan.options.requests),
                                              thousands(r.context_fit->max_context_tokens),
