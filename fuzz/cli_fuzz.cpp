@@ -155,6 +155,13 @@ int run_struct(FuzzedDataProvider& fdp) {
   if (fdp.ConsumeBool()) a.pp_layers = fdp.ConsumeRandomLengthString(12);
   a.role = fdp.PickValueInArray<const char*>({"colocated", "prefill", "decode", "router"});
   a.handover = pick<std::int64_t>(fdp, {0, 1, 7, -1});
+  // The budget chain (issue 42): a GPU, the engines' fraction flags, vLLM's fixed budget, --ep.
+  a.gpu = fdp.PickValueInArray<const char*>({"", "h200", "H100", "b200", "gb300", "a100", "mi300x", "x"});
+  if (fdp.ConsumeBool())
+    a.gpu_memory_utilization = fdp.PickValueInArray<double>({0.9, 0.92, 1.0, 0.0, -0.5, 1.5, 1e-300});
+  if (fdp.ConsumeBool()) a.mem_fraction_static = fdp.PickValueInArray<double>({0.85, 0.897, 0.0, 2.0});
+  if (fdp.ConsumeBool()) a.kv_cache_memory_bytes = pick<std::int64_t>(fdp, {-1, 0, 1, 1'000'000'000, INT64_MAX});
+  a.ep = pick<std::int64_t>(fdp, {1, 2, 8, 16, 0, -1, 3});
   const auto r = dsv4::fuzz::expect_clean([&] { return dsv4::cache::cli::compute(a); });
   if (!r) return 0;
   dsv4::fuzz::check_plan(r->plan);

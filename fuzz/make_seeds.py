@@ -123,4 +123,10 @@ for i, args in enumerate([["--engine", "sglang", "--memory-gib", "64", "--contex
 for k in range(10):
     write("cli_fuzz", f"svg{k}", "\n".join(["--memory-gib", "80", "--svg", str(k)]))
 write("cli_fuzz", "svg_eq", "\n".join(["--memory-gib", "80", "--svg=3"]))
+# The budget chain from a GPU (issue 42).
+for i, args in enumerate([["--preset", "pro", "--gpu", "h200", "--tp", "8", "--context", "1048576"],
+                          ["--gpu", "h200"], ["--gpu", "b200", "--engine", "sglang", "--mem-fraction-static", "0.85"],
+                          ["--gpu", "h200", "--tp", "8", "--ep", "8", "--gpu-memory-utilization", "0.9", "--json"],
+                          ["--gpu", "h200", "--kv-cache-memory-bytes", "20000000000", "--require-fit"]]):
+    write("cli_fuzz", f"budget{i}", "\n".join(args))
 write("cli_fuzz", "struct0", b"\xff" + bytes(range(64)))

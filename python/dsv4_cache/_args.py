@@ -20,6 +20,10 @@ FLAGS: Dict[str, str] = {
     "memory_gib": "--memory-gib",
     "gpu_memory_gib": "--gpu-memory-gib",
     "reserved_gib": "--reserved-gib",
+    "gpu_memory_utilization": "--gpu-memory-utilization",
+    "mem_fraction_static": "--mem-fraction-static",
+    "kv_cache_memory_bytes": "--kv-cache-memory-bytes",
+    "ep": "--ep",
     "prefill_chunk": "--prefill-chunk",
     "tokens_per_step": "--tokens-per-step",
     "pools": "--pools",
@@ -56,10 +60,10 @@ _PARAM_OF_FLAG["--config"] = "Model.from_config()"
 
 INT_PARAMS = {
     "requests", "context", "prefill_chunk", "tokens_per_step", "max_running_requests", "tp", "dp", "pp", "dcp",
-    "dcp_interleave", "handover", "rank",
+    "dcp_interleave", "handover", "rank", "kv_cache_memory_bytes", "ep",
 }
 SIZE_PARAMS = {"memory_gib", "gpu_memory_gib", "reserved_gib"}  # GiB, or a string with a unit: "141GB"
-FLOAT_PARAMS = {"swa_full_tokens_ratio"}
+FLOAT_PARAMS = {"swa_full_tokens_ratio", "gpu_memory_utilization", "mem_fraction_static"}
 BOOL_PARAMS = {"overlap", "simulate", "mtp", "enable_dp_attention"}
 STR_PARAMS = {"engine", "pools", "indexer", "format_set", "kv_format", "indexer_format", "role", "gpu"}
 _INT64_MAX = 2**63 - 1

@@ -177,7 +177,9 @@ def plan(model: Model, engine: str = "vllm", requests: int = 1, context: Optiona
          format_set: Optional[str] = None, kv_format: Optional[str] = None,
          formats: Optional[Mapping[str, str]] = None, indexer_format: Optional[str] = None, tp: Optional[int] = None,
          dp: Optional[int] = None, pp: Optional[int] = None, pp_layers: Any = None, dcp: Optional[int] = None,
-         dcp_interleave: Optional[int] = None, role: Optional[str] = None, handover: Optional[int] = None) -> Plan:
+         dcp_interleave: Optional[int] = None, role: Optional[str] = None, handover: Optional[int] = None,
+         gpu_memory_utilization: Optional[float] = None, mem_fraction_static: Optional[float] = None,
+         kv_cache_memory_bytes: Optional[int] = None, ep: Optional[int] = None) -> Plan:
     """The KV-cache plan of `model` for `requests` requests of `context` tokens under `engine`.
 
     Each parameter is the dsv4-cache-plan flag of its name (`memory_gib` is --memory-gib, ...;
@@ -188,7 +190,11 @@ def plan(model: Model, engine: str = "vllm", requests: int = 1, context: Optiona
     `to_dict()["assumptions"]` says. Units: tokens (context,
     prefill_chunk, tokens_per_step), GiB per GPU (memory_gib, gpu_memory_gib, reserved_gib: a
     number, or a string with a unit, "141GB"), requests (requests, max_running_requests).
-    context=None is the model's max_position_embeddings. `to_dict()` of the result equals
+    context=None is the model's max_position_embeddings. `gpu` without a budget derives it as the
+    engine does (`to_dict()["budget"]`: the GPU's memory x the engine's fraction,
+    gpu_memory_utilization / mem_fraction_static, minus the weights per GPU, split by tp / dp / ep /
+    pp, minus a runtime reserve estimate; kv_cache_memory_bytes: vLLM's fixed budget in bytes).
+    `to_dict()` of the result equals
     dsv4-cache-plan --json for the same flags.
 
     Raises ValueError naming the parameter and its value with the CLI's rule (requests < 1, an
@@ -203,7 +209,9 @@ def plan(model: Model, engine: str = "vllm", requests: int = 1, context: Optiona
                   gpu=gpu, enable_dp_attention=enable_dp_attention,
                   indexer=indexer, format_set=format_set, kv_format=kv_format, formats=formats,
                   indexer_format=indexer_format, tp=tp, dp=dp, pp=pp, pp_layers=pp_layers, dcp=dcp,
-                  dcp_interleave=dcp_interleave, role=role, handover=handover)
+                  dcp_interleave=dcp_interleave, role=role, handover=handover,
+                  gpu_memory_utilization=gpu_memory_utilization, mem_fraction_static=mem_fraction_static,
+                  kv_cache_memory_bytes=kv_cache_memory_bytes, ep=ep)
     argv = model._argv + flag_args(params, _PLAN_PARAMS)
     return Plan(call(_core.plan, argv, model._config_text, model._config_name), model)
 

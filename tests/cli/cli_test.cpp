@@ -1007,7 +1007,7 @@ TEST(CliScreen, TheIssuesCommandFitsOneScreen) {
             "verdict: 64 x 131,072 tokens FITS: 66 fit at once (replayed; limit: the 60.00 GiB budget)");
   EXPECT_EQ(j["verdict"]["simulated_max_requests"], 66);
   EXPECT_EQ(j["verdict"]["plan_max_requests"], 57);
-  EXPECT_NE(r.out.find("assumes  async scheduling (vLLM's default), no draft layer, max_num_seqs 1,024, chunk 8,192, "
+  EXPECT_NE(r.out.find("assumes  async scheduling (vLLM's default), no MTP draft, max_num_seqs 1,024, chunk 8,192, "
                        "Hopper\n"),
             std::string::npos)
       << r.out;
@@ -1051,6 +1051,98 @@ TEST(CliScreen, TheIssuesCommandFitsOneScreen) {
            {"--memory-gib", "1"},
        })
     expect_one_screen(run(other), other.empty() ? "default" : other[0] + " " + other[1]);
+}
+
+// Issue 42: the KV budget derived from the GPU as the engine derives it. The figures: CUDA's total
+// for an H200 (150,109,880,320 B, measured), vLLM's default utilization 0.92 (vllm/config/cache.py
+// @ 002f10e0): usable = floor(150,109,880,320 x 0.92) = 138,101,089,894 B; V4-Pro's weights on the
+// fullest of 8 TP ranks 109,457,016,548 B (tests/oracle/weights_oracle.py's own count, ctest
+// oracle.budget_chain_agrees); the runtime reserve is the library's estimate, 5,394,923,520 B.
+TEST(CliBudget, TheChainFromTheGpuToTheKvBudget) {
+  const std::vector<std::string> args = {"--preset", "v4-pro", "--gpu", "h200", "--tp", "8", "--context", "1048576"};
+  const run_result r = run(args);
+  expect_one_screen(r, "v4-pro --gpu h200 --tp 8");
+  EXPECT_NE(r.out.find("\nbudget   H200 139.80 GiB x 0.92 default - weights 101.94 GiB - reserve 5.02 GiB est. = "
+                       "21.65 GiB\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.rfind("verdict: 1 x 1,048,576 tokens FITS: ", 0), 0U) << r.out;
+  const json j = run_json(args);
+  const json& b = j["budget"];
+  EXPECT_EQ(b["gpu_bytes"], 150109880320LL);
+  EXPECT_EQ(b["fraction"], 0.92);
+  EXPECT_EQ(b["fraction_source"], "engine default");
+  EXPECT_EQ(b["usable_bytes"], 138101089894LL);
+  EXPECT_EQ(b["weights_bytes_per_rank"], 109457016548LL);
+  EXPECT_EQ(b["reserve_bytes"], 5394923520LL);
+  EXPECT_EQ(b["kv_budget_bytes"], 138101089894LL - 109457016548LL - 5394923520LL);
+  for (const char* key : {"gpu_source", "fraction_reference", "weights_source"})
+    EXPECT_FALSE(b[key].get<std::string>().empty()) << key;
+  // The budget the answers use is the derived one, to the byte.
+  EXPECT_EQ(j["plan"]["budget_bytes"], 23249149826LL);
+  // The flag given: the screen says so (no "default"), the figure follows.
+  const run_result flagged =
+      run({"--preset", "v4-pro", "--gpu", "h200", "--tp", "8", "--gpu-memory-utilization", "0.9"});
+  EXPECT_NE(flagged.out.find("budget   H200 139.80 GiB x 0.9 - weights"), std::string::npos) << flagged.out;
+  // vLLM's fixed budget, as vLLM spells it.
+  const json fixed =
+      run_json({"--preset", "v4-pro", "--gpu", "h200", "--tp", "8", "--kv-cache-memory-bytes", "20000000000"});
+  EXPECT_EQ(fixed["budget"]["kv_budget_bytes"], 20000000000LL);
+  EXPECT_EQ(fixed["plan"]["budget_bytes"], 20000000000LL);
+}
+
+// One H200 cannot hold V4-Flash's weights (145.30 GiB without the MTP layer) in the 128.62 GiB
+// (138,101,089,894 B) vLLM may use: that is the verdict, and --require-fit says no.
+TEST(CliBudget, WeightsThatDoNotFitAreTheVerdict) {
+  const run_result r = run({"--preset", "v4-flash", "--gpu", "h200"});
+  expect_one_screen(r, "v4-flash --gpu h200");
+  EXPECT_EQ(r.out.rfind("verdict: 1 x 1,048,576 tokens DOES NOT FIT: the weights need 145.30 GiB per GPU,", 0), 0U)
+      << r.out;
+  EXPECT_NE(r.out.find("more than the 128.62 GiB vLLM may use (H200 x 0.92)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("= no KV cache"), std::string::npos) << r.out;
+  const json j = run_json({"--preset", "v4-flash", "--gpu", "h200"});
+  EXPECT_EQ(j["verdict"]["fits"], false);
+  EXPECT_EQ(j["verdict"]["limit"], "weights");
+  EXPECT_EQ(j["budget"]["weights_fit"], false);
+  EXPECT_EQ(run({"--preset", "v4-flash", "--gpu", "h200", "--require-fit"}).code, 1);
+  // Two GPUs hold them: 78,666,270,300 B per rank (the oracle's count), and the answer is a fit.
+  const run_result two = run({"--preset", "v4-flash", "--gpu", "h200", "--tp", "2", "--require-fit"});
+  EXPECT_EQ(two.code, 0) << two.out << two.err;
+}
+
+// Every engine's chain stays on one screen, and what cannot be derived says why.
+TEST(CliBudget, EveryEngineOnOneScreenAndModelsWithoutWeightsSayWhy) {
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"--preset", "v4-flash", "--gpu", "b200", "--engine", "sglang"},
+           {"--preset", "v4-flash", "--gpu", "h200", "--tp", "4", "--engine", "tokenspeed"},
+           {"--preset", "v4-pro", "--gpu", "gb300", "--tp", "8", "--engine", "tokenspeed-default"},
+           {"--preset", "v4-pro", "--gpu", "h200", "--tp", "8", "--dp", "2", "--ep", "16", "--mtp"},
+           {"--preset", "v4.1-flash", "--gpu", "h200"},
+       }) {
+    const run_result r = run(args);
+    expect_one_screen(r, args[1] + " " + args[3]);
+    EXPECT_NE(r.out.find("\nbudget   "), std::string::npos) << r.out;
+  }
+  const run_result v41 = run({"--preset", "v4.1-flash", "--gpu", "h200"});
+  EXPECT_NE(v41.out.find("not derived from H200: DeepSeek V4.1's weights"), std::string::npos) << v41.out;
+  EXPECT_NE(v41.out.find("no budget (give --memory-gib; see budget)"), std::string::npos) << v41.out;
+  EXPECT_NE(v41.out.find("no DSpark draft"), std::string::npos) << v41.out;
+}
+
+TEST(CliBudget, BadChainFlagsAreRefusedNamingTheFlag) {
+  expect_refused({
+      {{"--gpu", "h200", "--mem-fraction-static", "0.8"}, "--mem-fraction-static is SGLang's flag"},
+      {{"--gpu", "h200", "--engine", "sglang", "--gpu-memory-utilization", "0.8"},
+       "SGLang's memory fraction is --mem-fraction-static"},
+      {{"--gpu", "h200", "--engine", "sglang", "--kv-cache-memory-bytes", "1000"}, "--kv-cache-memory-bytes is vLLM's"},
+      {{"--gpu", "h200", "--gpu-memory-utilization", "1.5"}, "--gpu-memory-utilization must be in (0, 1]"},
+      {{"--gpu", "h200", "--gpu-memory-utilization", "0"}, "--gpu-memory-utilization must be in (0, 1]"},
+      {{"--memory-gib", "64", "--gpu-memory-utilization", "0.9"}, "give them without --memory-gib"},
+      {{"--gpu", "h200", "--ep", "0"}, "--ep"},
+      {{"--preset", "v4.1-flash", "--gpu", "h200", "--gpu-memory-utilization", "0.9"},
+       "the budget cannot be derived from --gpu"},
+      {{"--preset", "v4.1-flash", "--gpu", "h200", "--require-fit"}, "--require-fit needs a budget"},
+  });
 }
 
 // Issue 23's command on the screen: SGLang's own pool-size line and figures, and what really fits.

@@ -12,6 +12,10 @@ layers. Every tensor gets a full name; per-rank bytes come from slicing each ten
                                            in 69,187 tensors; V4-Pro 864,704,792,696 B in 145,116)
   weights_oracle.py --compare BIN DATA_DIR runs BIN (tests/oracle/weights_dump.cpp) on each V4
                                            config and compares every figure
+  weights_oracle.py --planner PLAN DATA_DIR  runs dsv4-cache-plan --gpu ... --json on V4-Flash and
+                                           V4-Pro layouts and checks its `budget` chain: the GPU's
+                                           bytes, the engine's default fraction, the weights per
+                                           rank (this count) and the sum usable - weights - reserve
 """
 
 import json
@@ -244,7 +248,72 @@ def compare(binary, data):
     return ok
 
 
+# The memory CUDA reports (torch.cuda.mem_get_info total), as docs/engines/budget.md sources it:
+# H200 measured on a lent H200 SXM 141GB; B200 aiconfigurator b200_sxm.yaml @ 095f58a5 (180 GiB).
+GPU_BYTES = {"h200": 150_109_880_320, "b200": 193_273_528_320}
+
+
+def default_fraction(engine, world):
+    """The engine's own default: vLLM vllm/config/cache.py @ 002f10e0 (0.92); tokenspeed
+    python/tokenspeed/runtime/utils/server_args.py @ f4d8ec6e 461-474 (by world size)."""
+    if engine == "vllm":
+        return 0.92
+    for at_least, f in ((16, 0.79), (8, 0.81), (4, 0.95), (2, 0.87), (1, 0.88)):
+        if world >= at_least:
+            return f
+    raise ValueError(world)
+
+
+# (preset, planner flags, layout for rank_bytes, the fraction the flags give or None: the default)
+PLANNER_CASES = [
+    ("v4-pro", ["--gpu", "h200", "--tp", "8", "--context", "1048576"],
+     {"engine": "vllm", "tp": 8, "dp": 1, "ep": 1, "pp": 1, "dp_attention": False, "mtp": False}, None),
+    ("v4-pro", ["--gpu", "h200", "--tp", "8", "--ep", "8", "--mtp"],
+     {"engine": "vllm", "tp": 8, "dp": 1, "ep": 8, "pp": 1, "dp_attention": False, "mtp": True}, None),
+    ("v4-pro", ["--gpu", "h200", "--tp", "4", "--pp", "2", "--gpu-memory-utilization", "0.9"],
+     {"engine": "vllm", "tp": 4, "dp": 1, "ep": 1, "pp": 2, "dp_attention": False, "mtp": False}, 0.9),
+    ("v4-flash", ["--gpu", "h200", "--tp", "2"],
+     {"engine": "vllm", "tp": 2, "dp": 1, "ep": 1, "pp": 1, "dp_attention": False, "mtp": False}, None),
+    ("v4-flash", ["--gpu", "b200", "--engine", "tokenspeed", "--tp", "4"],
+     {"engine": "tokenspeed", "tp": 4, "dp": 1, "ep": 1, "pp": 1, "dp_attention": False, "mtp": False}, None),
+    ("v4-flash", ["--gpu", "h200", "--engine", "sglang", "--tp", "8", "--dp", "8", "--enable-dp-attention",
+                  "--mem-fraction-static", "0.85", "--ep", "8"],
+     {"engine": "sglang", "tp": 8, "dp": 8, "ep": 8, "pp": 1, "dp_attention": True, "mtp": False}, 0.85),
+]
+
+
+def compare_planner(binary, data):
+    ok = True
+    files = {"v4-flash": "deepseek-v4-flash.config.json", "v4-pro": "deepseek-v4-pro.config.json"}
+    for preset, flags, layout, fraction in PLANNER_CASES:
+        cfg = json.loads((Path(data) / files[preset]).read_text())
+        argv = [binary, "--preset", preset, *flags, "--json"]
+        run = subprocess.run(argv, capture_output=True, text=True, check=False)
+        if run.returncode != 0:
+            print(f"{' '.join(argv[1:])}: failed: {run.stderr.strip()}")
+            return False
+        b = json.loads(run.stdout)["budget"]
+        gpu = flags[flags.index("--gpu") + 1]
+        world = layout["tp"] * (1 if layout["dp_attention"] else layout["dp"]) * layout["pp"]
+        f = fraction if fraction is not None else default_fraction(layout["engine"], world)
+        weights = rank_bytes(cfg, layout)
+        usable = math.floor(GPU_BYTES[gpu] * f)
+        checks = [("gpu_bytes", b["gpu_bytes"], GPU_BYTES[gpu]), ("fraction", b["fraction"], f),
+                  ("usable_bytes", b["usable_bytes"], usable),
+                  ("weights_bytes_per_rank", b["weights_bytes_per_rank"], weights),
+                  ("reserve = its parts", b["reserve_bytes"],
+                   sum(v for k, v in b["reserve"].items() if k.endswith("_bytes") and k != "bytes")),
+                  ("kv_budget_bytes", b["kv_budget_bytes"], usable - weights - b["reserve_bytes"])]
+        for key, got, want in checks:
+            good = got == want
+            ok &= good
+            print(f"{preset} {' '.join(flags)}: {key} planner {got:,}, oracle {want:,}: {'OK' if good else 'MISMATCH'}")
+    return ok
+
+
 def main(argv):
+    if len(argv) == 4 and argv[1] == "--planner":
+        return 0 if compare_planner(argv[2], argv[3]) else 1
     if len(argv) == 3 and argv[1] == "--self-test":
         return 0 if self_test(argv[2]) else 1
     if len(argv) == 4 and argv[1] == "--compare":

@@ -83,6 +83,7 @@ inline std::pair<cache::cache_layout, cache::cli::planner_result> layout_from_fl
     pa.pools = "own";  // the library's pages alone: no engine rule applies, nor its defaults
     pa.library_defaults = true;
   }
+  pa.budget_chain = false;  // the pages do not depend on a budget
   cache::cli::planner_result r = cache::cli::compute(pa);
   const cache::plan_options& o = r.plan.options;
   if (a.rank && !r.parallel) throw std::invalid_argument("--rank needs parallel flags (--tp, --dp, --pp, --dcp)");

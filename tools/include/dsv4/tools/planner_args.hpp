@@ -83,6 +83,15 @@ struct planner_args {
   std::int64_t handover = 0;
   std::optional<double> gpu_memory_gib;
   std::optional<double> reserved_gib;
+  // The KV budget as the engine derives it from --gpu (issue 42): the engine's memory fraction,
+  // vLLM's fixed KV budget, expert parallelism for the weights per rank.
+  std::optional<double> gpu_memory_utilization;       // --gpu-memory-utilization (vLLM, tokenspeed)
+  std::optional<double> mem_fraction_static;          // --mem-fraction-static (SGLang)
+  std::optional<std::int64_t> kv_cache_memory_bytes;  // --kv-cache-memory-bytes (vLLM)
+  std::int64_t ep = 1;                                // --ep: GPUs the routed experts are spread over
+  /// Not a flag: derive the budget from --gpu when no budget is given (dsv4-cache-layout: false,
+  /// its pages do not depend on a budget).
+  bool budget_chain = true;
 };
 
 /// The exit codes of dsv4-cache-plan and dsv4-cache-layout, one table (both --help footers and

@@ -142,9 +142,25 @@ inline void add_planner_options(CLI::App& app, planner_args& a) {
                  "max_num_batched_tokens 8192, tokenspeed and SGLang chunked prefill 8192)")
       ->transform(kDecimalInt);
   app.add_option("--gpu", a.gpu,
-                 "The GPU (h200, h100, h800, h20, gh200, b200, gb200, b300, gb300): the engine defaults and refusals "
-                 "that depend on it (vLLM's MXFP4 index keys need Blackwell); default h200 (Hopper)")
+                 "The GPU (H200, H100, H800, B200, GB200, B300, GB300): the engine defaults and refusals that depend "
+                 "on it (vLLM's MXFP4 index keys need Blackwell), and without --memory-gib the KV budget as the "
+                 "engine derives it: its memory x the engine's fraction - the weights per GPU - a runtime reserve "
+                 "(estimate); default H200 (Hopper), no budget")
       ->check(kNonEmpty);
+  app.add_option("--gpu-memory-utilization", a.gpu_memory_utilization,
+                 "vLLM / tokenspeed: the fraction of the GPU's memory the engine may use (vLLM's default 0.92, "
+                 "tokenspeed's by world size); derives the budget from --gpu (H200 when left out)");
+  app.add_option("--mem-fraction-static", a.mem_fraction_static,
+                 "SGLang: the fraction of the GPU's memory for weights and KV (its default from the GPU's memory, tp "
+                 "and pp); derives the budget from --gpu");
+  app.add_option("--kv-cache-memory-bytes", a.kv_cache_memory_bytes,
+                 "vLLM: the KV budget per GPU in bytes, whatever --gpu-memory-utilization (as vLLM spells it)")
+      ->transform(kDecimalInt);
+  app.add_option("--ep", a.ep,
+                 "Expert parallel GPUs for the weights per GPU (vLLM --enable-expert-parallel: tp x dp; SGLang / "
+                 "tokenspeed: a divisor of --tp); default 1")
+      ->transform(kDecimalInt)
+      ->capture_default_str();
   app.add_option("--engine", a.engine,
                  "Engine to plan for: vllm (vLLM v1's shared block pool, the newest preset; vllm@2026.11), "
                  "tokenspeed (mixed batches), tokenspeed-default or sglang (SGLang's DeepSeek V4 ratio pools, "
@@ -253,13 +269,20 @@ inline int run_planner(const std::vector<std::string>& args, std::ostream& out, 
     return 2;
   }
   try {
-    if (a.require_fit && !a.memory_gib && !a.gpu_memory_gib)
-      throw std::invalid_argument("--require-fit needs a budget: --memory-gib or --gpu-memory-gib with --reserved-gib");
+    if (a.require_fit && !a.memory_gib && !a.gpu_memory_gib && a.gpu.empty() && !chain_flags_given(a))
+      throw std::invalid_argument(
+          "--require-fit needs a budget: --memory-gib, --gpu-memory-gib with --reserved-gib, or --gpu NAME");
     check_output_flags(a);
     // --svg FILE: refused before anything is computed unless it is a file this run may write
     // (file_io.hpp); write_file_atomic checks it again when it writes.
     if (!a.svg_path.empty()) (void)dsv4::tools::file_io::check_output_file(a.svg_path, "--svg");
     planner_result r = compute_with_progress(a, err, progress_after);
+    if (a.require_fit && !verdict_of(r).has_budget)
+      throw std::invalid_argument("--require-fit needs a budget: " +
+                                  (r.budget && !r.budget->derived
+                                       ? "--gpu " + std::string(r.budget->gpu->name) + " derives none (" +
+                                             r.budget->why_not + "); give --memory-gib"
+                                       : std::string("--memory-gib, --gpu-memory-gib with --reserved-gib, or --gpu")));
     if (!a.svg_path.empty()) {
       r.curves = capacity_curves(a, r.model);
       dsv4::tools::file_io::write_file_atomic(a.svg_path, plan_svg(r), "--svg");

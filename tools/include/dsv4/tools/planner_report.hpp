@@ -72,6 +72,14 @@ inline std::vector<std::uint64_t> fixed_bytes_per_request(const memory_plan& p, 
 /// `v` with thousands separators: 1048576 -> "1,048,576" (vLLM's `{:,}`).
 inline std::string thousands(std::int64_t v) { return vllm_thousands(v); }
 
+/// A memory fraction as typed: at most three decimals, no trailing zeros (0.92, 0.897, 1).
+inline std::string fraction_text(double f) {
+  std::string s = fmt::format("{:.3f}", f);
+  while (!s.empty() && s.back() == '0') s.pop_back();
+  if (!s.empty() && s.back() == '.') s.pop_back();
+  return s;
+}
+
 /// A size for the screen: GiB with two decimals from 1 GiB, MiB with one from 1 MiB, else KiB or
 /// bytes; thousands separators in the integer part ("1,234.56 GiB").
 inline std::string size_text(std::uint64_t bytes) {
@@ -135,6 +143,26 @@ inline std::string engine_title_of(engine_kind k) {
   return k == engine_kind::vllm ? "vLLM" : k == engine_kind::sglang ? "SGLang" : "tokenspeed";
 }
 
+/// The KV budget per GPU as the engine derives it from the GPU it runs on (issue 42; the chain
+/// and each default's source: docs/engines/budget.md): the GPU's memory as the runtime reports it
+/// (gpu_catalog.hpp) x the engine's memory fraction (vLLM --gpu-memory-utilization, SGLang
+/// --mem-fraction-static, tokenspeed --gpu-memory-utilization; each engine's default when left
+/// out) - the weights on the fullest GPU (weights.hpp, split as the engine splits them under
+/// tp / dp / ep / pp) - a runtime reserve (kv_budget.hpp, an estimate: the engines measure theirs
+/// in a profiling run). vLLM's --kv-cache-memory-bytes gives the KV budget itself. Bytes.
+struct budget_derivation {
+  bool derived = false;  ///< false: no chain (`why_not`); the plan has no budget
+  std::string why_not;
+  const gpu_entry* gpu = nullptr;
+  kv_budget chain{};
+  bool fixed = false;           ///< vLLM --kv-cache-memory-bytes: the KV budget as given
+  std::string fraction_flag;    ///< "--gpu-memory-utilization", "--mem-fraction-static"
+  std::string fraction_source;  ///< "flag" or "engine default"
+  std::string fraction_reference;
+  runtime_reserve reserve{};  ///< the estimate's terms (not used with --kv-cache-memory-bytes)
+  std::string weights_split;  ///< "tp 8 (vLLM: attention, dense and experts split 8 ways)" ...
+};
+
 /// Everything the planner prints, computed before anything is printed.
 struct planner_result {
   model_config model;
@@ -143,6 +171,8 @@ struct planner_result {
   const engine_spec* engine = nullptr;  ///< The engine planned for (--engine).
   std::optional<engine_report> report;  ///< Its pool, startup figures and (with a budget) what really fits.
   std::optional<std::uint64_t> budget_bytes;
+  /// Without --memory-gib / --gpu-memory-gib: the budget derived from --gpu (`budget_derivation`).
+  std::optional<budget_derivation> budget;
   std::optional<request_capacity> requests_fit;
   /// The engine's cap on requests running at once (--max-running-requests, or the engine's own:
   /// vLLM's max_num_seqs); 0 = none. The budget answers never exceed it (`max_requests_by_memory`
@@ -224,6 +254,109 @@ inline std::optional<plan_hint> hint_of(const planner_result& r) {
   }
 }
 
+/// The budget flags that derive the budget from --gpu (given: the chain is asked for).
+inline bool chain_flags_given(const planner_args& a) {
+  return a.gpu_memory_utilization || a.mem_fraction_static || a.kv_cache_memory_bytes || a.ep != 1;
+}
+
+/// The KV budget per GPU derived as `e` derives it on `gpu` (see `budget_derivation`), for the
+/// model `m` with the planner's parallel flags, draft layers (`mtp_loaded`), step budget T and
+/// running cap S (the reserve estimate's terms). A model whose weights are not modelled (V4.1,
+/// V3.2, a config without weight fields) gets no chain and says why; with a fraction flag given
+/// that is an error. Throws std::invalid_argument naming the flag: a fraction outside (0, 1], a
+/// flag the engine does not have, --ep that does not divide as the engine needs.
+inline budget_derivation derive_budget(const planner_args& a, const model_config& m, const engine_spec& e,
+                                       const gpu_entry& gpu, bool mtp_loaded, std::int64_t max_batched_tokens,
+                                       std::int64_t max_seqs) {
+  const engine_kind k = e.policy.engine;
+  const std::string title = engine_title_of(k);
+  if (a.mem_fraction_static && k != engine_kind::sglang)
+    throw std::invalid_argument(
+        fmt::format("--mem-fraction-static is SGLang's flag; {}'s memory fraction is --gpu-memory-utilization", title));
+  if (a.gpu_memory_utilization && k == engine_kind::sglang)
+    throw std::invalid_argument("--gpu-memory-utilization: SGLang's memory fraction is --mem-fraction-static");
+  if (a.kv_cache_memory_bytes && k != engine_kind::vllm)
+    throw std::invalid_argument(
+        fmt::format("--kv-cache-memory-bytes is vLLM's flag; give {}'s budget with --memory-gib", title));
+  if (a.ep < 1) throw std::invalid_argument(fmt::format("--ep must be >= 1, got {}", a.ep));
+  for (const auto& [flag, v] : {std::pair{"--gpu-memory-utilization", a.gpu_memory_utilization},
+                                std::pair{"--mem-fraction-static", a.mem_fraction_static}})
+    if (v && !(*v > 0.0 && *v <= 1.0))
+      throw std::invalid_argument(fmt::format("{} must be in (0, 1] (a fraction of the GPU's memory), got {}", flag,
+                                              one_line(fmt::format("{}", *v))));
+  budget_derivation b;
+  b.gpu = &gpu;
+  if (!m.arch.known) {
+    b.why_not = m.arch.gap == arch_gap::v41_unmodelled ? "DeepSeek V4.1's weights (vision tower, Engram, DSpark draft) "
+                                                         "are not modelled"
+                : m.arch.gap == arch_gap::v32_unmodelled ? "DeepSeek V3.2's weights are not modelled"
+                                                         : "the config has no weight fields (hidden_size, ...)";
+    if (a.gpu_memory_utilization || a.mem_fraction_static || a.ep != 1)
+      throw std::invalid_argument("the budget cannot be derived from --gpu: " + b.why_not +
+                                  "; give it with --memory-gib");
+    if (!a.kv_cache_memory_bytes) return b;
+  }
+  const weight_engine we = k == engine_kind::vllm     ? weight_engine::vllm
+                           : k == engine_kind::sglang ? weight_engine::sglang
+                                                      : weight_engine::tokenspeed;
+  const auto narrow = [](std::int64_t v, const char* flag) {
+    if (v < 1 || v > 1'000'000) throw std::invalid_argument(fmt::format("{} must be in [1, 1000000], got {}", flag, v));
+    return static_cast<int>(v);
+  };
+  engine_parallel par;
+  par.tp = narrow(a.tp, "--tp");
+  par.dp = narrow(a.dp, "--dp");
+  par.ep = narrow(a.ep, "--ep");
+  par.pp = narrow(a.pp, "--pp");
+  par.dp_attention = a.dp_attention;
+  par.mtp_loaded = mtp_loaded;
+  const std::int64_t weights = m.arch.known ? max_rank_weight_bytes(m, weight_sharding_for(we, par)) : std::int64_t{0};
+  b.weights_split =
+      fmt::format("tp {}{}{}{}", par.tp, par.dp > 1 ? fmt::format(" x dp {}", par.dp) : "",
+                  par.ep > 1 ? fmt::format(", ep {}", par.ep) : "", par.pp > 1 ? fmt::format(", pp {}", par.pp) : "");
+  if (a.kv_cache_memory_bytes) {
+    b.derived = true;
+    b.fixed = true;
+    b.fraction_flag = "--kv-cache-memory-bytes";
+    b.fraction_source = "flag";
+    b.chain = vllm_fixed_kv_budget(*a.kv_cache_memory_bytes, gpu.bytes, weights);
+    return b;
+  }
+  b.reserve = estimate_runtime_reserve(m, max_batched_tokens, max_seqs);
+  const std::int64_t reserve = b.reserve.total();
+  b.derived = true;
+  if (k == engine_kind::vllm) {
+    b.fraction_flag = "--gpu-memory-utilization";
+    b.fraction_source = a.gpu_memory_utilization ? "flag" : "engine default";
+    b.fraction_reference = "vllm-project/vllm vllm/config/cache.py@002f10e0 CacheConfig.gpu_memory_utilization";
+    b.chain = vllm_kv_budget(gpu.bytes, a.gpu_memory_utilization.value_or(kVllmDefaultGpuMemoryUtilization), weights,
+                             reserve);
+  } else if (k == engine_kind::sglang) {
+    b.fraction_flag = "--mem-fraction-static";
+    b.fraction_source = a.mem_fraction_static ? "flag" : "engine default";
+    b.fraction_reference = "sgl-project/sglang python/sglang/srt/server_args.py@cce0a124:5006-5041";
+    const double f =
+        a.mem_fraction_static
+            ? *a.mem_fraction_static
+            : sglang_default_mem_fraction_static(
+                  static_cast<double>(gpu.bytes) / 1048576.0, par.tp, par.pp,
+                  static_cast<int>(std::min<std::int64_t>(a.prefill_chunk.value_or(0), 1 << 30)), a.dp_attention);
+    b.chain = free_fraction_kv_budget(gpu.bytes, f, weights, reserve);
+  } else {
+    b.fraction_flag = "--gpu-memory-utilization";
+    b.fraction_source = a.gpu_memory_utilization ? "flag" : "engine default";
+    b.fraction_reference =
+        "lightseekorg/tokenspeed python/tokenspeed/runtime/utils/server_args.py@f4d8ec6e:461-474 (by world size)";
+    const std::int64_t world = a.tp * a.dp * a.pp;
+    const double f =
+        a.gpu_memory_utilization
+            ? *a.gpu_memory_utilization
+            : tokenspeed_default_gpu_memory_utilization(static_cast<int>(std::min<std::int64_t>(world, 1 << 30)));
+    b.chain = free_fraction_kv_budget(gpu.bytes, f, weights, reserve);
+  }
+  return b;
+}
+
 /// Computes the report of `a`: the model, schema, plan, budget answers, per-rank plans, the
 /// simulation (--simulate) and, unless `with_engine_report` is false (the capacity curves), the
 /// engine report and the hint. Throws std::invalid_argument naming the flag or the model for bad
@@ -297,9 +430,11 @@ inline planner_result compute(const planner_args& a, bool with_engine_report = t
        fmt::format("{}{} ({})", overlap ? "" : "no ", d.overlap_name,
                    overlap_flag ? (overlap ? "--overlap" : "--no-overlap") : title + "'s default"));
   said("draft_layer", cache_mtp, mtp_flag.has_value(), d.draft_layer_ref,
-       cache_mtp ? (mtp_flag ? "MTP layers cached (--mtp)" : "MTP layers cached") : "no draft layer");
+       // The draft is the speculative-decoding setting: V4's MTP layer, V4.1's DSpark draft layers.
+       cache_mtp ? fmt::format("{} cached{}", v4_1 ? "DSpark draft" : "MTP draft", mtp_flag ? " (--mtp)" : "")
+                 : fmt::format("no {}", v4_1 ? "DSpark draft" : "MTP draft"));
   said("tokens_per_step", tokens_per_step, a.tokens_per_step.has_value(), d.tokens_per_step_ref,
-       tokens_per_step == 1 && !a.tokens_per_step ? std::string()  // implied by "no draft layer"
+       tokens_per_step == 1 && !a.tokens_per_step ? std::string()  // implied by "no MTP draft"
                                                   : fmt::format("{} token(s)/step", tokens_per_step));
   said("prefill_chunk", prefill_chunk, a.prefill_chunk.has_value(), d.prefill_chunk_ref,
        fmt::format("chunk {}", thousands(prefill_chunk)));
@@ -324,7 +459,15 @@ inline planner_result compute(const planner_args& a, bool with_engine_report = t
     throw std::invalid_argument("--pools must be engine or own, got '" + a.pools + "'");
   if (a.max_running && *a.max_running < 1)
     throw std::invalid_argument(fmt::format("--max-running-requests must be >= 1, got {}", *a.max_running));
-  r.budget_bytes = budget_from(a);
+  if (a.memory_gib || a.gpu_memory_gib) {
+    if (chain_flags_given(a))
+      throw std::invalid_argument(
+          "--gpu-memory-utilization, --mem-fraction-static, --kv-cache-memory-bytes and --ep derive the budget from "
+          "--gpu: give them without --memory-gib / --gpu-memory-gib");
+    r.budget_bytes = budget_from(a);
+  } else {
+    (void)budget_from(a);  // --reserved-gib alone: refused naming --gpu-memory-gib
+  }
   if (a.role == "prefill") {
     o.role = deployment_role::prefill;
   } else if (a.role == "decode") {
@@ -370,6 +513,12 @@ inline planner_result compute(const planner_args& a, bool with_engine_report = t
     r.gpus = pc.world_size();
   }
   r.max_running = a.max_running.value_or(d.max_running_at(o.tokens_per_step));
+  if (!r.budget_bytes && a.budget_chain && (!a.gpu.empty() || chain_flags_given(a))) {
+    r.budget = derive_budget(a, r.model, *r.engine, gpu, cache_mtp, std::max<std::int64_t>(prefill_chunk, 1),
+                             std::max<std::int64_t>(r.max_running, 1));
+    if (r.budget->derived && r.budget->chain.fits())
+      r.budget_bytes = static_cast<std::uint64_t>(r.budget->chain.kv_bytes);
+  }
   said("max_running_requests", r.max_running, a.max_running.has_value(), d.max_running_ref,
        fmt::format("{} {}", d.max_running_name, thousands(r.max_running)));
   // The screen's order: scheduling, draft, step, running cap, chunk, formats, SGLang's own, the GPU last.
@@ -560,7 +709,31 @@ inline plan_verdict verdict_of(const planner_result& r) {
   plan_verdict v;
   v.requests = r.plan.options.requests;
   v.context_tokens = r.plan.options.context_tokens;
-  if (!r.budget_bytes || !r.requests_fit) return v;
+  if (r.budget && r.budget->derived && !r.budget->chain.fits()) {  // the weights leave no KV cache
+    const kv_budget& c = r.budget->chain;
+    const std::string engine = r.engine != nullptr ? engine_title_of(r.engine->policy.engine) : "the engine";
+    v.has_budget = true;
+    v.engine_starts = false;
+    v.limit = "weights";
+    v.limit_text =
+        !c.weights_fit()
+            ? fmt::format("the weights need {} per GPU, more than the {} {} may use ({} x {})",
+                          size_text(static_cast<std::uint64_t>(c.weights_bytes)),
+                          size_text(static_cast<std::uint64_t>(c.usable_bytes)), engine, r.budget->gpu->name,
+                          fraction_text(c.fraction))
+            : fmt::format(
+                  "the weights ({}) and the runtime reserve ({}, estimate) leave no KV cache in the {} {} may "
+                  "use",
+                  size_text(static_cast<std::uint64_t>(c.weights_bytes)),
+                  size_text(static_cast<std::uint64_t>(c.reserve_bytes)),
+                  size_text(static_cast<std::uint64_t>(c.usable_bytes)), engine);
+    v.why = v.limit_text;
+    return v;
+  }
+  if (!r.budget_bytes || !r.requests_fit) {
+    if (r.budget && !r.budget->derived) v.limit = "not derived";  // --gpu given, the model's weights unmodelled
+    return v;
+  }
   v.has_budget = true;
   v.plan_max_requests = plan_max_requests(r);
   const std::string engine = r.engine != nullptr ? engine_label(*r.engine) : std::string("the engine");
@@ -627,9 +800,17 @@ inline plan_verdict verdict_of(const planner_result& r) {
 /// The verdict's one line, the headline number first: "1 x 1,048,576 tokens FITS: 16 fit at once
 /// (...)" / "DOES NOT FIT: ..." / no budget.
 inline std::string verdict_line(const plan_verdict& v) {
+  if (v.limit == "weights")
+    return fmt::format("verdict: {} x {} tokens DOES NOT FIT: {}", thousands(v.requests), thousands(v.context_tokens),
+                       v.limit_text);
   if (!v.has_budget)
-    return fmt::format("verdict: {} x {} tokens: no budget given (--memory-gib or --gpu-memory-gib): the plan only",
-                       thousands(v.requests), thousands(v.context_tokens));
+    return v.limit == "not derived"  // --gpu given, the model's weights not modelled: the budget line says why
+               ? fmt::format("verdict: {} x {} tokens: no budget (give --memory-gib; see budget): the plan only",
+                             thousands(v.requests), thousands(v.context_tokens))
+               : fmt::format(
+                     "verdict: {} x {} tokens: no budget given (--memory-gib or --gpu): "
+                     "the plan only",
+                     thousands(v.requests), thousands(v.context_tokens));
   const std::string n = (v.max_requests_lower_bound ? "at least " : "") + requests_text(v.max_requests);
   const std::string how = v.by_plan ? "plan bound" : "replayed";
   return fmt::format("verdict: {} x {} tokens {}: {} fit at once ({}; limit: {})", thousands(v.requests),
@@ -639,7 +820,7 @@ inline std::string verdict_line(const plan_verdict& v) {
 /// The plan's bound, once, labelled (the screen's "bound" line): what its bytes guarantee and why
 /// it is lower than (or, as the headline, stands for) what really fits.
 inline std::string bound_text(const plan_verdict& v) {
-  if (!v.has_budget) return {};
+  if (!v.has_budget || v.limit == "weights") return {};
   const std::string b = requests_text(v.plan_max_requests);
   if (v.by_plan) return fmt::format("the plan's bytes guarantee {}, the headline: {}", b, v.by_plan_why);
   if (!v.engine_starts) return fmt::format("the plan's bytes guarantee {}, but the engine does not run them", b);

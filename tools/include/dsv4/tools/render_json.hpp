@@ -52,6 +52,46 @@ inline nlohmann::ordered_json groups_json(const memory_plan& p, const sim_result
   return groups;
 }
 
+/// JSON `budget`: how the KV budget per GPU was obtained. "given" (--memory-gib, or
+/// --gpu-memory-gib minus --reserved-gib), "derived" from --gpu (the chain, bytes, each figure's
+/// source), "not derived" (why), or null (no budget and no --gpu).
+inline nlohmann::ordered_json budget_json(const planner_result& r) {
+  using json = nlohmann::ordered_json;
+  if (!r.budget) return r.budget_bytes ? json({{"how", "given"}, {"kv_budget_bytes", *r.budget_bytes}}) : json(nullptr);
+  const budget_derivation& b = *r.budget;
+  if (!b.derived) return json({{"how", "not derived"}, {"why", b.why_not}, {"gpu", b.gpu->name}});
+  const kv_budget& c = b.chain;
+  json reserve = nullptr;
+  if (!b.fixed)
+    reserve = json({{"bytes", c.reserve_bytes},
+                    {"persistent_buffers_bytes", b.reserve.persistent_buffers},
+                    {"activation_peak_bytes", b.reserve.activation_peak},
+                    {"logits_bytes", b.reserve.logits},
+                    {"non_torch_bytes", b.reserve.non_torch},
+                    {"source",
+                     "estimate (kv_budget.hpp estimate_runtime_reserve): the engines measure theirs in a "
+                     "profiling run"}});
+  return json({{"how", "derived"},
+               {"gpu", b.gpu->name},
+               {"gpu_bytes", b.gpu->bytes},
+               {"gpu_source", std::string(to_string(b.gpu->basis)) + ": " + std::string(b.gpu->source)},
+               {"fraction_flag", b.fraction_flag},
+               {"fraction", b.fixed ? json(nullptr) : json(c.fraction)},
+               {"fraction_source", b.fraction_source},
+               {"fraction_reference", b.fraction_reference.empty() ? json(nullptr) : json(b.fraction_reference)},
+               {"usable_bytes", c.usable_bytes},
+               {"weights_bytes_per_rank", c.weights_bytes},
+               {"weights_source",
+                "weights.hpp: every parameter tensor from config.json, the fullest GPU as the "
+                "engine splits them (" +
+                    b.weights_split + ")"},
+               {"reserve_bytes", b.fixed ? json(nullptr) : json(c.reserve_bytes)},
+               {"reserve", reserve},
+               {"kv_budget_bytes", c.kv_bytes},
+               {"weights_fit", c.weights_fit()},
+               {"fits", c.fits()}});
+}
+
 inline nlohmann::ordered_json to_json(const planner_result& r) {
   using json = nlohmann::ordered_json;  // keys in the documented order
   const memory_plan& p = r.plan;
@@ -213,6 +253,7 @@ inline nlohmann::ordered_json to_json(const planner_result& r) {
                              {"requests_then", r.hint->requests_then},
                              {"why", r.hint->why}})
                      : json(nullptr);
+  j["budget"] = budget_json(r);
   const plan_verdict v = verdict_of(r);
   j["fits"] = v.has_budget ? json(v.fits) : json(nullptr);
   json vj = {{"has_budget", v.has_budget}, {"requests", v.requests}, {"context_tokens", v.context_tokens}};

@@ -116,11 +116,12 @@ inline std::string screen_engine_figure(const planner_result& r) {
 }
 
 /// The screen's "assumes" line: every input as planned, where an engine default was taken
-/// saying whose ("async scheduling (vLLM's default), no draft layer, max_num_seqs 1,024, ...").
+/// saying whose ("async scheduling (vLLM's default), no MTP draft, max_num_seqs 1,024, ...").
 inline std::string assumptions_text(const planner_result& r) {
   std::string s;
   for (const assumption& a : r.assumptions)
-    if (!a.text.empty()) s += (s.empty() ? "" : ", ") + a.text;
+    if (!a.text.empty() && !(a.input == "gpu" && r.budget))  // the budget line names the GPU
+      s += (s.empty() ? "" : ", ") + a.text;
   return s;
 }
 
@@ -138,6 +139,19 @@ inline std::optional<replayed_context> replayed_context_of(const planner_result&
   return replayed_context{r.report->fit->max_context_tokens, r.report->fit->context_lower_bound};
 }
 
+/// The screen's budget line: the chain from the GPU to the KV budget per GPU, one line.
+inline std::string budget_text(const budget_derivation& b) {
+  if (!b.derived) return fmt::format("not derived from {}: {}; give --memory-gib", b.gpu->name, b.why_not);
+  const kv_budget& c = b.chain;
+  const auto sz = [](std::int64_t v) { return size_text(static_cast<std::uint64_t>(std::max<std::int64_t>(v, 0))); };
+  if (b.fixed)
+    return fmt::format("{} KV per GPU (--kv-cache-memory-bytes); weights {} of the {} {}", sz(c.kv_bytes),
+                       sz(c.weights_bytes), b.gpu->name, sz(c.usable_bytes));
+  return fmt::format("{} {} x {}{} - weights {} - reserve {} est. = {}", b.gpu->name, sz(c.gpu_bytes),
+                     fraction_text(c.fraction), b.fraction_source == "flag" ? "" : " default", sz(c.weights_bytes),
+                     sz(c.reserve_bytes), c.fits() ? sz(c.kv_bytes) : "no KV cache");
+}
+
 /// The default output of dsv4-cache-plan (see the file comment).
 inline std::string screen_text(const planner_result& r) {
   const plan_verdict v = verdict_of(r);
@@ -150,6 +164,7 @@ inline std::string screen_text(const planner_result& r) {
                                          m.num_nextn_predict_layers > 0 && !p.options.cache_mtp ? " (not cached)" : "",
                                          plan_indexer(p)));
   s += screen_lines("assumes", assumptions_text(r));
+  if (r.budget) s += screen_lines("budget", budget_text(*r.budget));
   s += screen_lines("engine", screen_engine_text(r));
   // Per GPU: the worst rank's requests and bytes against the budget.
   const std::int64_t gpu_requests = p.options.requests;  // the worst rank's DP share
@@ -167,7 +182,8 @@ inline std::string screen_text(const planner_result& r) {
                : fmt::format(", over the {} budget by {}", size_text(*r.budget_bytes),
                              size_text(p.total_bytes - *r.budget_bytes));
   else
-    gpu += " (no budget given: --memory-gib or --gpu-memory-gib)";
+    gpu += r.budget && r.budget->derived ? " (no KV budget: the weights leave none)"
+                                         : " (no budget given: --memory-gib, --gpu-memory-gib or --gpu)";
   s += screen_lines("per GPU", gpu);
   if (r.parallel) {
     const parallel_config& pc = *r.parallel;
