@@ -348,8 +348,10 @@ inline std::string plan_svg(const planner_result& r) {
                    "<rect class=\"plot\" x=\"{}\" y=\"{:.1f}\" width=\"{}\" height=\"{}\" fill=\"none\" "
                    "stroke=\"#000000\"/>\n",
                    kPlotX, plot_y, kPlotW, kPlotH);
+    double tick_width = 0;  // the widest tick label: the axis title goes left of it
     for (int d = 0; d <= static_cast<int>(decades); ++d) {
       const auto n = static_cast<std::int64_t>(std::llround(std::pow(10.0, d)));
+      tick_width = std::max(tick_width, svg_text_width(thousands(n), 12));
       fmt::format_to(out, "<line x1=\"{0}\" x2=\"{1}\" y1=\"{2:.1f}\" y2=\"{2:.1f}\" stroke=\"#000000\"/>\n",
                      kPlotX - 4, kPlotX, py(n));
       text(kPlotX - 6, py(n) + 4, thousands(n), 12, "end", "class=\"tick-y\"");
@@ -359,19 +361,20 @@ inline std::string plan_svg(const planner_result& r) {
     for (std::int64_t l = first_tick; static_cast<double>(l) <= std::exp2(x1) + 0.5; l *= 4) {
       fmt::format_to(out, "<line x1=\"{0:.1f}\" x2=\"{0:.1f}\" y1=\"{1:.1f}\" y2=\"{2:.1f}\" stroke=\"#000000\"/>\n",
                      px(l), bottom, bottom + 4);
-      text(px(l), bottom + 16,
+      text(px(l), bottom + 19,
            l >= 1048576 && l % 1048576 == 0 ? fmt::format("{}M", l / 1048576)
            : l >= 1024                      ? fmt::format("{}k", l / 1024)
                                             : thousands(l),
            12, "middle", "class=\"tick-x\"");
     }
-    text(kPlotX + kPlotW / 2, bottom + 34, "context (tokens per request, log scale)", 12, "middle");
+    text(kPlotX + kPlotW / 2, bottom + 37, "context (tokens per request, log scale)", 12, "middle");
     const double ay = plot_y + kPlotH / 2;
+    const double ax = std::max(14.0, std::min(40.0, kPlotX - 6 - tick_width - 8));
     fmt::format_to(out,
-                   "<text x=\"40\" y=\"{0:.1f}\" font-size=\"12\" text-anchor=\"middle\" transform=\"rotate(-90 40 "
-                   "{0:.1f})\">max requests (log scale)</text>\n",
-                   ay);
-    y = bottom + 58;
+                   "<text x=\"{0:.1f}\" y=\"{1:.1f}\" font-size=\"12\" text-anchor=\"middle\" transform=\"rotate(-90 "
+                   "{0:.1f} {1:.1f})\">max requests (log scale)</text>\n",
+                   ax, ay);
+    y = bottom + 61;
     for (std::size_t k = 0; k < r.curves.size(); ++k) {
       const capacity_curve& c = r.curves[k];
       const std::string_view color = kSvgCurveColors[k % kSvgCurveColors.size()];
@@ -404,6 +407,9 @@ inline std::string plan_svg(const planner_result& r) {
                      "<polyline class=\"curve\" data-engine=\"{}\" data-assumes=\"{}\" data-points=\"{}\" "
                      "points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"/>\n",
                      xml_escape(c.engine), xml_escape(mode), data, pts, color);
+      if (std::count(pts.begin(), pts.end(), ',') == 1)  // one point: a dot, as a line of one point shows nothing
+        fmt::format_to(out, "<circle class=\"curve-dot\" cx=\"{}\" cy=\"{}\" r=\"3\" fill=\"{}\"/>\n",
+                       pts.substr(0, pts.find(',')), pts.substr(pts.find(',') + 1), color);
       std::string legend = fmt::format("{} ({}): {} at {} tokens, {} at {}", c.label, mode,
                                        requests_text(c.points.front().second), thousands(c.points.front().first),
                                        requests_text(c.points.back().second), thousands(c.points.back().first));
