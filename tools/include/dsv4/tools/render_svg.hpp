@@ -329,7 +329,7 @@ inline std::string plan_svg(const planner_result& r) {
       top = std::max(top, v.requests);
       if (v.max_requests != kAny) top = std::max(top, v.max_requests);
     }
-    const double decades = std::max(1.0, std::ceil(std::log10(static_cast<double>(top)) - 1e-9));
+    const double decades = std::clamp(std::ceil(std::log10(static_cast<double>(top)) - 1e-9), 1.0, 18.0);
     const double lowest = v.has_budget && v.context_tokens < 4096
                               ? std::floor(std::log2(static_cast<double>(std::max<std::int64_t>(v.context_tokens, 1))))
                               : 12.0;
