@@ -34,8 +34,9 @@ if(TARGET dsv4-cache-plan)
   target_compile_definitions(golden_test PRIVATE DSV4_PYTHON3="${dsv4_golden_python}"
                                                  DSV4_GOLDEN_WRITER_PY="${CMAKE_CURRENT_SOURCE_DIR}/golden/fp8_ds_mla_writer.py"
                                                  DSV4_GOLDEN_WRITERS_PY="${CMAKE_CURRENT_SOURCE_DIR}/golden/golden_writer.py")
-  # dsv4-cache-plan --svg rendered by rsvg-convert (librsvg2-bin): text, bar pixels and sums,
-  # curve ends against --json; skipped (77) without rsvg-convert.
+  # dsv4-cache-plan --svg rendered by rsvg-convert (librsvg2-bin): every text box inside the canvas
+  # (the width estimate against the ink), bars by cause against --json's breakdown, bar pixels,
+  # curve ends against --json, refusals, ticks, the largest N; skipped (77) without rsvg-convert.
   if(Python3_Interpreter_FOUND)
     add_test(NAME cli.svg_render
              COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/cli/svg_render_test.py

@@ -1381,6 +1381,162 @@ TEST(CliScreen, SvgWrittenWholeOrNotAtAll) {
   fs::remove_all(dir);
 }
 
+/// The --svg file of `args` (written into a fresh folder), or "" when the planner failed.
+std::string svg_of(std::vector<std::string> args) {
+  namespace fs = std::filesystem;
+  const fs::path dir = dsv4::cache::testing::unique_temp_path("svg-reads");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  args.emplace_back("--svg");
+  args.push_back((dir / "plan.svg").string());
+  const run_result r = run(args);
+  EXPECT_EQ(r.code, 0) << r.err;
+  std::ifstream in(dir / "plan.svg");
+  std::string svg((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  fs::remove_all(dir);
+  return svg;
+}
+
+/// One <text> of an SVG: its string (unescaped), class and estimated box (svg_text_width).
+struct svg_text_box {
+  std::string text, cls, engine;
+  double left = 0, top = 0, right = 0, bottom = 0;
+};
+
+std::vector<svg_text_box> svg_texts(const std::string& svg) {
+  const auto attr = [](std::string_view tag, std::string_view name) {
+    const std::string key = " " + std::string(name) + "=\"";
+    const std::size_t at = tag.find(key);
+    if (at == std::string_view::npos) return std::string();
+    const std::size_t from = at + key.size();
+    return std::string(tag.substr(from, tag.find('"', from) - from));
+  };
+  std::vector<svg_text_box> out;
+  for (std::size_t at = svg.find("<text "); at != std::string::npos; at = svg.find("<text ", at + 1)) {
+    const std::size_t close = svg.find('>', at);
+    const std::string_view tag(svg.data() + at, close - at);
+    std::string t = svg.substr(close + 1, svg.find("</text>", close) - close - 1);
+    for (const auto& [from, to] : std::array<std::pair<std::string_view, std::string_view>, 5>{
+             {{"&lt;", "<"}, {"&gt;", ">"}, {"&quot;", "\""}, {"&apos;", "'"}, {"&amp;", "&"}}})
+      for (std::size_t k = t.find(from); k != std::string::npos; k = t.find(from, k + to.size()))
+        t.replace(k, from.size(), to);
+    svg_text_box b{t, attr(tag, "class"), attr(tag, "data-engine")};
+    const double size = attr(tag, "font-size").empty() ? 12 : std::stod(attr(tag, "font-size"));
+    const double x = std::stod(attr(tag, "x")), y = std::stod(attr(tag, "y"));
+    const double w = svg_text_width(t, size);
+    const std::string anchor = attr(tag, "text-anchor");
+    b.left = anchor == "end" ? x - w : anchor == "middle" ? x - w / 2 : x;
+    b.right = b.left + w;
+    b.top = y - 0.95 * size;
+    b.bottom = y + 0.25 * size;
+    if (!attr(tag, "transform").empty()) {  // rotate(-90 x y): the box turned about (x, y)
+      EXPECT_EQ(attr(tag, "transform").rfind("rotate(-90 ", 0), 0U) << attr(tag, "transform");
+      b = {t, b.cls, b.engine, x - 0.95 * size, y - w / 2, x + 0.25 * size, y + w / 2};
+    }
+    out.push_back(b);
+  }
+  return out;
+}
+
+// Issue 42, item 2 (the SVG reads right), without a renderer (tests/cli/svg_render_test.py
+// renders with rsvg-convert): every text box inside the 1,000-px canvas at the longest model
+// name; SGLang's refusal of --no-overlap a legend note below the plot, whole, the other curves
+// drawn; "(replay)" only for a model with a replay group; the log axis from 1 (no 0 tick); the
+// largest N that fits marked with --json's answer; each curve labelled with its scheduling; the
+// compressor-state bar's in-flight prompt pages a part of its own, said in its label.
+TEST(CliScreen, SvgReadsRight) {
+  namespace fs = std::filesystem;
+  const std::vector<std::string> flash = {"--preset",  "v4-flash", "--memory-gib", "30",
+                                          "--context", "131072",   "--no-overlap"};
+  const std::string svg = svg_of(flash);
+  ASSERT_FALSE(svg.empty());
+  const double width = 1000;
+  const double height = std::stod(svg.substr(svg.find("height=\"") + 8));
+  const std::vector<svg_text_box> texts = svg_texts(svg);
+  const auto inside = [&](const std::vector<svg_text_box>& all, double h) {
+    for (const svg_text_box& b : all)
+      EXPECT_TRUE(b.left >= 0 && b.right <= width && b.top >= 0 && b.bottom <= h)
+          << b.text << " [" << b.left << ", " << b.right << "] x [" << b.top << ", " << b.bottom << "]";
+  };
+  inside(texts, height);
+  // The refusal: a legend note below the plot, the whole message; vLLM's and tokenspeed's curves drawn.
+  EXPECT_EQ(svg.find("class=\"curve\" data-engine=\"sglang\""), std::string::npos);
+  EXPECT_NE(svg.find("class=\"curve\" data-engine=\"vllm\""), std::string::npos);
+  EXPECT_NE(svg.find("class=\"curve\" data-engine=\"tokenspeed\""), std::string::npos);
+  const std::size_t plot = svg.find("class=\"plot\"");
+  EXPECT_NE(plot, std::string::npos);
+  const double plot_bottom =
+      plot == std::string::npos ? height : std::stod(svg.substr(svg.find("y=\"", plot) + 3)) + 280;
+  std::string note;
+  for (const svg_text_box& b : texts)
+    if (b.cls == "refusal") {
+      EXPECT_EQ(b.engine, "sglang");
+      EXPECT_GT(b.top, plot_bottom);
+      note += b.text + " ";
+    }
+  EXPECT_NE(note.find("--no-overlap (SGLang's --disable-overlap-schedule) is not modelled"), std::string::npos) << note;
+  EXPECT_EQ(note.find("..."), std::string::npos) << note;
+  // V4 has no replay group: no replay in the legend.
+  EXPECT_EQ(svg.find("(replay)"), std::string::npos);
+  EXPECT_EQ(svg.find("data-kind=\"replay\""), std::string::npos);
+  for (svg_text_box b : texts) {  // "replayed" (the verdict's) aside, no text says replay
+    for (std::size_t k = b.text.find("replayed"); k != std::string::npos; k = b.text.find("replayed"))
+      b.text.erase(k, 8);
+    EXPECT_EQ(b.text.find("replay"), std::string::npos) << b.text;
+  }
+  // The log axis: 1, 10, 100, ... and no 0.
+  std::vector<std::string> ticks;
+  for (const svg_text_box& b : texts)
+    if (b.cls == "tick-y") ticks.push_back(b.text);
+  EXPECT_EQ(svg.find(">0</text>"), std::string::npos);
+  EXPECT_GE(ticks.size(), 2U);
+  if (ticks.size() >= 2) {
+    EXPECT_EQ(ticks[0], "1");
+    EXPECT_EQ(ticks[1], "10");
+  }
+  EXPECT_EQ(std::find(ticks.begin(), ticks.end(), "0"), ticks.end());
+  // The largest N that fits at L, marked and labelled, as --json's verdict says.
+  std::vector<std::string> with_json = flash;
+  with_json.emplace_back("--json");
+  const json j = json::parse(run(with_json).out);
+  const std::int64_t most = j["verdict"]["max_requests"].get<std::int64_t>();
+  EXPECT_NE(svg.find(fmt::format("class=\"max-fit\" data-requests=\"{}\" data-context=\"131072\"", most)),
+            std::string::npos);
+  bool tagged = false, said = false;
+  std::string vllm_label, tokenspeed_label;
+  for (const svg_text_box& b : texts) {
+    tagged = tagged || (b.cls == "max-fit-label" && b.text == "largest N: " + thousands(most));
+    said = said || b.text.starts_with("largest N that fits at 131,072 tokens: " + thousands(most));
+    if (b.cls == "curve-label" && b.engine == "vllm") vllm_label += b.text + " ";
+    if (b.cls == "curve-label" && b.engine == "tokenspeed") tokenspeed_label += b.text + " ";
+  }
+  EXPECT_TRUE(tagged);
+  EXPECT_TRUE(said);
+  // Each curve names the scheduling it assumes, as the report's assumptions say it.
+  EXPECT_NE(vllm_label.find("mixed batches, no async scheduling (--no-overlap)"), std::string::npos) << vllm_label;
+  EXPECT_NE(tokenspeed_label.find("mixed batches, no overlap scheduling (--no-overlap)"), std::string::npos)
+      << tokenspeed_label;
+  // The compressor-state bar: its in-flight prompt pages a part of their own, said in its label.
+  const std::size_t bar = svg.find("data-group=\"v4.c4a.compressor_state\"");
+  ASSERT_NE(bar, std::string::npos);
+  EXPECT_LT(svg.find("data-cause=\"in_flight\"", bar), svg.find("</g>", bar));
+  EXPECT_NE(svg.find("in flight (prompt pages)"), std::string::npos);
+  // V4.1 has a replay group (v4.1.swa): the legend says what replay means.
+  const std::string v41 = svg_of({"--preset", "v4.1-flash", "--memory-gib", "30", "--context", "65536"});
+  EXPECT_NE(v41.find("data-group=\"v4.1.swa (replay)\" data-kind=\"replay\""), std::string::npos);
+  EXPECT_NE(v41.find("(replay): a prefix cache rebuilds"), std::string::npos);
+  // The longest model name (63 bytes of wide letters, from a --config folder): the title wraps.
+  const fs::path dir = dsv4::cache::testing::unique_temp_path("svg-long-name") / std::string(63, 'W');
+  fs::create_directories(dir);
+  fs::copy_file(fs::path(DSV4_TEST_DATA_DIR) / "deepseek-v4-pro.config.json", dir / "config.json");
+  const std::string long_svg =
+      svg_of({"--config", dir.string(), "--engine", "sglang", "--memory-gib", "60", "--requests", "100000"});
+  fs::remove_all(dir.parent_path());
+  ASSERT_FALSE(long_svg.empty());
+  EXPECT_NE(long_svg.find(std::string(63, 'W')), std::string::npos);
+  inside(svg_texts(long_svg), std::stod(long_svg.substr(long_svg.find("height=\"") + 8)));
+}
+
 // A replay that runs past the threshold says so on stderr, once and then every 5 s; the answer on
 // stdout is unchanged. (The threshold is 3 s in the CLI; 1 ms here.)
 TEST(CliHygiene, LongReplaysPrintProgressOnStderr) {

@@ -121,6 +121,10 @@ struct capacity_curve {
   std::string engine;                                         ///< --engine name.
   std::vector<std::pair<std::int64_t, std::int64_t>> points;  ///< (context tokens, max requests), capped.
   std::string why_not;  ///< Why the engine has no curve for this model / these flags ("" when drawn).
+  std::string label;    ///< engine_label ("vllm@2026.11"); empty when refused.
+  /// What it assumes, as its report's assumptions say it: the scheduling and the running cap.
+  std::vector<std::string> assumes;
+  allocation_policy policy{};  ///< Its allocation policy (the scheduler: mixed batches or prefill first).
 };
 
 /// The value of an input the plan assumed.
@@ -869,7 +873,9 @@ inline std::int64_t span_pages(table_kind kind, std::int64_t rows, std::int64_t 
 /// alignment, a shared pool's padding to its widest block and its null block, a parent arena's
 /// parent rounding and null parent, the startup or admission raise, SGLang's ratio sizing). Never
 /// throws: every part is cut to what is left of the plan's bytes (the engine's share is then 0).
-inline plan_breakdown breakdown_of(const memory_plan& p) {
+/// With `only_group` >= 0: that group's parts only (its rows, rounding, in flight and null pages;
+/// the engine's share 0), the parts the SVG's bar of the group splits into.
+inline plan_breakdown breakdown_of(const memory_plan& p, int only_group = -1) {
   __extension__ typedef unsigned __int128 u128;  // products of three plan quantities (pedantic: an extension)
   plan_breakdown b;
   b.total = p.total_bytes;
@@ -900,7 +906,9 @@ inline plan_breakdown breakdown_of(const memory_plan& p) {
                         static_cast<u128>(std::max<std::int64_t>(shared, 0));
     take(b.in_flight, beyond * static_cast<u128>(page) * l);
   };
+  int gi = -1;
   for (const group_plan& g : p) {
+    if (++gi != only_group && only_group >= 0) continue;
     const paged_cache_group_spec& spec = g.spec;
     std::uint64_t& rows_part = spec.has_sliding_window() ? b.windows : b.context_rows;
     if (ratio) {  // SGLang sizes pools in tokens: the rows, and the rest is its ratio sizing
@@ -942,7 +950,7 @@ inline plan_breakdown breakdown_of(const memory_plan& p) {
       }
     }
   }
-  b.engine = b.total - static_cast<std::uint64_t>(sum);
+  b.engine = only_group >= 0 ? 0 : b.total - static_cast<std::uint64_t>(sum);
   return b;
 }
 
@@ -984,8 +992,16 @@ inline std::vector<capacity_curve> capacity_curves(const planner_args& a, const 
       try {
         const planner_result r = compute(b, false);
         c.points.emplace_back(l, plan_max_requests(r));
+        if (c.label.empty()) {
+          c.label = engine_label(*r.engine);
+          for (const assumption& x : r.assumptions)
+            if (x.input == "async_scheduling" || x.input == "max_running_requests") c.assumes.push_back(x.text);
+          c.policy = r.plan.options.policy;
+        }
       } catch (const std::invalid_argument& e) {
         c.points.clear();
+        c.label.clear();
+        c.assumes.clear();
         c.why_not = e.what();
         break;
       }
