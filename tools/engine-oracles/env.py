@@ -30,6 +30,7 @@ RELEASES = {
                  "partial-json-parser", "cbor2", "pybase64", "ijson", "setproctitle", "watchfiles",
                  "python-json-logger"],
         "imports": "import vllm.v1.core.kv_cache_utils",
+        "kernel_stubs": [],
     },
     "sglang@0.5.23": {
         "wheel": "sglang==0.5.23",
@@ -37,35 +38,56 @@ RELEASES = {
                  "pillow", "starlette", "IPython", "aiohttp", "torchvision==0.29.2", "dill", "apache-tvm-ffi",
                  "compressed_tensors", "loguru", "gguf", "requests", "pyyaml", "pyzmq", "numpy", "tqdm", "msgspec",
                  "einops", "sentencepiece", "protobuf", "safetensors", "tokenizers", "pybase64", "cbor2", "partial-json-parser",
-                 "setproctitle", "blake3", "cachetools", "regex", "py-cpuinfo", "ijson", "python-json-logger", "urllib3",
+                 "setproctitle", "blake3", "cachetools", "regex", "py-cpuinfo", "ijson", "python-json-logger", "urllib3", "traitlets",
                  "certifi", "idna", "charset_normalizer", "packaging", "anyio", "sniffio", "h11", "httpx", "httpcore",
                  "annotated-types", "pydantic_core", "typing-inspection", "mpmath", "MarkupSafe", "hf-xet"],
         "imports": "import sglang.srt.model_executor.pool_configurator",
+        "kernel_stubs": ["sgl_kernel"],
     },
 }
+
+
+def default_cache():
+    return os.environ.get("DSV4_ORACLE_CACHE", str(Path.home() / ".cache" / "dsv4-engine-oracles"))
+
+
+def venv_python(release, cache):
+    return Path(cache) / release.replace("@", "-") / "bin" / "python"
+
+
+def boot_env():
+    """The environment a release's Python runs in: boot/ on PYTHONPATH (the GPU stubs, sitecustomize)."""
+    boot = Path(__file__).resolve().parent / "boot"
+    return dict(os.environ, PYTHONPATH=str(boot))
+
+
+def ensure(release, cache, quiet=False):
+    """Builds (or updates) the release's environment; returns (python, None) or (None, why not)."""
+    r = RELEASES[release]
+    py = venv_python(release, cache)
+    if not py.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(py.parent.parent)], check=True)
+    pip = [str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps"]
+    out = subprocess.DEVNULL if quiet else None
+    subprocess.run(pip + TORCH + TORCH_DEPS, check=True, stdout=out)
+    subprocess.run(pip + [r["wheel"]] + r["deps"], check=True, stdout=out)
+    check = f"import gpu_stubs; gpu_stubs.install_kernel_modules({r['kernel_stubs']!r}); {r['imports']}"
+    p = subprocess.run([str(py), "-c", check], env=boot_env(), capture_output=True, text=True)
+    if p.returncode != 0:
+        return None, f"its sizing modules do not import: {p.stderr.strip().splitlines()[-1]}"
+    return py, None
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("release", choices=sorted(RELEASES))
-    ap.add_argument("--cache", default=os.environ.get("DSV4_ORACLE_CACHE",
-                                                      str(Path.home() / ".cache" / "dsv4-engine-oracles")))
+    ap.add_argument("--cache", default=default_cache())
     a = ap.parse_args()
-    r = RELEASES[a.release]
-    venv = Path(a.cache) / a.release.replace("@", "-")
-    py = venv / "bin" / "python"
-    if not py.exists():
-        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    pip = [str(py), "-m", "pip", "install", "-q", "--no-deps"]
-    subprocess.run(pip + TORCH + TORCH_DEPS, check=True)
-    subprocess.run(pip + [r["wheel"]] + r["deps"], check=True)
-    boot = Path(__file__).resolve().parent / "boot"
-    env = dict(os.environ, PYTHONPATH=str(boot))
-    p = subprocess.run([str(py), "-c", r["imports"]], env=env, capture_output=True, text=True)
-    if p.returncode != 0:
-        print(f"{a.release}: its sizing modules do not import: {p.stderr.strip().splitlines()[-1]}")
+    py, why = ensure(a.release, a.cache)
+    if py is None:
+        print(f"{a.release}: {why}")
         return 1
-    print(f"{a.release}: {venv} ready ({r['imports']})")
+    print(f"{a.release}: {py.parent.parent} ready ({RELEASES[a.release]['imports']})")
     return 0
 
 

@@ -11,7 +11,16 @@ unchanged on CPU (tensors on the meta device or the CPU). The figures are an H20
                                         multi_processor_count 132
   torch.cuda.mem_get_info(...)       -> (total_memory, total_memory)
   torch.cuda.set_device(...)         -> no-op
+
+and, where a driver asks for it (install_kernel_modules), the engines' GPU kernel packages, listed
+in KERNEL_MODULES: importing one (or any submodule) gives a placeholder module whose every name is
+a placeholder that raises when called; no sizing code calls one (kernel_names_touched() lists the
+names the engine's imports looked up, for the report). Today: sgl_kernel (SGLang's kernel wheel,
+which pool_configurator's imports reach through sglang.srt.layers.quantization).
 """
+import importlib.abc
+import importlib.machinery
+import sys
 import types
 
 H200_NAME = "NVIDIA H200"
@@ -29,6 +38,64 @@ STUBS = [
     "torch.cuda.mem_get_info",
     "torch.cuda.set_device",
 ]
+
+
+KERNEL_MODULES = []  # filled by install_kernel_modules()
+_TOUCHED = set()
+
+
+class _KernelPlaceholder:
+    """A name in a stubbed kernel module: attributes give more placeholders; calling one raises."""
+
+    def __init__(self, name):
+        self._name = name
+        _TOUCHED.add(name)
+
+    def __getattr__(self, attr):
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        return _KernelPlaceholder(f"{self._name}.{attr}")
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError(f"GPU kernel stub {self._name} was called: the oracle must not run kernels")
+
+    def __repr__(self):
+        return f"<GPU kernel stub {self._name}>"
+
+
+class _KernelModule(types.ModuleType):
+    def __getattr__(self, attr):
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        return _KernelPlaceholder(f"{self.__name__}.{attr}")
+
+
+class _KernelFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    def __init__(self, roots):
+        self.roots = set(roots)
+
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] in self.roots:
+            return importlib.machinery.ModuleSpec(name, self, is_package=True)
+        return None
+
+    def create_module(self, spec):
+        module = _KernelModule(spec.name)
+        module.__path__ = []
+        return module
+
+    def exec_module(self, module):
+        pass
+
+
+def install_kernel_modules(roots):
+    """Answers imports of the GPU kernel packages `roots` (and their submodules) with placeholders."""
+    KERNEL_MODULES.extend(f"{r} (GPU kernel package: import only)" for r in roots)
+    sys.meta_path.insert(0, _KernelFinder(roots))
+
+
+def kernel_names_touched():
+    return sorted(_TOUCHED)
 
 
 def _properties(device=None):
