@@ -42,11 +42,12 @@ def planner_json(planner, engines, args):
 
 
 def run_driver(py, driver, points):
+    """Runs a driver in the release's environment; its results are the last line of its stdout."""
     p = subprocess.run([str(py), str(HERE / "drivers" / driver)], input=json.dumps(points), env=env.boot_env(),
                        capture_output=True, text=True)
     if p.returncode != 0:
         raise RuntimeError(f"driver {driver} failed: {p.stderr.strip()[-2000:]}")
-    return json.loads(p.stdout)
+    return json.loads(p.stdout.strip().splitlines()[-1])
 
 
 class NotRunnable(RuntimeError):
@@ -131,7 +132,54 @@ def compare_sglang(rep, cache, planner):
                      f"--context {CONTEXT}")
 
 
-RUNNERS = {SGLANG: compare_sglang}
+# ---------------------------------------------------------------- vLLM 0.33.0
+VLLM = "vllm@0.33.0"
+VLLM_PLANNER_ENGINES = ["vllm@0.33.0", "vllm"]
+
+
+def vllm_grid():
+    return [{"model": m, "memory_gib": g, "context": c, "max_num_seqs": 1024, "prefill_chunk": 8192, "async": a}
+            for m in ("v4-flash", "v4-pro") for g in (16, 64, 120) for c in (131072, 1048576) for a in (True, False)]
+
+
+def compare_vllm(rep, cache, planner):
+    py = ready_env(VLLM, cache)
+    points = vllm_grid()
+    out = run_driver(py, "vllm_0_33_0.py", points)
+    rep.notes.append("stubs: " + ", ".join(out["stubs"]))
+    rep.notes.append("kernel names the imports looked up (none called): " + ", ".join(out["kernel_stubs_touched"]))
+    for point, res in zip(points, out["results"]):
+        args = ["--preset", point["model"], "--memory-gib", str(point["memory_gib"]), "--context", str(point["context"]),
+                "--max-running-requests", str(point["max_num_seqs"]), "--prefill-chunk", str(point["prefill_chunk"]),
+                "--overlap" if point["async"] else "--no-overlap"]
+        plan, engine = planner_json(planner, VLLM_PLANNER_ENGINES, args)
+        er = plan["engine_report"]
+        name = (f"{point['model']} {point['memory_gib']} GiB context {point['context']} "
+                f"async {'on' if point['async'] else 'off'}")
+        if "error" in res and "starts" not in res:
+            rep.check(name, "driver ran", res["error"], None)
+            continue
+        rep.check(name, "starts", res["starts"], er["starts"])
+        if not res["starts"]:
+            rep.notes.append(f"{name}: the release says {res['error']}")
+            continue
+        rep.check(name, "num_blocks", res["num_blocks"], er["num_blocks"])
+        rep.check(name, "bytes per block (each KV cache tensor)", res["bytes_per_block"], [er["bytes_per_block"]])
+        rep.check(name, "groups", res["num_groups"], len(er["groups"]))
+        rep.check(name, "groups' (page bytes, block tokens)",
+                  sorted(zip(res["group_page_bytes"], res["group_block_sizes"])),
+                  sorted((g["bytes"], g["block_tokens"]) for g in er["groups"]))
+        rep.check(name, "KV cache size tokens", res["kv_cache_size_tokens"], er["reported_tokens"])
+        rep.check(name, "maximum concurrency", res["max_concurrency"], er["reported_concurrency"])
+        planner_line = next(line for line in er["log_lines"] if "KV cache size" in line)
+        rep.check(name, "log line 'GPU KV cache size: ... Maximum concurrency ...'",
+                  res["log_lines"][0] if res["log_lines"] else None, planner_line)
+    rep.notes.append(f"planner: --engine {engine} (preset {er['preset']}); grid: V4-Flash and V4-Pro x "
+                     "16 / 64 / 120 GiB x --context 131072 / 1048576 x async scheduling on / off, max_num_seqs 1024, "
+                     "max_num_batched_tokens 8192")
+
+
+RUNNERS = {SGLANG: compare_sglang, VLLM: compare_vllm}
 
 
 def main():
