@@ -179,7 +179,64 @@ def compare_vllm(rep, cache, planner):
                      "max_num_batched_tokens 8192")
 
 
-RUNNERS = {SGLANG: compare_sglang, VLLM: compare_vllm}
+# ---------------------------------------------------------------- tokenspeed 0.1.1
+TOKENSPEED = "tokenspeed@0.1.1"
+TOKENSPEED_PLANNER_ENGINES = ["tokenspeed@0.1.1", "tokenspeed"]
+# 0.1.1 requires tokenspeed-scheduler>=0.1.25; pip resolves the newest, and 0.1.37 and later lack
+# CacheGroupFamily (which 0.1.1's scheduler bridge imports), so these two are tried.
+TOKENSPEED_SCHEDULERS = ["0.1.25", "0.1.36"]
+# The wheels beside the scheduler: tokenspeed, its kernel wheel and what that imports. torch and
+# the rest come from the vLLM 0.33.0 environment (a .pth file points there).
+TOKENSPEED_WHEELS = ["tokenspeed==0.1.1", "tokenspeed-kernel==0.1.4", "tokenspeed-triton", "tokenspeed-proton",
+                     "nvidia-cutlass-dsl==4.8.0", "nvidia-cutlass-dsl-libs-base==4.8.0",
+                     "nvidia-cutlass-dsl-libs-cu13==4.8.0", "cuda-bindings", "cuda-pathfinder",
+                     "apache-tvm-ffi==0.1.13.post3", "pandas", "python-dateutil", "pytz", "tzdata"]
+
+
+def tokenspeed_env(cache, scheduler, vllm_py):
+    venv = Path(cache) / f"tokenspeed-0.1.1-sched-{scheduler}"
+    py = venv / "bin" / "python"
+    if not py.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    site = subprocess.run([str(vllm_py), "-c", "import site; print(site.getsitepackages()[0])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    own = subprocess.run([str(py), "-c", "import site; print(site.getsitepackages()[0])"],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    (Path(own) / "zz-vllm-env.pth").write_text(site + "\n")
+    subprocess.run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps",
+                    f"tokenspeed-scheduler=={scheduler}", *TOKENSPEED_WHEELS], check=True, stdout=subprocess.DEVNULL)
+    return py
+
+
+def compare_tokenspeed(rep, cache, planner):
+    vllm_py = ready_env(VLLM, cache)
+    points = [{"model": m, "memory_gib": 16} for m in ("v4-flash", "v4-pro")]
+    tried = []
+    ran = False
+    for scheduler in TOKENSPEED_SCHEDULERS:
+        out = run_driver(tokenspeed_env(cache, scheduler, vllm_py), "tokenspeed_0_1_1.py", points)
+        imports = out["imports"]
+        tried.append(f"tokenspeed-scheduler {scheduler}: scheduler {imports.get('tokenspeed_scheduler')}, "
+                     f"CacheGroupFamily {'present' if imports.get('CacheGroupFamily') else 'absent'}, "
+                     f"recipe module: {imports.get('recipe')}")
+        if imports.get("recipe") != "ok":
+            continue
+        ran = True
+        for point, res in zip(points, out["results"]):
+            args = ["--preset", point["model"], "--memory-gib", str(point["memory_gib"]), "--context", str(CONTEXT)]
+            plan, engine = planner_json(planner, TOKENSPEED_PLANNER_ENGINES, args)
+            er = plan["engine_report"]
+            name = f"scheduler {scheduler} {point['model']} {point['memory_gib']} GiB"
+            rep.check(name, "parent bytes", res.get("parent_bytes", res.get("error")), er["parent_bytes"])
+            if "token_capacity" in res:
+                rep.check(name, "token_capacity", res["token_capacity"], er["token_capacity"])
+    rep.notes += tried
+    if not ran:
+        raise NotRunnable("tokenspeed 0.1.1's DeepSeek V4 recipe did not import on CPU with any scheduler tried ("
+                          + ", ".join(TOKENSPEED_SCHEDULERS) + "); see the notes")
+
+
+RUNNERS = {SGLANG: compare_sglang, VLLM: compare_vllm, TOKENSPEED: compare_tokenspeed}
 
 
 def main():
