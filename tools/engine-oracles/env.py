@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Makes one virtual environment per engine release under a cache folder, from the package index
 (pip, nothing else): the release's wheel without its dependencies, the released torch, and only
-the packages its sizing modules import. Status (docs/engines/oracle-results.md): work in progress; the dependency lists are not yet
-complete and the per-release drivers that run the sizing code are not written yet.
+the packages its sizing modules import; then checks that they import (the GPU kernel packages
+answered by gpu_stubs.install_kernel_modules). run.py calls ensure() for each release it compares
+(tokenspeed 0.1.1's environments are made by run.py itself, on top of the vLLM one).
 
   python3 tools/engine-oracles/env.py RELEASE [--cache DIR]     RELEASE: vllm@0.33.0, sglang@0.5.23
 
@@ -44,7 +45,8 @@ RELEASES = {
                  "pillow", "starlette", "IPython", "aiohttp", "torchvision==0.29.2", "dill", "apache-tvm-ffi",
                  "compressed_tensors", "loguru", "gguf", "requests", "pyyaml", "pyzmq", "numpy", "tqdm", "msgspec",
                  "einops", "sentencepiece", "protobuf", "safetensors", "tokenizers", "pybase64", "cbor2", "partial-json-parser",
-                 "setproctitle", "blake3", "cachetools", "regex", "py-cpuinfo", "ijson", "python-json-logger", "urllib3", "traitlets",
+                 "setproctitle", "blake3", "cachetools", "regex", "py-cpuinfo", "ijson", "python-json-logger", "urllib3", "traitlets", "pygments", "httpx2", "httpcore2", "truststore", "multidict", "attrs", "yarl",
+                 "propcache", "aiohappyeyeballs", "aiosignal", "frozenlist",
                  "certifi", "idna", "charset_normalizer", "packaging", "anyio", "sniffio", "h11", "httpx", "httpcore",
                  "annotated-types", "pydantic_core", "typing-inspection", "mpmath", "MarkupSafe", "hf-xet"],
         "imports": "import sglang.srt.model_executor.pool_configurator",
