@@ -21,7 +21,8 @@ from pathlib import Path
 TORCH = ["torch==2.14.0", "nvidia-cusparselt-cu13==0.8.1", "nvidia-nvshmem-cu13==3.4.5", "nvidia-cufile==1.15.1.6",
          "nvidia-nccl-cu13==2.30.7"]
 # What torch itself imports (its other requirements are the CUDA packages above or the toolkit's).
-TORCH_DEPS = ["typing_extensions", "sympy", "filelock", "jinja2", "networkx", "fsspec", "numpy", "setuptools>=78.1.1,<81"]
+TORCH_DEPS = ["typing_extensions", "sympy", "filelock", "jinja2", "networkx", "fsspec", "numpy", "setuptools>=78.1.1,<81",
+              "mpmath", "MarkupSafe"]
 RELEASES = {
     "vllm@0.33.0": {
         "wheel": "vllm==0.33.0",
@@ -32,7 +33,9 @@ RELEASES = {
                  "python-json-logger", "aiohttp", "multidict", "attrs", "yarl", "propcache", "aiosignal", "frozenlist",
                  "aiohappyeyeballs", "openai-harmony", "openai", "sniffio", "pillow", "uvloop", "xgrammar",
                  "apache-tvm-ffi", "fastapi", "starlette", "opentelemetry-api", "importlib-metadata", "zipp",
-                 "llguidance", "compressed-tensors", "loguru"],
+                 "llguidance", "compressed-tensors", "loguru", "packaging", "pydantic-core", "typing-inspection",
+                 "annotated-types", "urllib3", "httpx2", "idna", "httpcore2", "truststore", "h11", "certifi",
+                 "anyio", "annotated-doc"],
         "imports": "import vllm.v1.core.kv_cache_utils",
         "kernel_stubs": ["vllm._C_stable_libtorch", "vllm._C", "vllm._moe_C", "vllm._moe_C_stable_libtorch",
                          "vllm.cumem_allocator", "vllm._flashmla_C", "vllm._flashmla_extension_C", "vllm._rocm_C",
