@@ -189,7 +189,7 @@ TOKENSPEED_SCHEDULERS = ["0.1.25", "0.1.36"]
 # the rest come from the vLLM 0.33.0 environment (a .pth file points there).
 TOKENSPEED_WHEELS = ["tokenspeed==0.1.1", "tokenspeed-kernel==0.1.4", "tokenspeed-triton", "tokenspeed-proton",
                      "nvidia-cutlass-dsl==4.8.0", "nvidia-cutlass-dsl-libs-base==4.8.0",
-                     "nvidia-cutlass-dsl-libs-cu13==4.8.0", "cuda-bindings", "cuda-pathfinder",
+                     "nvidia-cutlass-dsl-libs-cu12==4.8.0", "nvidia-cutlass-dsl-libs-cu13==4.8.0", "cuda-bindings", "cuda-pathfinder",
                      "apache-tvm-ffi==0.1.13.post3", "pandas", "python-dateutil", "pytz", "tzdata"]
 
 
