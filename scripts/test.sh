@@ -21,8 +21,8 @@
 #           stage leaves out of the README command
 #   oracles the released engines' own sizing code as the planner's oracle (issue 38):
 #           tools/engine-oracles/run.py downloads SGLang 0.5.23, vLLM 0.33.0 and tokenspeed 0.1.1 with
-#           torch from the package index (about 0.6 GB the first time, into ~/.cache/dsv4-engine-oracles
-#           or $DSV4_ORACLE_CACHE), runs their sizing functions on CPU and compares every figure with the
+#           torch from the package index (over 1.4 GB the first time; about 8.5 GB of environments in
+#           ~/.cache/dsv4-engine-oracles or $DSV4_ORACLE_CACHE), runs their sizing functions on CPU and compares every figure with the
 #           gcc stage's planner. Not in the default or --all lists (network, downloads): run it by name,
 #           DSV4_STAGES=oracles bash scripts/test.sh
 #
