@@ -19,6 +19,12 @@
 #   slow    the g++ build's slow sweeps and grids (ctest labels sweep: the 2^32-input codec sweeps
 #           against NVIDIA's host conversions; grid: the plan-safety grids): every check the gcc
 #           stage leaves out of the README command
+#   oracles the released engines' own sizing code as the planner's oracle (issue 38):
+#           tools/engine-oracles/run.py downloads SGLang 0.5.23, vLLM 0.33.0 and tokenspeed 0.1.1 with
+#           torch from the package index (over 1.4 GB the first time; about 8.5 GB of environments in
+#           ~/.cache/dsv4-engine-oracles or $DSV4_ORACLE_CACHE), runs their sizing functions on CPU and compares every figure with the
+#           gcc stage's planner. Not in the default or --all lists (network, downloads): run it by name,
+#           DSV4_STAGES=oracles bash scripts/test.sh
 #
 # `bash scripts/test.sh` (the README's test command) runs deps, gcc, python, tidy and format: every
 # test but the sweeps and grids, in under 20 minutes on 2 cores. `bash scripts/test.sh --all` (what
@@ -36,7 +42,10 @@
 #   DSV4_JOBS           parallel jobs (default: nproc)
 #   DSV4_FUZZ_SECONDS   seconds per fuzz target (default 60)
 #   DSV4_STAGES         the stages to run, in order (default: "deps gcc python tidy format"; with
-#                       --all "deps gcc python tidy format slow clang asan fuzz")
+#                       --all "deps gcc python tidy format slow clang asan fuzz"; oracles, which
+#                       downloads the engines, only when named: DSV4_STAGES=oracles)
+#   DSV4_ORACLE_CACHE   where the oracles stage keeps the engines' environments
+#                       (default ~/.cache/dsv4-engine-oracles)
 #   DSV4_VENV           the Python environment (default: .venv, made by scripts/install-deps.sh)
 # Prints each stage's time and ctest's summary lines at the end; any failure exits non-zero.
 set -euo pipefail
@@ -68,7 +77,7 @@ export CI=${CI:-false}
 # ---- stage bookkeeping: every stage is timed; the EXIT trap prints the table and the verdict ----
 # Seconds each stage may take on the 2-core machine (a fresh clone, dependencies installed).
 declare -A stage_budget=([deps]=300 [gcc]=780 [python]=240 [tidy]=150 [format]=30 [slow]=600
-  [clang]=900 [asan]=900 [fuzz]=$((fuzz_seconds * 8 + 400)))
+  [clang]=900 [asan]=900 [fuzz]=$((fuzz_seconds * 8 + 400)) [oracles]=900)
 total_budget=1200
 if [[ $default_stages == "$all_stages" ]]; then total_budget=3600; fi
 warnings=()
@@ -270,6 +279,17 @@ for stage in $stages; do
         wait "${pids[$i]}" || { rc=$?; echo "fuzz: ${names[$i]} failed (exit $rc):"; tail -n 40 "$build-fuzz/${names[$i]}.log"; exit 1; }
         echo "  fuzz ${names[$i]}: $(grep -m1 -oE 'stat::number_of_executed_units: [0-9]+' "$build-fuzz/${names[$i]}.log" | grep -oE '[0-9]+$') runs, no crash" | tee -a "$summary"
       done
+      end
+      ;;
+    oracles)
+      begin oracles "the released engines' sizing code against the planner (tools/engine-oracles/run.py) [$build]"
+      [[ -x $build/tools/dsv4-cache-plan ]] || { echo "scripts/test.sh: the oracles stage needs the gcc stage's planner ($build/tools/dsv4-cache-plan)" >&2; exit 1; }
+      oracle_log="$root/$build/oracles.log"
+      rc=0
+      python3 tools/engine-oracles/run.py --planner "$build/tools/dsv4-cache-plan" --json "$root/$build/oracles.json" 2>&1 |
+        tee "$oracle_log" || rc=$?
+      grep -E '^== ' "$oracle_log" | sed 's/^== /  oracles: /' >>"$summary" || true
+      ((rc == 0)) || exit "$rc"
       end
       ;;
     *)
