@@ -61,6 +61,7 @@ inline plan_options replay_options(const replay_case& c) {
   o.policy.overlap = c.overlap;
   o.vllm_pools = e->vllm;
   o.sglang_pools = e->sglang;
+  o.tokenspeed_pools = e->tokenspeed;
   o.max_running_requests = c.max_running;
   o.swa_full_tokens_ratio = 0.1;
   return o;

@@ -206,33 +206,91 @@ constexpr const char* tokenspeed_format_mismatch(const paged_cache_group_spec& g
                                    : "tokenspeed's V4 recipe stores KV rows as v4.fp8_ds_mla only (584 B, 576-B pages)";
 }
 
+/// tokenspeed's pool rules of one version preset (engines/registry.hpp), each with where that
+/// version sets it (see the top of this file).
+struct tokenspeed_pool_rules {
+  /// The CSA layers' index keys in a group of their own, `v4.c4a.indexer_kv` (full history, the
+  /// compressed KV's 256-token pages, its own packing; a layer's keys on plane "unit.<slot>"),
+  /// as tokenspeed 0.1.1 declares them (recipes/deepseek_v4.py `v4_indexer_kv_spec`); false:
+  /// beside the compressed KV in `v4.c4a.compressed_kv`, on plane "unit.<n4 + slot>" (f4d8ec6e).
+  bool indexer_keys_own_group = true;
+  /// The CSA-state windows grow with the decode input tokens d, max(8, 4 + d) (f4d8ec6e
+  /// `v4_c4_state_window`); false: 8 at any d (0.1.1: V4_COMPRESSOR_STATE_WINDOW_TOKENS[4]).
+  bool c4_state_window_grows = false;
+  friend constexpr bool operator==(const tokenspeed_pool_rules&, const tokenspeed_pool_rules&) = default;
+};
+
+/// tokenspeed 0.1.1 as released (wheel tokenspeed-0.1.1, 2026-10): index keys in their own group,
+/// CSA-state windows of 8.
+inline constexpr tokenspeed_pool_rules tokenspeed_rules_0_1_1{.indexer_keys_own_group = true,
+                                                              .c4_state_window_grows = false};
+/// tokenspeed at f4d8ec6e (2026-08-22): index keys in the compressed-KV group, windows max(8, 4 + d).
+inline constexpr tokenspeed_pool_rules tokenspeed_rules_f4d8ec6e{.indexer_keys_own_group = false,
+                                                                 .c4_state_window_grows = true};
+
+/// Whether engine group `g` of a tokenspeed arena is 0.1.1's own index-key group: its tensors are
+/// pool 1 (the index keys) of the CSA compressed-KV group only.
+constexpr bool tokenspeed_is_indexer_group(const engine_group& g) {
+  return g.num_members > 0 && g.members[0].pool == 1 && g.members[0].group.kind == group_kind::compressed_kv &&
+         g.members[0].group.ratio == 4;
+}
+
+/// tokenspeed's id of engine group `g` ("v4.c4a.indexer_kv" for 0.1.1's index keys, else the
+/// library group's id).
+inline std::string tokenspeed_group_id(const engine_group& g) {
+  return tokenspeed_is_indexer_group(g) ? std::string("v4.c4a.indexer_kv") : to_string(g.members[0].group);
+}
+
 /// tokenspeed's parent arena for the V4 groups `specs` (the MTP layers in them only when a draft
-/// model runs): one engine group per library group (its table rule, K = `pages_per_block`), every
-/// parent `bytes_per_block` bytes (the planes' sum, see the top of this file). Throws
+/// model runs) under the rules `rules` of a preset: one engine group per library group (its table
+/// rule, K = `pages_per_block`), the CSA index keys a group of their own where the rules say so,
+/// every parent `bytes_per_block` bytes (the planes' sum, see the top of this file). Throws
 /// std::invalid_argument if a group breaks tokenspeed's padding or partition check (tokenspeed
 /// refuses the layout) or a layer sits in no group.
-constexpr engine_pools tokenspeed_engine_pools(const group_spec_list& specs) {
+constexpr engine_pools tokenspeed_engine_pools(const group_spec_list& specs,
+                                               const tokenspeed_pool_rules& rules = tokenspeed_rules_0_1_1) {
   engine_pools e;
   e.structure = pool_structure::parent_arena;
   require(specs.num_groups > 0, "tokenspeed's arena needs at least one cache group", {"groups", specs.num_groups});
-  std::array<std::int64_t, kMaxGroups> raw{};
+  // The engine groups: library group `lib`, its pools [first_pool, end_pool).
+  struct source {
+    int lib = 0;
+    int first_pool = 0;
+    int end_pool = 0;
+  };
+  std::array<source, kMaxEngineGroups> src{};
+  std::array<std::int64_t, kMaxEngineGroups> raw{};
   std::int64_t max_raw = 0;
   int csa_layers = 0;
+  int n = 0;
   for (int gi = 0; gi < specs.num_groups; ++gi) {
     const paged_cache_group_spec& g = specs[gi];
-    raw[static_cast<std::size_t>(gi)] = checked_mul(g.page_bytes(), std::int64_t{g.num_layers});
-    if (raw[static_cast<std::size_t>(gi)] > max_raw) max_raw = raw[static_cast<std::size_t>(gi)];
-    if (g.id.kind == group_kind::compressed_kv && g.id.ratio == 4) csa_layers = g.num_layers;
+    const bool csa_kv = g.id.kind == group_kind::compressed_kv && g.id.ratio == 4;
+    if (csa_kv) csa_layers = g.num_layers;
+    const bool split = rules.indexer_keys_own_group && csa_kv && g.num_pools > 1;
+    for (int part = 0; part < (split ? 2 : 1); ++part) {
+      require(n < kMaxEngineGroups, "too many tokenspeed cache groups", {"groups", n});
+      source& s = src[static_cast<std::size_t>(n)];
+      s = {gi, split ? part : 0, split && part == 0 ? 1 : g.num_pools};
+      std::int64_t page = 0;
+      for (int p = s.first_pool; p < s.end_pool; ++p)
+        page = checked_add(page, g.pools[static_cast<std::size_t>(p)].page_bytes);
+      raw[static_cast<std::size_t>(n)] = checked_mul(page, std::int64_t{g.num_layers});
+      if (raw[static_cast<std::size_t>(n)] > max_raw) max_raw = raw[static_cast<std::size_t>(n)];
+      ++n;
+    }
   }
-  // One engine group per library group, K its packing.
-  for (int gi = 0; gi < specs.num_groups; ++gi) {
-    const paged_cache_group_spec& g = specs[gi];
-    require(raw[static_cast<std::size_t>(gi)] > 0, "a tokenspeed cache group declares no bytes", {"group", gi});
+  // One engine group per source, K its packing.
+  for (int ei = 0; ei < n; ++ei) {
+    const source& s = src[static_cast<std::size_t>(ei)];
+    const paged_cache_group_spec& g = specs[s.lib];
+    require(raw[static_cast<std::size_t>(ei)] > 0, "a tokenspeed cache group declares no bytes", {"group", s.lib});
     engine_group& eg = e.groups[static_cast<std::size_t>(e.num_groups++)];
     eg.rule = table_rule_of(g);
+    if (!rules.c4_state_window_grows) eg.rule.step_window_base_tokens = 0;  // 0.1.1: the windows stay W
     eg.pages_per_block = static_cast<std::int64_t>(
-        std::bit_floor(static_cast<std::uint64_t>(max_raw / raw[static_cast<std::size_t>(gi)])));
-    for (int p = 0; p < g.num_pools; ++p) {
+        std::bit_floor(static_cast<std::uint64_t>(max_raw / raw[static_cast<std::size_t>(ei)])));
+    for (int p = s.first_pool; p < s.end_pool; ++p) {
       engine_member& m = eg.members[static_cast<std::size_t>(eg.num_members++)];
       m.group = g.id;
       m.pool = p;
@@ -241,24 +299,26 @@ constexpr engine_pools tokenspeed_engine_pools(const group_spec_list& specs) {
       m.page_bytes = g.pools[static_cast<std::size_t>(p)].page_bytes;
     }
   }
-  // Planes: "unit.<slot>" (slot: the layer's rank in its group), index keys on unit.<n4 + slot>.
+  // Planes: "unit.<slot>" (slot: the layer's rank in its group); f4d8ec6e puts the index keys
+  // (pool 1 of the compressed-KV group) on unit.<n4 + slot>.
   constexpr int kPlanes = 2 * kMaxLayers;
   std::array<std::int64_t, kPlanes> need{};   // max over groups of K x field bytes
   std::array<std::int64_t, kPlanes> align{};  // lcm of the plane's alignments
   for (std::int64_t& a : align) a = kTokenspeedAlignment;
   std::int64_t parent_align = kTokenspeedAlignment;
-  for (int gi = 0; gi < specs.num_groups; ++gi) {
-    const paged_cache_group_spec& g = specs[gi];
-    const std::int64_t k = e.groups[static_cast<std::size_t>(gi)].pages_per_block;
+  for (int ei = 0; ei < n; ++ei) {
+    const source& s = src[static_cast<std::size_t>(ei)];
+    const paged_cache_group_spec& g = specs[s.lib];
+    const std::int64_t k = e.groups[static_cast<std::size_t>(ei)].pages_per_block;
     parent_align = std::lcm(parent_align, k);
     for (int slot = 0; slot < g.num_layers; ++slot) {
-      for (int p = 0; p < g.num_pools; ++p) {
+      for (int p = s.first_pool; p < s.end_pool; ++p) {
         const format_role role = g.pools[static_cast<std::size_t>(p)].format.role;
-        const int plane = p == 0 ? slot : csa_layers + slot;  // pool 1: the CSA index keys
+        const int plane = p == 0 || rules.indexer_keys_own_group ? slot : csa_layers + slot;
         require(plane < kPlanes, "too many tokenspeed planes", {"plane", plane});
         const std::int64_t bytes = checked_mul(k, g.pools[static_cast<std::size_t>(p)].page_bytes);
-        std::int64_t& n = need[static_cast<std::size_t>(plane)];
-        if (bytes > n) n = bytes;
+        std::int64_t& nd = need[static_cast<std::size_t>(plane)];
+        if (bytes > nd) nd = bytes;
         std::int64_t& a = align[static_cast<std::size_t>(plane)];
         // Element size: fp32 states, uint8 rows; the KV fields' page stride alignment (576 B).
         a = std::lcm(a, checked_mul(k, std::int64_t{role == format_role::state ? 4 : 1}));
@@ -272,13 +332,13 @@ constexpr engine_pools tokenspeed_engine_pools(const group_spec_list& specs) {
       sum = checked_add(sum,
                         detail::ts_round_up(need[static_cast<std::size_t>(pl)], align[static_cast<std::size_t>(pl)]));
   e.bytes_per_block = detail::ts_round_up(sum, parent_align);
-  for (int gi = 0; gi < specs.num_groups; ++gi) {
-    const std::int64_t k = e.groups[static_cast<std::size_t>(gi)].pages_per_block;
-    const std::int64_t r = raw[static_cast<std::size_t>(gi)];
-    require(e.bytes_per_block % k == 0, "tokenspeed: a group's packing does not partition the parent", {"group", gi},
+  for (int ei = 0; ei < n; ++ei) {
+    const std::int64_t k = e.groups[static_cast<std::size_t>(ei)].pages_per_block;
+    const std::int64_t r = raw[static_cast<std::size_t>(ei)];
+    require(e.bytes_per_block % k == 0, "tokenspeed: a group's packing does not partition the parent", {"group", ei},
             {"packing", k}, {"parent_bytes", e.bytes_per_block});
     require(e.bytes_per_block / k - r <= kTokenspeedMaxPaddingFraction * r,
-            "tokenspeed: a group's padding in the parent exceeds its limit (2x its bytes)", {"group", gi},
+            "tokenspeed: a group's padding in the parent exceeds its limit (2x its bytes)", {"group", ei},
             {"packing", k}, {"parent_bytes", e.bytes_per_block});
   }
   return e;
@@ -413,7 +473,7 @@ inline std::string tokenspeed_packing_text(const engine_pools& pools) {
   std::array<std::pair<std::string, std::int64_t>, kMaxEngineGroups> items{};
   int n = 0;
   for (const engine_group& g : pools)
-    items[static_cast<std::size_t>(n++)] = {to_string(g.members[0].group), g.pages_per_block};
+    items[static_cast<std::size_t>(n++)] = {tokenspeed_group_id(g), g.pages_per_block};
   for (int i = 1; i < n; ++i)
     for (int j = i; j > 0 && items[static_cast<std::size_t>(j)].first < items[static_cast<std::size_t>(j - 1)].first;
          --j)

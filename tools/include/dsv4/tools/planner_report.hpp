@@ -318,6 +318,7 @@ inline planner_result compute(const planner_args& a, bool with_engine_report = t
          a.dp_attention ? "DP attention" : "no DP attention");
   o.vllm_pools = r.engine->vllm;
   o.sglang_pools = r.engine->sglang;
+  o.tokenspeed_pools = r.engine->tokenspeed;
   if (a.pools == "own")
     o.pools = pools_choice::own;
   else if (a.pools != "engine")
