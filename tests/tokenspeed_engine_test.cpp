@@ -269,8 +269,11 @@ TEST(TokenspeedEngine, RefusalsAsTokenspeedWords) {
   EXPECT_FALSE(below.starts);
   EXPECT_EQ(below.refusal,
             "num_lcm_blocks=2815 cannot admit one token with the configured deepseek_v4 cache scheduler limits");
-  EXPECT_EQ(tokenspeed_startup(p, limits(true), 2 * 2'403'072 - 1, 43, 0).refusal,
+  EXPECT_EQ(tokenspeed_startup(p, limits(true), 2 * 2'403'072 - 1, 43, 0, tokenspeed_rules_f4d8ec6e).refusal,
             "DeepSeek V4 cache budget must hold a null parent and one usable parent");
+  // tokenspeed 0.1.1's words (recipes/base.py `CacheRecipe._budgeted_parents`, family deepseek_v4).
+  EXPECT_EQ(tokenspeed_startup(p, limits(true), 2 * 2'403'072 - 1, 43, 0, tokenspeed_rules_0_1_1).refusal,
+            "deepseek_v4 cache budget must hold a null parent and one usable LCM parent");
   // V4-Pro at 8 GiB with overlap: 8,589,934,592 // 3,460,608 - 1 = 2,481 budgeted, too few.
   const engine_pools pro = ts_pools(deepseek_v4_pro, ts_options());
   EXPECT_EQ(pro.bytes_per_block, 3'460'608);

@@ -217,16 +217,24 @@ struct tokenspeed_pool_rules {
   /// The CSA-state windows grow with the decode input tokens d, max(8, 4 + d) (f4d8ec6e
   /// `v4_c4_state_window`); false: 8 at any d (0.1.1: V4_COMPRESSOR_STATE_WINDOW_TOKENS[4]).
   bool c4_state_window_grows = false;
+  /// tokenspeed's ValueError for a budget below two parents: 0.1.1's recipes/base.py
+  /// `CacheRecipe._budgeted_parents` ("{family} cache budget ..." with family "deepseek_v4");
+  /// f4d8ec6e's recipes/deepseek_v4.py `DeepseekV4Recipe.num_lcm_blocks`.
+  std::string_view budget_refusal = "deepseek_v4 cache budget must hold a null parent and one usable LCM parent";
   friend constexpr bool operator==(const tokenspeed_pool_rules&, const tokenspeed_pool_rules&) = default;
 };
 
 /// tokenspeed 0.1.1 as released (wheel tokenspeed-0.1.1, 2026-10): index keys in their own group,
 /// CSA-state windows of 8.
-inline constexpr tokenspeed_pool_rules tokenspeed_rules_0_1_1{.indexer_keys_own_group = true,
-                                                              .c4_state_window_grows = false};
+inline constexpr tokenspeed_pool_rules tokenspeed_rules_0_1_1{
+    .indexer_keys_own_group = true,
+    .c4_state_window_grows = false,
+    .budget_refusal = "deepseek_v4 cache budget must hold a null parent and one usable LCM parent"};
 /// tokenspeed at f4d8ec6e (2026-08-22): index keys in the compressed-KV group, windows max(8, 4 + d).
-inline constexpr tokenspeed_pool_rules tokenspeed_rules_f4d8ec6e{.indexer_keys_own_group = false,
-                                                                 .c4_state_window_grows = true};
+inline constexpr tokenspeed_pool_rules tokenspeed_rules_f4d8ec6e{
+    .indexer_keys_own_group = false,
+    .c4_state_window_grows = true,
+    .budget_refusal = "DeepSeek V4 cache budget must hold a null parent and one usable parent"};
 
 /// Whether engine group `g` of a tokenspeed arena is 0.1.1's own index-key group: its tensors are
 /// pool 1 (the index keys) of the CSA compressed-KV group only.
@@ -487,11 +495,12 @@ inline std::string tokenspeed_packing_text(const engine_pools& pools) {
 
 /// tokenspeed's startup figures for the arena `pools` under `lim` with a KV budget of `budget`
 /// bytes, `layers` cache layers of which `draft_layers` are the draft model's (the log's
-/// "layers=%d (draft %d)"). Refuses as tokenspeed does: a budget below two parents, or parents
-/// that cannot admit one token. Throws std::invalid_argument for limits below 1 (N, C, d) or a
-/// context below 1.
+/// "layers=%d (draft %d)"). Refuses as tokenspeed does (in the words of the preset's `rules`): a
+/// budget below two parents, or parents that cannot admit one token. Throws
+/// std::invalid_argument for limits below 1 (N, C, d) or a context below 1.
 inline tokenspeed_startup_report tokenspeed_startup(const engine_pools& pools, const tokenspeed_limits& lim,
-                                                    std::uint64_t budget, int layers, int draft_layers) {
+                                                    std::uint64_t budget, int layers, int draft_layers,
+                                                    const tokenspeed_pool_rules& rules = tokenspeed_rules_0_1_1) {
   require(lim.max_num_seqs >= 1 && lim.chunk_tokens >= 1, "tokenspeed's max_num_seqs and chunk must be >= 1",
           {"max_num_seqs", lim.max_num_seqs}, {"chunk_tokens", lim.chunk_tokens});
   require(lim.decode_tokens >= 1 && lim.context_tokens >= 1, "tokenspeed's decode tokens and context must be >= 1",
@@ -506,7 +515,7 @@ inline tokenspeed_startup_report tokenspeed_startup(const engine_pools& pools, c
       whole >= 1 ? static_cast<std::int64_t>(whole > (std::uint64_t{1} << 62) ? (std::uint64_t{1} << 62) : whole) - 1
                  : -1;
   if (r.budgeted_parents < 1) {
-    r.refusal = "DeepSeek V4 cache budget must hold a null parent and one usable parent";
+    r.refusal = std::string(rules.budget_refusal);
     return r;
   }
   const std::int64_t cap = tokenspeed_capacity(pools, lim, r.budgeted_parents);

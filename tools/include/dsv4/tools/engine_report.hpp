@@ -270,7 +270,8 @@ inline engine_report compute_engine_report(const model_config& m, const memory_p
     }
     r.tokenspeed_budget_is_plan = !budget;
     r.tokenspeed_budget = budget ? *budget : sp->total_bytes;
-    r.tokenspeed = tokenspeed_startup(sp->pools, r.tokenspeed_lim, r.tokenspeed_budget, stage_layers, stage_draft);
+    r.tokenspeed = tokenspeed_startup(sp->pools, r.tokenspeed_lim, r.tokenspeed_budget, stage_layers, stage_draft,
+                                      o.tokenspeed_pools);
   }
   if (r.structure == pool_structure::ratio_pools) {
     sglang_options so = detail::sglang_options_of(o);
