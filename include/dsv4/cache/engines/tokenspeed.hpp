@@ -54,6 +54,29 @@
 //            @ 6083537e: off only with --disable-overlap-schedule or for PD prefill); P = 256 for
 //            DeepSeek V4 (configs/model_config.py @ 6083537e).
 //
+// tokenspeed 0.1.1 (the released wheel tokenspeed-0.1.1-py3-none-any.whl on PyPI, 2026-10; paths
+// below relative to tokenspeed/runtime/layers/attention/ in the wheel; `tokenspeed_rules_0_1_1`,
+// the default `--engine tokenspeed`) changes three rules of the pin; the rest reads as above
+// (recipes/plan.py `pack` and DeepseekV4Recipe.packing unchanged, the geometry the same):
+//   groups   recipes/deepseek_v4.py `v4_indexer_kv_spec`, `DeepseekV4Recipe.groups`: the index
+//            keys of a CSA layer are a group of their own, "v4.c4a.indexer_kv"
+//            (deepseek_v4_geometry.py V4_INDEXER_KV_GROUP_ID; full history, 64 rows of 4 tokens
+//            per page), each on plane "unit.<its slot in that group>"; v4.c4a.compressed_kv holds
+//            the compressed KV alone. V4-Flash packs c4kv 2 and the index keys 8: parent
+//            2,780,928 B (V4-Pro 4,013,568; the pin 2,403,072 and 3,460,608).
+//   windows  recipes/deepseek_v4.py `v4_compressor_state_spec`, `v4_indexer_state_spec`: the CSA
+//            states keep V4_COMPRESSOR_STATE_WINDOW_TOKENS[4] = 8 tokens at any decode width (the
+//            pin's `v4_c4_state_window`, max(8, 4 + d), is gone).
+//   refusal  recipes/base.py `CacheRecipe._budgeted_parents`: "deepseek_v4 cache budget must hold
+//            a null parent and one usable LCM parent".
+// Its demand (`parents_needed`, recipes/base.py) is no longer Python: it asks the compiled
+// tokenspeed-scheduler wheel's `CapacityModel` (recipes/scheduler_bridge.py; 0.1.1 requires
+// tokenspeed-scheduler>=0.1.25), not run here: the 0.1.1 presets assume the pin's demand and
+// capacity model above (recipes/spec.py @ c731cb88), as their registry source says. Pipeline
+// stages under 0.1.1 keep the whole model's parent geometry and drop the other stages' planes
+// (recipes/plan.py `CacheMemoryPlan.narrow_to_layers`): not modelled (each stage is planned as
+// its own arena, the pin's reading).
+//
 // Not modelled: the budget tokenspeed measures (gpu_memory_utilization profiling: give the KV
 // budget), data-parallel attention (max_num_seqs / dp), `--max-total-tokens`, DeepSeek V4.1 and
 // V3.2 (no tokenspeed code for them at f4d8ec6e: own pools).
@@ -116,7 +139,10 @@ constexpr std::int64_t tokenspeed_default_max_num_seqs(std::int64_t tokens_per_s
   return tokens_per_step > 1 ? 80 : 160;
 }
 
-/// tokenspeed's defaults at f4d8ec6e (both schedulers), each with where tokenspeed sets it.
+/// tokenspeed's defaults at f4d8ec6e (both schedulers), each with where tokenspeed sets it; the
+/// 0.1.1 presets share them (0.1.1 sets the same: utils/server_args.py max_num_seqs 160, 80 with a
+/// speculative algorithm, chunked_prefill_size 8192; engine/scheduler_utils.py
+/// `should_use_overlap_schedule`; kernel_page_sizes.py DEEPSEEK_V4_PAGE_SIZE 256).
 inline constexpr engine_defaults tokenspeed_defaults{
     .overlap = true,
     .overlap_off_modelled = true,
