@@ -74,8 +74,9 @@
 // tokenspeed-scheduler>=0.1.25), not run here: the 0.1.1 presets assume the pin's demand and
 // capacity model above (recipes/spec.py @ c731cb88), as their registry source says. Pipeline
 // stages under 0.1.1 keep the whole model's parent geometry and drop the other stages' planes
-// (recipes/plan.py `CacheMemoryPlan.narrow_to_layers`): not modelled (each stage is planned as
-// its own arena, the pin's reading).
+// (recipes/plan.py `CacheMemoryPlan.narrow_to_layers`): not modelled, the planner refuses --pp
+// for the 0.1.1 arena (the library's rank_plan still plans each stage as its own arena, the
+// pin's reading).
 //
 // Not modelled: the budget tokenspeed measures (gpu_memory_utilization profiling: give the KV
 // budget), data-parallel attention (max_num_seqs / dp), `--max-total-tokens`, DeepSeek V4.1 and
@@ -247,6 +248,10 @@ struct tokenspeed_pool_rules {
   /// `CacheRecipe._budgeted_parents` ("{family} cache budget ..." with family "deepseek_v4");
   /// f4d8ec6e's recipes/deepseek_v4.py `DeepseekV4Recipe.num_lcm_blocks`.
   std::string_view budget_refusal = "deepseek_v4 cache budget must hold a null parent and one usable LCM parent";
+  /// Each pipeline stage builds its own arena from its layers (f4d8ec6e, as read); false: 0.1.1
+  /// keeps the whole model's parent geometry on every stage and drops the other stages' planes
+  /// (recipes/plan.py `CacheMemoryPlan.narrow_to_layers`), not modelled: the planner refuses --pp.
+  bool stage_own_arena = false;
   friend constexpr bool operator==(const tokenspeed_pool_rules&, const tokenspeed_pool_rules&) = default;
 };
 
@@ -255,12 +260,14 @@ struct tokenspeed_pool_rules {
 inline constexpr tokenspeed_pool_rules tokenspeed_rules_0_1_1{
     .indexer_keys_own_group = true,
     .c4_state_window_grows = false,
-    .budget_refusal = "deepseek_v4 cache budget must hold a null parent and one usable LCM parent"};
+    .budget_refusal = "deepseek_v4 cache budget must hold a null parent and one usable LCM parent",
+    .stage_own_arena = false};
 /// tokenspeed at f4d8ec6e (2026-08-22): index keys in the compressed-KV group, windows max(8, 4 + d).
 inline constexpr tokenspeed_pool_rules tokenspeed_rules_f4d8ec6e{
     .indexer_keys_own_group = false,
     .c4_state_window_grows = true,
-    .budget_refusal = "DeepSeek V4 cache budget must hold a null parent and one usable parent"};
+    .budget_refusal = "DeepSeek V4 cache budget must hold a null parent and one usable parent",
+    .stage_own_arena = true};
 
 /// Whether engine group `g` of a tokenspeed arena is 0.1.1's own index-key group: its tensors are
 /// pool 1 (the index keys) of the CSA compressed-KV group only.
