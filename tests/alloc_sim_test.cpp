@@ -42,7 +42,8 @@ sim_result all_at_once(const allocation_policy& v, std::int64_t n, std::int64_t 
                                      .prompt_tokens = p,
                                      .accepted_tokens = a},
                                     o);
-      for (std::size_t g = 0; g < kMaxGroups; ++g) worst.peak_pages[g] = std::max(worst.peak_pages[g], r.peak_pages[g]);
+      for (std::size_t g = 0; g < kMaxSimTables; ++g)
+        worst.peak_pages[g] = std::max(worst.peak_pages[g], r.peak_pages[g]);
       worst.peak_bytes = std::max(worst.peak_bytes, r.peak_bytes);
     }
   return worst;

@@ -58,8 +58,9 @@ if(TARGET dsv4-cache-plan)
              COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/oracle/compare_vllm_plan.py
                      $<TARGET_FILE:dsv4-cache-plan>)
     # tokenspeed's parent arena and `Cache profile` against the independent oracle of its recipe
-    # (tests/oracle/tokenspeed_oracle.py, written from tokenspeed's source): 42 cases, and the
-    # oracle's re-derivation of tokenspeed's own memory-plan tests.
+    # (tests/oracle/tokenspeed_oracle.py, written from tokenspeed's source): 42 cases under each of
+    # tokenspeed 0.1.1 and the pin f4d8ec6e, and the oracle's re-derivation of tokenspeed's own
+    # memory-plan tests.
     add_test(NAME oracle.tokenspeed_self_test
              COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/oracle/tokenspeed_oracle.py --self-test)
     add_test(NAME oracle.tokenspeed_plan_agrees

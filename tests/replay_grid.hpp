@@ -26,8 +26,8 @@ namespace dsv4::cache::testing {
 /// One planner question, every input explicit.
 struct replay_case {
   std::string preset;    ///< v4-flash, v4-pro, v4.1-flash.
-  std::string engine;    ///< vllm, tokenspeed, tokenspeed-default, sglang@cce0a124 (the table's SGLang: the pin it was
-                         ///< written under).
+  std::string engine;    ///< vllm, tokenspeed@f4d8ec6e, tokenspeed-default@f4d8ec6e, sglang@cce0a124 (the table's
+                         ///< tokenspeed and SGLang rows: the pins they were written under).
   bool overlap = false;  ///< vLLM async scheduling (the policy's overlap); the others as their policy says.
   std::int64_t context = 0;
   std::int64_t requests = 1;
@@ -61,6 +61,7 @@ inline plan_options replay_options(const replay_case& c) {
   o.policy.overlap = c.overlap;
   o.vllm_pools = e->vllm;
   o.sglang_pools = e->sglang;
+  o.tokenspeed_pools = e->tokenspeed;
   o.max_running_requests = c.max_running;
   o.swa_full_tokens_ratio = 0.1;
   return o;
@@ -190,7 +191,7 @@ inline std::vector<replay_case> replay_grid() {
   g.push_back({"v4-pro", "vllm", true, 131072, 256, replay_gib(205.009), "fp8", 1024, 1, 8192, true});
   g.push_back({"v4-pro", "vllm", false, 32768, 1, replay_gib(120), "fp8", 1024, 1, 8192, true});
   g.push_back({"v4-flash", "vllm", false, 8192, 1, replay_gib(64), "mxfp4", 1024, 1, 8192, true});
-  g.push_back({"v4-flash", "tokenspeed", false, 32768, 1, replay_gib(64), "fp8", 256, 1, 8192, true});
+  g.push_back({"v4-flash", "tokenspeed@f4d8ec6e", false, 32768, 1, replay_gib(64), "fp8", 256, 1, 8192, true});
   // Async scheduling and no MTP layer (the planner's coming defaults, issue 35) for the same.
   g.push_back({"v4-pro", "vllm", true, 32768, 1, replay_gib(120), "fp8", 1024, 1, 8192, false});
   g.push_back({"v4-flash", "vllm", true, 8192, 1, replay_gib(64), "mxfp4", 1024, 1, 8192, false});
@@ -202,8 +203,8 @@ inline std::vector<replay_case> replay_grid() {
   const std::vector<eng> engines = {{"vllm", false},
                                     {"vllm", true},
                                     {"sglang@cce0a124", false},
-                                    {"tokenspeed", false},
-                                    {"tokenspeed-default", false}};
+                                    {"tokenspeed@f4d8ec6e", false},
+                                    {"tokenspeed-default@f4d8ec6e", false}};
   const std::vector<double> gibs = {8, 16, 24, 40, 64, 80, 120, 205.009, 320, 512, 1024};
   const std::vector<std::int64_t> contexts = {8192, 16384, 32768, 65536, 131072, 262144, 1048576};
   const std::vector<std::int64_t> ns = {1, 1, 4, 16, 64, 256, 1024, 4096};

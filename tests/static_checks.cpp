@@ -96,20 +96,31 @@ static_assert(kFlashVllm.startup_blocks == 4'096 + 2 * 131 + 2'051 + 1'041 + 1);
 static_assert(kFlashVllm.total_bytes == 7'451ULL * 1'002'240);
 
 // ---- tokenspeed's parent arena (engines/tokenspeed.hpp), the same request, worked by hand ----
-// parent = 2,403,072 B (tokenspeed_engine_test: plane by plane) + the MTP layer's SWA plane
-// (39,168 B) = 2,442,240; the request's pages bind 131 (SWA, K = 1) + 2,051 / 2 -> 1,026 (CSA
-// states) + 2,051 / 8 -> 257 (indexer states) + 1,041 / 2 -> 521 (HCA states) + 4,096 (CSA KV,
-// K = 1) + 4,096 / 32 = 128 (HCA KV) = 6,159 parents, + the null parent.
-constexpr plan_options tokenspeed_options() {
+// The pin (tokenspeed@f4d8ec6e): parent = 2,403,072 B (tokenspeed_engine_test: plane by plane) +
+// the MTP layer's SWA plane (39,168 B) = 2,442,240; the request's pages bind 131 (SWA, K = 1) +
+// 2,051 / 2 -> 1,026 (CSA states) + 2,051 / 8 -> 257 (indexer states) + 1,041 / 2 -> 521 (HCA
+// states) + 4,096 (CSA KV, K = 1) + 4,096 / 32 = 128 (HCA KV) = 6,159 parents, + the null parent.
+constexpr plan_options tokenspeed_options(const tokenspeed_pool_rules& rules) {
   plan_options o;
   o.policy = tokenspeed_policy;
+  o.tokenspeed_pools = rules;
   return o;
 }
-constexpr memory_plan kFlashTokenspeed = build_memory_plan(deepseek_v4_flash, tokenspeed_options());
+constexpr memory_plan kFlashTokenspeed =
+    build_memory_plan(deepseek_v4_flash, tokenspeed_options(tokenspeed_rules_f4d8ec6e));
 static_assert(kFlashTokenspeed.pools.structure == pool_structure::parent_arena);
 static_assert(kFlashTokenspeed.pools.bytes_per_block == 2'403'072 + 39'168);
 static_assert(kFlashTokenspeed.planned_blocks == 131 + 1'026 + 257 + 521 + 4'096 + 128 + 1);
 static_assert(kFlashTokenspeed.total_bytes == 6'160ULL * 2'442'240);
+// tokenspeed 0.1.1 (the default): parent = 2,780,928 B (20 x 92,160 + 76,032 + 22 x 39,168,
+// tokenspeed_engine_test Release011PackingAndParentBytesByHand) + 39,168 = 2,820,096; the CSA KV
+// (K = 2) binds 4,096 / 2 = 2,048 parents and the index keys, a group of their own (K = 8),
+// 4,096 / 8 = 512.
+constexpr memory_plan kFlashTokenspeed011 =
+    build_memory_plan(deepseek_v4_flash, tokenspeed_options(tokenspeed_rules_0_1_1));
+static_assert(kFlashTokenspeed011.pools.num_groups == 7);
+static_assert(kFlashTokenspeed011.pools.bytes_per_block == 20 * 92'160 + 76'032 + 22 * 39'168 + 39'168);
+static_assert(kFlashTokenspeed011.planned_blocks == 131 + 1'026 + 257 + 521 + 2'048 + 512 + 128 + 1);
 // ---- the checkpoint's weights (weights.hpp), at compile time: the published index totals ----
 static_assert(checkpoint_weight_bytes(deepseek_v4_flash) == 159'609'485'896);
 static_assert(checkpoint_weight_totals(deepseek_v4_pro).bytes == 864'704'792'696);

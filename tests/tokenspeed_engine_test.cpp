@@ -21,9 +21,13 @@ using testing::expect_invalid;
 
 constexpr std::uint64_t kGiB = std::uint64_t{1} << 30;
 
-plan_options ts_options(bool mtp = false, bool overlap = false) {
+// The hand sums below, unless a test says otherwise, are the pin's (tokenspeed@f4d8ec6e); those of
+// the release (tokenspeed 0.1.1, the default) are in the tests named Release011.
+plan_options ts_options(bool mtp = false, bool overlap = false,
+                        const tokenspeed_pool_rules& rules = tokenspeed_rules_f4d8ec6e) {
   plan_options o;
   o.policy = policy_for(engine_kind::tokenspeed, overlap);
+  o.tokenspeed_pools = rules;
   o.cache_mtp = mtp;
   o.context_tokens = 1'048'576;
   return o;
@@ -76,6 +80,149 @@ TEST(TokenspeedEngine, PackingAndParentBytesByHand) {
   EXPECT_EQ(ts_pools(deepseek_v4_flash, ts_options(true)).bytes_per_block, 2'403'072 + 39'168);
 }
 
+// tokenspeed 0.1.1 (recipes/deepseek_v4.py `DeepseekV4Recipe.groups`, wheel tokenspeed-0.1.1): the
+// CSA index keys are a group of their own, v4.c4a.indexer_kv, each layer's keys on plane
+// unit.<its slot in that group>, beside the other groups' fields of the same slot.
+TEST(TokenspeedEngine, Release011PackingAndParentBytesByHand) {
+  // V4-Flash without the draft layer: raw bytes of one page of each group over its layers:
+  //   swa     43 x 37,440 = 1,609,920   K = floor2(1,609,920 / 1,609,920) = 1
+  //   c4kv    21 x 37,440 =   786,240   K = floor2(2.05) = 2
+  //   idxkv   21 x  8,448 =   177,408   K = floor2(9.07) = 8   (64 rows x 132 B)
+  //   c4st    21 x 32,768 =   688,128   K = floor2(2.34) = 2
+  //   idxst   21 x  8,192 =   172,032   K = floor2(9.36) = 8
+  //   c128kv  20 x  1,728 =    34,560   K = floor2(46.6) = 32
+  //   c128st  20 x 32,768 =   655,360   K = floor2(2.46) = 2
+  const engine_pools p = ts_pools(deepseek_v4_flash, ts_options(false, false, tokenspeed_rules_0_1_1));
+  EXPECT_EQ(p.num_groups, 7);
+  EXPECT_EQ(group_of(p, "v4.swa_kv").pages_per_block, 1);
+  EXPECT_EQ(group_of(p, "v4.c4a.compressed_kv").pages_per_block, 2);
+  EXPECT_EQ(group_of(p, "v4.c4a.compressor_state").pages_per_block, 2);
+  EXPECT_EQ(group_of(p, "v4.c4a.indexer_compressor_state").pages_per_block, 8);
+  EXPECT_EQ(group_of(p, "v4.c128a.compressed_kv").pages_per_block, 32);
+  EXPECT_EQ(group_of(p, "v4.c128a.compressor_state").pages_per_block, 2);
+  int index_groups = 0;
+  for (const engine_group& g : p) {
+    if (!tokenspeed_is_indexer_group(g)) continue;
+    ++index_groups;
+    EXPECT_EQ(tokenspeed_group_id(g), "v4.c4a.indexer_kv");
+    EXPECT_EQ(g.pages_per_block, 8);
+    ASSERT_EQ(g.num_members, 1);
+    EXPECT_EQ(g.members[0].page_bytes, 64 * 132);
+    EXPECT_EQ(g.members[0].layers.count(), 21);
+    EXPECT_EQ(g.rule.kind, table_kind::full_history);
+    EXPECT_EQ(g.rule.page_tokens, 256);  // 64 rows of 4 tokens
+  }
+  EXPECT_EQ(index_groups, 1);
+  EXPECT_EQ(group_of(p, "v4.c4a.compressed_kv").num_members, 1);  // the KV alone
+  // Planes unit.0..19: c4kv 2 x 37,440 = 74,880 (the largest: idxkv 8 x 8,448 = 67,584, states
+  // 65,536, c128kv 55,296, swa 37,440), alignment lcm(256, 2 x 576, 32 x 576 = 18,432) = 18,432:
+  // 5 x 18,432 = 92,160 each. unit.20 (no c128 layer): 74,880 rounded to lcm(256, 1,152) = 2,304
+  // is 33 x 2,304 = 76,032. unit.21..42 (SWA alone): 37,440 -> 17 x 2,304 = 39,168.
+  // 20 x 92,160 + 76,032 + 22 x 39,168 = 1,843,200 + 76,032 + 861,696 = 2,780,928 (a multiple of
+  // lcm(256, 32) = 256); the figure for tokenspeed 0.1.1.
+  EXPECT_EQ(p.bytes_per_block, 20 * 92'160 + 76'032 + 22 * 39'168);
+  EXPECT_EQ(p.bytes_per_block, 2'780'928);
+  // The draft (MTP) layer: swa 44 x 37,440 = 1,647,360 leaves every K as it is; it adds an
+  // SWA-only plane unit.43 of 39,168 B.
+  EXPECT_EQ(ts_pools(deepseek_v4_flash, ts_options(true, false, tokenspeed_rules_0_1_1)).bytes_per_block,
+            2'780'928 + 39'168);
+  // The pin: 2,403,072 (PackingAndParentBytesByHand).
+  EXPECT_EQ(ts_pools(deepseek_v4_flash, ts_options(false, false, tokenspeed_rules_f4d8ec6e)).bytes_per_block,
+            2'403'072);
+}
+
+TEST(TokenspeedEngine, Release011ProParentBytesByHand) {
+  // V4-Pro: 61 layers, 30 CSA (ratio 4) and 31 HCA (ratio 128):
+  //   swa     61 x 37,440 = 2,283,840   K = 1
+  //   c4kv    30 x 37,440 = 1,123,200   K = floor2(2.03) = 2
+  //   idxkv   30 x  8,448 =   253,440   K = floor2(9.01) = 8
+  //   c4st    30 x 32,768 =   983,040   K = floor2(2.32) = 2
+  //   idxst   30 x  8,192 =   245,760   K = floor2(9.29) = 8
+  //   c128kv  31 x  1,728 =    53,568   K = floor2(42.6) = 32
+  //   c128st  31 x 32,768 = 1,015,808   K = floor2(2.25) = 2
+  const engine_pools p = ts_pools(deepseek_v4_pro, ts_options(false, false, tokenspeed_rules_0_1_1));
+  EXPECT_EQ(group_of(p, "v4.c4a.compressed_kv").pages_per_block, 2);
+  EXPECT_EQ(group_of(p, "v4.c128a.compressed_kv").pages_per_block, 32);
+  EXPECT_EQ(group_of(p, "v4.c128a.compressor_state").pages_per_block, 2);
+  // Planes unit.0..29: c4kv 74,880 with c128kv's alignment 18,432 -> 92,160; unit.30 (c128
+  // layers only, no CSA): states 65,536 the largest, alignment 18,432 -> 4 x 18,432 = 73,728;
+  // unit.31..60 (SWA alone): 39,168.
+  // 30 x 92,160 + 73,728 + 30 x 39,168 = 2,764,800 + 73,728 + 1,175,040 = 4,013,568.
+  EXPECT_EQ(p.bytes_per_block, 30 * 92'160 + 73'728 + 30 * 39'168);
+  EXPECT_EQ(p.bytes_per_block, 4'013'568);
+  // The pin (c4kv K = 1, its index keys on unit.30..59): unit.0..30 hold a 65,536-B state packing
+  // with c128kv's alignment: 73,728; unit.31..60 SWA (and index keys) 39,168:
+  // 31 x 73,728 + 30 x 39,168 = 2,285,568 + 1,175,040 = 3,460,608.
+  EXPECT_EQ(ts_pools(deepseek_v4_pro, ts_options(false, false, tokenspeed_rules_f4d8ec6e)).bytes_per_block,
+            31 * 73'728 + 30 * 39'168);
+  EXPECT_EQ(ts_pools(deepseek_v4_pro, ts_options()).bytes_per_block, 3'460'608);
+}
+
+TEST(TokenspeedEngine, Release011StartupByHand) {
+  const engine_pools p = ts_pools(deepseek_v4_flash, ts_options(false, true, tokenspeed_rules_0_1_1));
+  // 64 GiB, overlap on: budgeted = 68,719,476,736 // 2,780,928 - 1 = 24,710 - 1 = 24,709. The
+  // sliding groups need 4,400 parents at T > 8,192 (as the pin: swa 768, c4st 1,344, idxst 336,
+  // c128st 1,952); the three history groups x = ceil(T / 256) + 320 pages each: ceil(x / 2) +
+  // ceil(x / 8) + ceil(x / 32) parents. x = 30,944: 15,472 + 3,868 + 967 = 20,307, 24,707 in all;
+  // x = 30,945: 15,473 + 3,869 + 968 = 20,310, 24,710 > 24,709. So ceil(T / 256) <= 30,624,
+  // T = 7,839,744, and tokenspeed allocates 24,707 parents.
+  const tokenspeed_startup_report on = tokenspeed_startup(p, limits(true), 64 * kGiB, 43, 0);
+  ASSERT_TRUE(on.starts) << on.refusal;
+  EXPECT_EQ(on.budgeted_parents, 24'709);
+  EXPECT_EQ(on.parents, 24'707);
+  EXPECT_EQ(on.token_capacity, 30'624 * 256);
+  EXPECT_EQ(on.arena_bytes, 24'708ULL * 2'780'928);
+  EXPECT_EQ(on.log_line,
+            "Cache profile: parent_bytes=2780928, P=256, parents=24707, token_capacity=7839744, layers=43 (draft 0), "
+            "groups={'v4.c128a.compressed_kv': 32, 'v4.c128a.compressor_state': 2, 'v4.c4a.compressed_kv': 2, "
+            "'v4.c4a.compressor_state': 2, 'v4.c4a.indexer_compressor_state': 8, 'v4.c4a.indexer_kv': 8, "
+            "'v4.swa_kv': 1}");
+  // The recipe's floor at N = 160, no overlap, T = 1: the sliding groups 481 (swa), 481 / 2 -> 241
+  // (c4st), 481 / 8 -> 61 (idxst), 2,721 / 2 -> 1,361 (c128st); the history groups 161 pages
+  // each: 81 (c4kv) + 21 (idxkv) + 6 (c128kv): 2,252 parents (the pin: 2,311, c4kv 161).
+  EXPECT_EQ(tokenspeed_parents_needed(p, limits(false), 1), 481U + 241 + 61 + 1'361 + 81 + 21 + 6);
+}
+
+TEST(TokenspeedEngine, Release011PlanAndWindows) {
+  // One request of 1,048,576 tokens, no overlap: 131 SWA, 1,026 CSA-state, 257 indexer-state,
+  // 521 HCA-state parents (as the pin), and the 4,096 compressed pages of each history group:
+  // 4,096 / 2 = 2,048 (c4kv) + 4,096 / 8 = 512 (idxkv) + 4,096 / 32 = 128 (c128kv): 4,623
+  // parents + the null parent.
+  const memory_plan p = build_memory_plan(deepseek_v4_flash, ts_options(false, false, tokenspeed_rules_0_1_1));
+  EXPECT_EQ(p.pools.bytes_per_block, 2'780'928);
+  EXPECT_EQ(p.planned_blocks, 131 + 1'026 + 257 + 521 + 2'048 + 512 + 128 + 1);
+  EXPECT_EQ(p.admission_blocks, 4'624);  // tokenspeed's own count for the request alone + null
+  EXPECT_GE(p.num_blocks, p.planned_blocks);
+  // The library's CSA compressed-KV group holds both tokenspeed groups' parents.
+  for (const group_plan& gp : p)
+    if (gp.spec.id == parse_group_id("v4.c4a.compressed_kv")) {
+      EXPECT_EQ(gp.bytes, (2'048ULL + 512) * 2'780'928);
+      EXPECT_EQ(gp.pool_pages[0], 4'096);
+      EXPECT_EQ(gp.pool_pages[1], 4'096);
+    }
+  // 0.1.1's CSA-state windows stay 8 at six decode tokens (V4_COMPRESSOR_STATE_WINDOW_TOKENS[4];
+  // the pin: max(8, 4 + 6) = 10, TokenspeedsOwnPageCountTests).
+  plan_options o = ts_options(false, false, tokenspeed_rules_0_1_1);
+  o.tokens_per_step = 6;
+  const memory_plan wide = build_memory_plan(deepseek_v4_flash, o);
+  for (int e = 0; e < wide.pools.num_groups; ++e) {
+    const group_id id = wide.pools[e].members[0].group;
+    if (id == parse_group_id("v4.c4a.compressor_state") || id == parse_group_id("v4.c4a.indexer_compressor_state")) {
+      EXPECT_EQ(wide.engine_groups[static_cast<std::size_t>(e)].window_tokens, 8);
+    }
+  }
+  // The registry: `tokenspeed` is 0.1.1, `tokenspeed@f4d8ec6e` the pin.
+  plan_options r = ts_options();
+  r.tokenspeed_pools = find_engine("tokenspeed")->tokenspeed;
+  EXPECT_EQ(ts_pools(deepseek_v4_flash, r).bytes_per_block, 2'780'928);
+  r.tokenspeed_pools = find_engine("tokenspeed@f4d8ec6e")->tokenspeed;
+  EXPECT_EQ(ts_pools(deepseek_v4_flash, r).bytes_per_block, 2'403'072);
+  r.tokenspeed_pools = find_engine("tokenspeed-default@f4d8ec6e")->tokenspeed;
+  EXPECT_EQ(ts_pools(deepseek_v4_pro, r).bytes_per_block, 3'460'608);
+  r.tokenspeed_pools = find_engine("tokenspeed-default")->tokenspeed;
+  EXPECT_EQ(ts_pools(deepseek_v4_pro, r).bytes_per_block, 4'013'568);
+}
+
 TEST(TokenspeedEngine, StartupFiguresByHand) {
   const engine_pools p = ts_pools(deepseek_v4_flash, ts_options());
   // 64 GiB, overlap on: budgeted = 68,719,476,736 // 2,403,072 - 1 = 28,595. Demand at T >
@@ -122,8 +269,11 @@ TEST(TokenspeedEngine, RefusalsAsTokenspeedWords) {
   EXPECT_FALSE(below.starts);
   EXPECT_EQ(below.refusal,
             "num_lcm_blocks=2815 cannot admit one token with the configured deepseek_v4 cache scheduler limits");
-  EXPECT_EQ(tokenspeed_startup(p, limits(true), 2 * 2'403'072 - 1, 43, 0).refusal,
+  EXPECT_EQ(tokenspeed_startup(p, limits(true), 2 * 2'403'072 - 1, 43, 0, tokenspeed_rules_f4d8ec6e).refusal,
             "DeepSeek V4 cache budget must hold a null parent and one usable parent");
+  // tokenspeed 0.1.1's words (recipes/base.py `CacheRecipe._budgeted_parents`, family deepseek_v4).
+  EXPECT_EQ(tokenspeed_startup(p, limits(true), 2 * 2'403'072 - 1, 43, 0, tokenspeed_rules_0_1_1).refusal,
+            "deepseek_v4 cache budget must hold a null parent and one usable LCM parent");
   // V4-Pro at 8 GiB with overlap: 8,589,934,592 // 3,460,608 - 1 = 2,481 budgeted, too few.
   const engine_pools pro = ts_pools(deepseek_v4_pro, ts_options());
   EXPECT_EQ(pro.bytes_per_block, 3'460'608);
@@ -260,7 +410,9 @@ TEST(TokenspeedEngine, PlanNeverBelowTheSimulatedParents) {
   }
 }
 
-// Each pipeline stage builds its recipe from its own layers: its own packing, planes and parents.
+// Each pipeline stage builds its recipe from its own layers: its own packing, planes and parents
+// (the pin's reading; tokenspeed 0.1.1's plan.py `CacheMemoryPlan.narrow_to_layers` keeps the
+// whole model's parent geometry on every stage and drops the other stages' planes: not modelled).
 TEST(TokenspeedEngine, PipelineStagesHaveTheirOwnArena) {
   parallel_config pc;
   pc.pp = 2;
@@ -274,7 +426,7 @@ TEST(TokenspeedEngine, PipelineStagesHaveTheirOwnArena) {
     specs.num_groups = r.plan.num_groups;
     for (int g = 0; g < r.plan.num_groups; ++g)
       specs.groups[static_cast<std::size_t>(g)] = r.plan.groups[static_cast<std::size_t>(g)].spec;
-    EXPECT_EQ(r.plan.pools.bytes_per_block, tokenspeed_engine_pools(specs).bytes_per_block) << rank;
+    EXPECT_EQ(r.plan.pools.bytes_per_block, tokenspeed_engine_pools(specs, o.tokenspeed_pools).bytes_per_block) << rank;
     EXPECT_LT(r.plan.pools.bytes_per_block, whole.pools.bytes_per_block) << rank;
     EXPECT_LT(r.plan.total_bytes, whole.total_bytes) << rank;
   }

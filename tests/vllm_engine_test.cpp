@@ -385,8 +385,30 @@ TEST(VllmEngine, RegistryNamesAndPresets) {
   EXPECT_EQ(find_engine("sglang@2026.11"), nullptr);               // no such version
   EXPECT_EQ(find_engine("sglang"), find_engine("sglang@0.5.23"));  // the released version is the default
   ASSERT_NE(find_engine("sglang@cce0a124"), nullptr);
+  // vLLM 0.33.0: the rules of vllm@2026.11 under its release's name (issue 38: 336 of 336 figures equal).
+  ASSERT_NE(find_engine("vllm@0.33.0"), nullptr);
+  {
+    const vllm_pool_rules& a = find_engine("vllm@0.33.0")->vllm;
+    const vllm_pool_rules& b = find_engine("vllm@2026.11")->vllm;
+    EXPECT_EQ(a.v4_page_alignment, b.v4_page_alignment);
+    EXPECT_EQ(a.v41_swa_block_tokens, b.v41_swa_block_tokens);
+    EXPECT_EQ(a.v41_block_tokens_records, b.v41_block_tokens_records);
+    EXPECT_EQ(a.v41_block_tokens_v4_rows, b.v41_block_tokens_v4_rows);
+    EXPECT_EQ(a.v41_record_alignment, b.v41_record_alignment);
+    EXPECT_EQ(a.cap_state_buckets, b.cap_state_buckets);
+    EXPECT_EQ(a.async_scheduling_default, b.async_scheduling_default);
+  }
+  EXPECT_EQ(find_engine("vllm@0.33.0")->structure, pool_structure::shared_block_pool);
+  // tokenspeed: the released 0.1.1 is the default; the pin answers by name.
+  EXPECT_EQ(find_engine("tokenspeed"), find_engine("tokenspeed@0.1.1"));
+  EXPECT_EQ(find_engine("tokenspeed-default"), find_engine("tokenspeed-default@0.1.1"));
+  ASSERT_NE(find_engine("tokenspeed@f4d8ec6e"), nullptr);
+  EXPECT_EQ(find_engine("tokenspeed@f4d8ec6e")->tokenspeed, tokenspeed_rules_f4d8ec6e);
+  EXPECT_EQ(find_engine("tokenspeed-default@f4d8ec6e")->tokenspeed, tokenspeed_rules_f4d8ec6e);
+  EXPECT_EQ(find_engine("tokenspeed")->tokenspeed, tokenspeed_rules_0_1_1);
   EXPECT_EQ(engine_names(),
-            "vllm, vllm@2026.11, tokenspeed, tokenspeed-default, sglang, sglang@0.5.23, sglang@cce0a124");
+            "vllm, vllm@2026.11, vllm@0.33.0, tokenspeed, tokenspeed@0.1.1, tokenspeed@f4d8ec6e, tokenspeed-default, "
+            "tokenspeed-default@0.1.1, tokenspeed-default@f4d8ec6e, sglang, sglang@0.5.23, sglang@cce0a124");
   EXPECT_EQ(engine_label(*find_engine("vllm")), "vllm@2026.11");
 }
 

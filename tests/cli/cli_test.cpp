@@ -405,7 +405,7 @@ TEST(CliEngine, RefusedInputsExit2) {
       {{"--gpu", "mi300x"}, "are modelled for Hopper and Blackwell GPUs (SM 9.x, 10.x) only"},
       {{"--gpu", "rtx9090"}, "--gpu must be one of H200, H100 80GB, H800, A100 80GB, B200"},
       {{"--enable-dp-attention", "--dp", "2", "--tp", "2"}, "--engine vllm@2026.11 has no such flag"},
-      {{"--engine", "tokenspeed", "--enable-dp-attention"}, "--engine tokenspeed has no such flag"},
+      {{"--engine", "tokenspeed", "--enable-dp-attention"}, "--engine tokenspeed@0.1.1 has no such flag"},
       {{"--engine", "sglang", "--enable-dp-attention", "--tp", "8", "--dp", "3"}, "--dp 3 must divide --tp 8"},
       {{"--engine", "sglang", "--simulate"}, "SGLang's occupancy is replayed in the engine report"},
       {{"--engine", "sglang", "--preset", "v4.1-flash"},
@@ -417,10 +417,12 @@ TEST(CliEngine, RefusedInputsExit2) {
       {{"--engine", "trtllm"}, "--engine"},
       {{"--context", "0"}, "--context must be >= 1, got 0"},
       {{"--engine", "tokenspeed", "--tokens-per-step", "4", "--prefill-chunk", "2"},
-       "--prefill-chunk 2 must be >= --tokens-per-step 4: tokenspeed decodes only with a whole step"},
+       "--prefill-chunk 2 must be >= --tokens-per-step 4: tokenspeed@0.1.1 decodes only with a whole step"},
       {{"--simulate", "--requests", "4096", "--context", "100000"}, "the estimated work of 4096 requests x 100000"},
       {{"--simulate", "--requests", "5000", "--context", "100"}, "--simulate replays at most 4096 requests"},
-      {{"--engine", "vllm@2025.01"}, "--engine must be one of vllm, vllm@2026.11, tokenspeed"},
+      {{"--engine", "vllm@2025.01"}, "--engine must be one of vllm, vllm@2026.11, vllm@0.33.0, tokenspeed"},
+      {{"--engine", "tokenspeed", "--pp", "2"},
+       "--engine tokenspeed@0.1.1: --pp 2 (pipeline stages) is not modelled for tokenspeed 0.1.1"},
       {{"--pools", "shared"}, "--pools"},
       {{"--max-running-requests", "0"}, "--max-running-requests must be >= 1, got 0"},
       {{"--dcp", "2", "--tp", "2"}, "vLLM rejects decode context parallelism for DeepSeek V4"},
@@ -882,10 +884,10 @@ TEST(CliVllm, SimulateCutAtItsWorkLimitIsRefused) {
 // The done-when command: tokenspeed's `Cache profile` figures as tokenspeed computes them
 // (tokenspeed_engine_test and the oracle check the numbers) and what really fits on its arena.
 TEST(CliTokenspeed, CacheProfileAndWhatReallyFits) {
-  // tokenspeed's defaults at f4d8ec6e: overlap scheduling on, no draft model (recipes/base.py
-  // `num_draft_layers` 0): parent_bytes 2,403,072, 28,595 parents, token_capacity 5,924,096, as
-  // tokenspeed starts at 64 GiB with 1M-token contexts.
-  const std::vector<std::string> args = {"--preset",     "v4-flash", "--engine",  "tokenspeed",
+  // tokenspeed's defaults at f4d8ec6e (the pin, by name): overlap scheduling on, no draft model
+  // (recipes/base.py `num_draft_layers` 0): parent_bytes 2,403,072, 28,595 parents,
+  // token_capacity 5,924,096, as tokenspeed starts at 64 GiB with 1M-token contexts.
+  const std::vector<std::string> args = {"--preset",     "v4-flash", "--engine",  "tokenspeed@f4d8ec6e",
                                          "--memory-gib", "64",       "--context", "1048576"};
   const run_result dflt = tables(args);
   ASSERT_EQ(dflt.code, 0) << dflt.err;
@@ -898,16 +900,43 @@ TEST(CliTokenspeed, CacheProfileAndWhatReallyFits) {
   EXPECT_EQ(dj["engine_report"]["parents"], 28'595);
   EXPECT_EQ(dj["engine_report"]["token_capacity"], 5'924'096);
   EXPECT_EQ(dj["assumptions"]["draft_layer"]["source"], "engine default");
+  // The default `--engine tokenspeed` is tokenspeed 0.1.1: the index keys a group of their own
+  // (K 8), the CSA compressed KV K 2; its parent 20 x 92,160 + 76,032 + 22 x 39,168 = 2,780,928 B;
+  // 68,719,476,736 // 2,780,928 - 1 = 24,709 budgeted, the sliding groups 4,400 parents and the
+  // history groups x = 30,944 pages each (ceil(x / 2) + ceil(x / 8) + ceil(x / 32) = 20,307):
+  // 24,707 parents, token_capacity 30,624 x 256 (tokenspeed_engine_test Release011StartupByHand).
+  const std::vector<std::string> rel = {"--preset",     "v4-flash", "--engine",  "tokenspeed",
+                                        "--memory-gib", "64",       "--context", "1048576"};
+  const run_result rt = tables(rel);
+  ASSERT_EQ(rt.code, 0) << rt.err;
+  EXPECT_NE(rt.out.find("tokenspeed logs: Cache profile: parent_bytes=2780928, P=256, parents=24707, "
+                        "token_capacity=7839744, layers=43 (draft 0), groups={'v4.c128a.compressed_kv': 32, "
+                        "'v4.c128a.compressor_state': 2, 'v4.c4a.compressed_kv': 2, 'v4.c4a.compressor_state': 2, "
+                        "'v4.c4a.indexer_compressor_state': 8, 'v4.c4a.indexer_kv': 8, 'v4.swa_kv': 1}"),
+            std::string::npos)
+      << rt.out;
+  EXPECT_NE(rt.out.find("v4.c4a.indexer_kv"), std::string::npos);  // a row of the group table
+  const json rj = run_json(rel);
+  EXPECT_EQ(rj["engine_report"]["preset"], "0.1.1");
+  EXPECT_EQ(rj["engine_report"]["parent_bytes"], 20 * 92'160 + 76'032 + 22 * 39'168);
+  EXPECT_EQ(rj["engine_report"]["parents"], 24'707);
+  EXPECT_EQ(rj["engine_report"]["token_capacity"], 30'624 * 256);
+  EXPECT_EQ(rj["engine_report"]["packing"]["v4.c4a.indexer_kv"], 8);
+  EXPECT_EQ(rj["engine_report"]["packing"]["v4.c4a.compressed_kv"], 2);
+  // With the draft layer: one more SWA-only plane, 2,780,928 + 39,168 B.
+  EXPECT_EQ(run_json({"--preset", "v4-flash", "--engine", "tokenspeed", "--memory-gib", "64",
+                      "--mtp"})["engine_report"]["parent_bytes"],
+            2'780'928 + 39'168);
   // With the draft model's MTP layer (--mtp): one more SWA plane, fewer parents.
-  const run_result text =
-      tables({"--preset", "v4-flash", "--engine", "tokenspeed", "--memory-gib", "64", "--context", "1048576", "--mtp"});
+  const run_result text = tables({"--preset", "v4-flash", "--engine", "tokenspeed@f4d8ec6e", "--memory-gib", "64",
+                                  "--context", "1048576", "--mtp"});
   ASSERT_EQ(text.code, 0) << text.err;
   EXPECT_NE(text.out.find("tokenspeed logs: Cache profile: parent_bytes=2442240, P=256, parents=28136, "
                           "token_capacity=5810176, layers=44 (draft 1), groups={'v4.c128a.compressed_kv': 32, "),
             std::string::npos)
       << text.out;
-  const json j = run_json(
-      {"--preset", "v4-flash", "--engine", "tokenspeed", "--memory-gib", "64", "--context", "1048576", "--mtp"});
+  const json j = run_json({"--preset", "v4-flash", "--engine", "tokenspeed@f4d8ec6e", "--memory-gib", "64", "--context",
+                           "1048576", "--mtp"});
   const json& e = j["engine_report"];
   EXPECT_EQ(e["structure"], "parent_arena");
   EXPECT_EQ(j["plan"]["pools"], "engine");
@@ -919,7 +948,7 @@ TEST(CliTokenspeed, CacheProfileAndWhatReallyFits) {
   EXPECT_GE(e["simulated_max_requests"].get<std::int64_t>(), planned);  // the plan never promises more
   EXPECT_GE(planned, 1);
   // The plan's bytes are a budget tokenspeed starts with and runs one request of L on.
-  const json one = run_json({"--engine", "tokenspeed", "--mtp"});
+  const json one = run_json({"--engine", "tokenspeed@f4d8ec6e", "--mtp"});
   EXPECT_EQ(one["plan"]["total_bytes"], one["plan"]["num_parents"].get<std::uint64_t>() * 2'442'240ULL);
   EXPECT_TRUE(one["engine_report"]["starts"].get<bool>());
   EXPECT_TRUE(one["engine_report"]["budget_is_plan"].get<bool>());
@@ -930,8 +959,9 @@ TEST(CliTokenspeed, CacheProfileAndWhatReallyFits) {
   EXPECT_NE(bf16.err.find("tokenspeed's V4 recipe stores KV rows as v4.fp8_ds_mla only"), std::string::npos)
       << bf16.err;
   EXPECT_EQ(run({"--engine", "tokenspeed", "--format", "v4.swa_kv=v4.bf16", "--pools", "own"}).code, 0);
-  // Pipeline stages: each its own arena, the report of the widest stage's; its layers and draft.
-  const json pp = run_json({"--engine", "tokenspeed", "--pp", "2", "--memory-gib", "64", "--mtp"});
+  // Pipeline stages (the pin's reading): each its own arena, the report of the widest stage's; its
+  // layers and draft.
+  const json pp = run_json({"--engine", "tokenspeed@f4d8ec6e", "--pp", "2", "--memory-gib", "64", "--mtp"});
   EXPECT_EQ(pp["engine_report"]["pipeline_stage"], 1);  // 21 main layers + the MTP layer
   EXPECT_LT(pp["engine_report"]["parent_bytes"].get<std::int64_t>(), 2'442'240);
   EXPECT_NE(pp["engine_report"]["log_lines"][0].get<std::string>().find("layers=22 (draft 1)"), std::string::npos);
@@ -945,8 +975,18 @@ TEST(CliVllm, OwnPoolsAndOtherEngines) {
   EXPECT_TRUE(own["engine_report"].contains("simulated_max_requests"));
   const json t = run_json({"--engine", "tokenspeed", "--context", "8192"});
   EXPECT_EQ(t["engine_report"]["engine"], "tokenspeed");
-  EXPECT_TRUE(t["engine_report"]["preset"].is_null());
+  EXPECT_EQ(t["engine_report"]["preset"], "0.1.1");  // the released tokenspeed is the default
   EXPECT_EQ(t["plan"]["pool_structure"], "parent_arena");
+  const json pin = run_json({"--engine", "tokenspeed@f4d8ec6e", "--context", "8192"});
+  EXPECT_EQ(pin["engine_report"]["preset"], "f4d8ec6e");
+  EXPECT_EQ(pin["engine_report"]["source_commit"], "f4d8ec6e039c028c7ee71317ccfb84e56ae2b45c");
+  // vLLM 0.33.0: the rules of vllm@2026.11 under the release's name, the same plan.
+  const json v033 = run_json({"--engine", "vllm@0.33.0"});
+  EXPECT_EQ(v033["engine_report"]["preset"], "0.33.0");
+  json v033_plan = v033["plan"];
+  EXPECT_EQ(v033_plan["engine_preset"], "0.33.0");
+  v033_plan["engine_preset"] = "2026.11";  // the one difference: the preset's name
+  EXPECT_EQ(v033_plan, run_json({})["plan"]);
   EXPECT_EQ(run_json({"--engine", "vllm@2026.11"})["plan"], run_json({})["plan"]);
 }
 

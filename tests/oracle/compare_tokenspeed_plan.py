@@ -5,7 +5,9 @@ case: parent bytes, the packing, budgeted and allocated parents, the token capac
 bytes and tokenspeed's `Cache profile` line or refusal, for DeepSeek-V4-Flash and V4-Pro, FP8 and
 MXFP4 index keys, overlap scheduling on and off, without and with the MTP draft (4 decode
 tokens, 80 sequences by default), budgets that fit and ones tokenspeed refuses, other chunk
-sizes, contexts and max_num_seqs. Standard library only.
+sizes, contexts and max_num_seqs; each case under both presets: `--engine tokenspeed` (tokenspeed
+0.1.1, the oracle's `--release 0.1.1`) and `--engine tokenspeed@f4d8ec6e` (the pin, the oracle's
+default). Standard library only.
 
   python3 tests/oracle/compare_tokenspeed_plan.py PATH/TO/dsv4-cache-plan
 
@@ -35,6 +37,9 @@ for preset in ("v4-flash", "v4-pro"):
 CASES.append(("v4-flash", "fp8", True, False, 6769453824, 1048576, 8192, None))  # 2,816 parents: starts
 CASES.append(("v4-flash", "fp8", True, False, 6769453823, 1048576, 8192, None))  # one byte less: refused
 
+# (the planner's --engine, the oracle's --release)
+RELEASES = [("tokenspeed", "0.1.1"), ("tokenspeed@f4d8ec6e", "f4d8ec6e")]
+
 
 def run(cmd, allow_fail=False):
     r = subprocess.run(cmd, capture_output=True, text=True, check=False)
@@ -48,17 +53,18 @@ def main():
         raise SystemExit(__doc__)
     plan_bin = sys.argv[1]
     bad = 0
-    for preset, indexer, overlap, draft, budget, L, C, seqs in CASES:
-        label = (f"{preset} {indexer} overlap={'on' if overlap else 'off'} draft={'yes' if draft else 'no'} "
+    runs = [(engine, release, case) for engine, release in RELEASES for case in CASES]
+    for engine, release, (preset, indexer, overlap, draft, budget, L, C, seqs) in runs:
+        label = (f"{engine} {preset} {indexer} overlap={'on' if overlap else 'off'} draft={'yes' if draft else 'no'} "
                  f"budget={budget} L={L} C={C} seqs={seqs or 'default'}")
-        cmd = [plan_bin, "--preset", preset, "--engine", "tokenspeed", "--indexer", indexer, "--memory-gib",
+        cmd = [plan_bin, "--preset", preset, "--engine", engine, "--indexer", indexer, "--memory-gib",
                f"{budget / GIB:.17g}", "--context", str(L), "--prefill-chunk", str(C), "--json"]
         cmd += ["--overlap"] if overlap else ["--no-overlap"]
         cmd += ["--tokens-per-step", "4", "--mtp"] if draft else ["--no-mtp"]
         cmd += ["--max-running-requests", str(seqs)] if seqs else []
         plan = run(cmd)
         ocmd = [sys.executable, str(ORACLE), "--json", preset, str(budget), str(L), "--chunk", str(C),
-                "--indexer", "fp4" if indexer == "mxfp4" else "fp8"]
+                "--indexer", "fp4" if indexer == "mxfp4" else "fp8", "--release", release]
         ocmd += [] if overlap else ["--no-overlap"]
         ocmd += ["--draft"] if draft else []
         ocmd += ["--max-num-seqs", str(seqs)] if seqs else []
@@ -80,7 +86,7 @@ def main():
             if e.get(k) != v:
                 print(f"{label}: {k}: planner {e.get(k)!r}, oracle {v!r}")
                 bad += 1
-    print(f"{len(CASES)} cases, {bad} disagreement(s)")
+    print(f"{len(runs)} cases ({len(CASES)} under each of {len(RELEASES)} presets), {bad} disagreement(s)")
     return 1 if bad else 0
 
 

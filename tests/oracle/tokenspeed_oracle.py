@@ -129,9 +129,27 @@ T10 Log.  attention/registry.py @ 074049d4, create_attn_components, logger.info:
     Arena bytes = (parents + 1) * lcm_block_bytes (plan.CacheMemoryPlan.arena_bytes);
     group page_count = 1 + parents * K (plan.CacheLayout.bind).
 
+tokenspeed 0.1.1 (`--release 0.1.1`; the wheel tokenspeed-0.1.1-py3-none-any.whl from PyPI,
+2026-10, read in python/tokenspeed/runtime/layers/attention/ of the unpacked wheel; these three
+rules were added by the session that wrote the C++ rule, from the wheel's code, and are checked
+by the hand sums in _hand_cases):
+R1  recipes/deepseek_v4.py v4_indexer_kv_spec and DeepseekV4Recipe.groups: a ratio-4 layer puts
+    indexer_kv in a group of its own, v4.c4a.indexer_kv (deepseek_v4_geometry.py
+    V4_INDEXER_KV_GROUP_ID; full history, v4_compressed_rows_per_page(4) = 64 rows x 4 tokens),
+    on plane unit.<its slot in that group>; v4.c4a.compressed_kv keeps the compressed KV alone.
+R2  recipes/deepseek_v4.py v4_compressor_state_spec / v4_indexer_state_spec: the ratio-4 state
+    windows are V4_COMPRESSOR_STATE_WINDOW_TOKENS[4] = 8 at any decode width (v4_c4_state_window
+    is gone).
+R3  recipes/base.py CacheRecipe._budgeted_parents: the budget refusal reads "deepseek_v4 cache
+    budget must hold a null parent and one usable LCM parent".
+The page demand (T8) is no longer Python in 0.1.1: recipes/base.py parents_needed asks the
+compiled tokenspeed_scheduler CapacityModel (recipes/scheduler_bridge.py), not run here; the
+oracle keeps T8 of f4d8ec6e for 0.1.1, as the planner does (an assumption, not a reading).
+
 Group short names used in `packing`: swa = v4.swa_kv, c4kv = v4.c4a.compressed_kv,
 c4st = v4.c4a.compressor_state, idxst = v4.c4a.indexer_compressor_state,
-c128kv = v4.c128a.compressed_kv, c128st = v4.c128a.compressor_state.
+c128kv = v4.c128a.compressed_kv, c128st = v4.c128a.compressor_state, idxkv = v4.c4a.indexer_kv
+(0.1.1).
 
 Not modelled: the budget itself (gpu_memory_utilization profiling); data-parallel attention
 (dp = 1 only, option given); PD disaggregation (transfer policies do not change sizing, but
@@ -196,6 +214,9 @@ DEEPSEEK_V4_MXFP4_SCALE_BYTES = 1
 V4_COMPRESSOR_STATE_WINDOW_TOKENS = {4: 8, 128: 128}
 V4_COMPRESSOR_STATE_ROWS_PER_PAGE = {4: 4, 128: 8}
 V4_SWA_KV_GROUP_ID = "v4.swa_kv"
+V4_INDEXER_KV_GROUP_ID = "v4.c4a.indexer_kv"  # tokenspeed 0.1.1 deepseek_v4_geometry.py (R1)
+PIN = "f4d8ec6e"
+RELEASE_011 = "0.1.1"
 V4_INDEXER_COMPRESSOR_STATE_GROUP_ID = "v4.c4a.indexer_compressor_state"
 # recipes/deepseek_v4.py @ c731cb88: _MAX_PADDING_FRACTION; recipes/base.py: alignment 256
 V4_MAX_PADDING_FRACTION = 2.0
@@ -219,6 +240,7 @@ SHORT = {
     "v4.c4a.indexer_compressor_state": "idxst",
     "v4.c128a.compressed_kv": "c128kv",
     "v4.c128a.compressor_state": "c128st",
+    "v4.c4a.indexer_kv": "idxkv",  # tokenspeed 0.1.1 only (R1)
 }
 
 
@@ -691,15 +713,18 @@ def capacity_from_parents(specs, group_packing, limits, num_lcm_blocks, upper_bo
 # T5/T6: recipes/deepseek_v4.py @ c731cb88 -- DeepseekV4Recipe.groups / packing
 # ---------------------------------------------------------------------------------------------
 def v4_declarations(ratios, *, head_dim, rope, index_head_dim, sliding_window,
-                    prefix_granularity, decode_input_tokens, indexer):
-    """[(Spec, [Field, ...]), ...] in first-appearance order, as DeepseekV4Recipe.groups."""
+                    prefix_granularity, decode_input_tokens, indexer, release=PIN):
+    """[(Spec, [Field, ...]), ...] in first-appearance order, as DeepseekV4Recipe.groups
+    (`release` "0.1.1": rules R1 and R2 below)."""
     if sliding_window <= 0 or prefix_granularity % sliding_window:
         raise Refusal("DeepSeek V4 sliding_window must divide the prefix granularity")
     if sliding_window % V4_KERNEL_BLOCK_ROWS:
         raise Refusal("DeepSeek V4 sliding_window must be divisible by the SWA kernel page")
     if any(r not in (1, 4, 128) for r in ratios):
         raise Refusal("DeepSeek V4 layer ratios must be 1, 4, or 128")
-    c4w = c4_state_window(decode_input_tokens)
+    # R2 (0.1.1): the ratio-4 state windows are V4_COMPRESSOR_STATE_WINDOW_TOKENS[4] = 8 at any t.
+    c4w = V4_COMPRESSOR_STATE_WINDOW_TOKENS[4] if release == RELEASE_011 else c4_state_window(
+        decode_input_tokens)
     swa_bytes = swa_block_bytes(V4_KERNEL_BLOCK_ROWS, head_dim, rope)
     align = swa_token_stride(head_dim, rope)
     n4 = sum(1 for r in ratios if r == 4)
@@ -746,9 +771,17 @@ def v4_declarations(ratios, *, head_dim, rope, index_head_dim, sliding_window,
         ix_spec = Spec(V4_INDEXER_COMPRESSOR_STATE_GROUP_ID, "sliding_window",
                        V4_COMPRESSOR_STATE_ROWS_PER_PAGE[4], 1, c4w, "state")
         ix_slot = slot(ix_spec.group_id)
-        # indexer K shares the c4 compressed group, on planes after every compressed tenant
-        declare(kv_spec, Field(f"layer.{lid}.indexer_kv", f"unit.{n4 + kv_slot}",
-                               (V4_KERNEL_BLOCK_ROWS * idx_row,), "uint8", False))
+        if release == RELEASE_011:
+            # R1 (0.1.1, v4_indexer_kv_spec): indexer K is a full-history group of its own,
+            # 64 rows x 4 tokens, its field on plane unit.<its own slot>.
+            ik_spec = Spec(V4_INDEXER_KV_GROUP_ID, "full_history", compressed_rows_per_page(4), 4,
+                           None, "history")
+            declare(ik_spec, Field(f"layer.{lid}.indexer_kv", f"unit.{slot(ik_spec.group_id)}",
+                                   (V4_KERNEL_BLOCK_ROWS * idx_row,), "uint8", False))
+        else:
+            # indexer K shares the c4 compressed group, on planes after every compressed tenant
+            declare(kv_spec, Field(f"layer.{lid}.indexer_kv", f"unit.{n4 + kv_slot}",
+                                   (V4_KERNEL_BLOCK_ROWS * idx_row,), "uint8", False))
         declare(ix_spec, Field(f"layer.{lid}.indexer_state", f"unit.{ix_slot}",
                                (V4_COMPRESSOR_STATE_ROWS_PER_PAGE[4], index_head_dim * 2 * 2),
                                "float32", False))
@@ -768,7 +801,9 @@ def v4_packing(decls):
 # ---------------------------------------------------------------------------------------------
 def plan(model, budget_bytes, max_model_len, max_num_seqs=None, chunked_prefill=None,
          overlap=None, draft=False, indexer="fp8", max_total_tokens=None,
-         prefix_granularity=None, num_draft_tokens=None, dp_size=1):
+         prefix_granularity=None, num_draft_tokens=None, dp_size=1, release=PIN):
+    if release not in (PIN, RELEASE_011):
+        raise ValueError(f"release must be {PIN} or {RELEASE_011}, got {release!r}")
     m = MODELS[model]
     indexer = {"fp8": "fp8", "fp4": "fp4", "mxfp4": "fp4"}[indexer]
     # T1 defaults
@@ -805,7 +840,8 @@ def plan(model, budget_bytes, max_model_len, max_num_seqs=None, chunked_prefill=
                             index_head_dim=m["index_head_dim"],
                             sliding_window=m["sliding_window"],
                             prefix_granularity=prefix_granularity,
-                            decode_input_tokens=decode_input_tokens, indexer=indexer)
+                            decode_input_tokens=decode_input_tokens, indexer=indexer,
+                            release=release)
     packing = v4_packing(decls)
     # T7
     layout = pack([(s.group_id, fs) for s, fs in decls], prefix_granularity=prefix_granularity,
@@ -830,6 +866,8 @@ def plan(model, budget_bytes, max_model_len, max_num_seqs=None, chunked_prefill=
 
     budgeted = budget_bytes // lbb - 1
     if budgeted < 1:
+        if release == RELEASE_011:  # R3: recipes/base.py CacheRecipe._budgeted_parents
+            raise Refusal("deepseek_v4 cache budget must hold a null parent and one usable LCM parent")
         raise Refusal("DeepSeek V4 cache budget must hold a null parent and one usable parent")
     parents = parents_needed(specs, gp, limits, cap(budgeted))
     mplan = bind(layout, parents)
@@ -843,6 +881,7 @@ def plan(model, budget_bytes, max_model_len, max_num_seqs=None, chunked_prefill=
     counts = page_counts(specs, max_total_tokens=token_capacity, **limits)
     return {
         "model": model,
+        "release": release,
         "parent_bytes": lbb,
         "prefix_granularity": prefix_granularity,
         "parents": parents,
@@ -1056,7 +1095,7 @@ def _v4_cases():
                max_padding_fraction=float("inf"))
     p = bind(lay, 4)
     assert p["prefix_granularity"] == 256
-    assert {g["group_id"] for g in p["groups"]} == set(SHORT)
+    assert {g["group_id"] for g in p["groups"]} == set(SHORT) - {V4_INDEXER_KV_GROUP_ID}
 
     # test/runtime/test_v4_sliding_window_groups_smoke.py @ c731cb88
     specs = {s.group_id: s for s, _ in decls}
@@ -1202,6 +1241,42 @@ def _hand_cases():
     _raises(lambda: plan("v4-flash", 2403072 * 100, M), "cannot admit one token")
     _raises(lambda: plan("v4-flash", 64 << 30, M + 1), "greater than the derived")
 
+    # tokenspeed 0.1.1 (R1-R3).  V4-Flash raw bytes: swa 1,609,920; c4kv 21*37440 = 786,240;
+    # idxkv 21*8448 = 177,408; c4st 688,128; idxst 172,032; c128kv 34,560; c128st 655,360.
+    # K = pow2 floor of 1609920 // raw: swa 1, c4kv 2 (2), idxkv 8 (9), c4st 2, idxst 8, c128kv
+    # 32, c128st 2.  planes unit.0-19: c4kv 2*37440 = 74,880 the largest, alignment
+    # lcm(256, 2*576, 32*576) = 18432 -> 92,160; unit.20 (no c128): 74,880 -> align 2304 ->
+    # 76,032; unit.21-42 (swa alone) 39,168.  20*92160 + 76032 + 22*39168 = 2,780,928.
+    r = plan("v4-flash", 64 << 30, M, release=RELEASE_011)
+    assert r["packing"] == {"c128kv": 32, "c128st": 2, "c4kv": 2, "c4st": 2, "idxst": 8,
+                            "idxkv": 8, "swa": 1}, r["packing"]
+    assert r["parent_bytes"] == 20 * 92160 + 76032 + 22 * 39168 == 2780928, r["parent_bytes"]
+    # budgeted = 68,719,476,736 // 2,780,928 - 1 = 24,709; sliding groups 4,400 as above; the
+    # history groups x = ceil(T/256) + 320 pages each, ceil(x/2) + ceil(x/8) + ceil(x/32)
+    # parents <= 20,309: x = 30,944 (15,472 + 3,868 + 967 = 20,307; x + 1 needs 20,310)
+    # -> ceil(T/256) = 30,624 -> T = 7,839,744, parents 24,707.
+    assert (r["budgeted_parents"], r["parents"], r["token_capacity"]) == (24709, 24707, 7839744), r
+    assert r["log"] == (
+        "Cache profile: parent_bytes=2780928, P=256, parents=24707, token_capacity=7839744, "
+        "layers=43 (draft 0), groups={'v4.c128a.compressed_kv': 32, "
+        "'v4.c128a.compressor_state': 2, 'v4.c4a.compressed_kv': 2, "
+        "'v4.c4a.compressor_state': 2, 'v4.c4a.indexer_compressor_state': 8, "
+        "'v4.c4a.indexer_kv': 8, 'v4.swa_kv': 1}"), r["log"]
+    # V4-Pro: c4kv 30*37440 = 1,123,200 (K 2), idxkv 253,440 (K 8), c128kv 53,568 (K 32):
+    # unit.0-29 92,160; unit.30 (c128 fields and swa: 65,536 -> 18432-aligned) 73,728;
+    # unit.31-60 39,168: 30*92160 + 73728 + 30*39168 = 4,013,568.
+    r = plan("v4-pro", 64 << 30, M, release=RELEASE_011)
+    assert r["parent_bytes"] == 30 * 92160 + 73728 + 30 * 39168 == 4013568, r["parent_bytes"]
+    # MTP draft: one more SWA-only plane; R2: the c4 state windows stay 8 at t = 4.
+    r = plan("v4-flash", 64 << 30, M, draft=True, release=RELEASE_011)
+    assert r["parent_bytes"] == 2780928 + 39168, r["parent_bytes"]
+    d = v4_declarations((4,), head_dim=512, rope=64, index_head_dim=128, sliding_window=128,
+                        prefix_granularity=256, decode_input_tokens=6, indexer="fp8",
+                        release=RELEASE_011)
+    assert {s.group_id: s.sliding_window_tokens for s, _ in d}["v4.c4a.compressor_state"] == 8
+    _raises(lambda: plan("v4-flash", 2780928 * 2 - 1, M, release=RELEASE_011),
+            "deepseek_v4 cache budget must hold a null parent and one usable LCM parent")
+
 
 def self_test():
     _planner_cases()
@@ -1222,6 +1297,8 @@ def main(argv=None):
     ap.add_argument("--num-draft-tokens", type=int, help="speculative_num_draft_tokens (4)")
     ap.add_argument("--indexer", choices=("fp8", "fp4", "mxfp4"), default="fp8")
     ap.add_argument("--max-total-tokens", type=int)
+    ap.add_argument("--release", choices=(PIN, RELEASE_011), default=PIN,
+                    help="tokenspeed's rules: the pin f4d8ec6e (default) or the release 0.1.1")
     a = ap.parse_args(argv)
     if a.self_test:
         try:
@@ -1239,7 +1316,7 @@ def main(argv=None):
         res = plan(model, int(budget), int(mml), max_num_seqs=a.max_num_seqs,
                    chunked_prefill=a.chunk, overlap=not a.no_overlap, draft=a.draft,
                    indexer=a.indexer, max_total_tokens=a.max_total_tokens,
-                   num_draft_tokens=a.num_draft_tokens)
+                   num_draft_tokens=a.num_draft_tokens, release=a.release)
     except ValueError as exc:
         json.dump({"model": model, "budget_bytes": int(budget), "max_model_len": int(mml),
                    "error": str(exc)}, sys.stdout, indent=1)

@@ -56,6 +56,10 @@
 
 namespace dsv4::cache {
 
+/// At most this many simulated tables: a library group each (own pools, at most kMaxGroups) or an
+/// engine group each (tokenspeed 0.1.1's arena: the six V4 groups and its own index-key group).
+inline constexpr int kMaxSimTables = kMaxGroups + 2;
+
 /// How requests arrive.
 enum class arrival_pattern : std::uint8_t {
   all_at_once,  ///< All N requests wait at step 0.
@@ -89,8 +93,9 @@ struct sim_workload {
 /// What one simulation (or a worst case over many) found.
 struct sim_result {
   int num_groups = 0;  ///< Simulated tables: library groups (own pools), distinct engine-group rules (shared).
-  std::array<std::int64_t, kMaxGroups> peak_pages{};  ///< Per table: peak live pages of one layer, null page excluded.
-  std::uint64_t peak_bytes = 0;                       ///< Peak over steps of all tables' bytes, null pages included.
+  std::array<std::int64_t, kMaxSimTables>
+      peak_pages{};              ///< Per table: peak live pages of one layer, null page excluded.
+  std::uint64_t peak_bytes = 0;  ///< Peak over steps of all tables' bytes, null pages included.
   /// Shared pool: the table each engine group is simulated as (`pools.groups[e]` -> peak_pages index).
   std::array<int, kMaxEngineGroups> table_of_group{};
   /// Shared pool: peak blocks in use (the null block apart), after any request's allocation.
@@ -160,10 +165,10 @@ struct sim_request {
   std::int64_t quiet_tokens = 0;
   std::int64_t quiet_lookahead = 0;
   /// Per table, the computed tokens from which such a decode needs one more page, or frees one.
-  std::array<std::int64_t, kMaxGroups> grow_at{};
-  std::array<std::int64_t, kMaxGroups> free_at{};
+  std::array<std::int64_t, kMaxSimTables> grow_at{};
+  std::array<std::int64_t, kMaxSimTables> free_at{};
   bool lagging = false;  ///< Overlap: a freed prefix not yet released to the pool (held_from < freed).
-  std::array<sim_table, kMaxGroups> tables{};
+  std::array<sim_table, kMaxSimTables> tables{};
 };
 
 /// Tokens, lookahead and kind of one scheduled request in one step.
@@ -218,7 +223,7 @@ class simulator {
       int t = 0;
       while (shared_ && t < result_.num_groups && !(rules_[static_cast<std::size_t>(t)] == rule)) ++t;
       if (!shared_ || t == result_.num_groups) {
-        require(result_.num_groups < kMaxGroups, "more simulated tables than kMaxGroups",
+        require(result_.num_groups < kMaxSimTables, "more simulated tables than kMaxSimTables",
                 {"tables", result_.num_groups});
         t = result_.num_groups++;
         rules_[static_cast<std::size_t>(t)] = rule;
@@ -709,15 +714,15 @@ class simulator {
   bool jumping_ = false;          ///< Inside a fast-forward's catch-up (no peak is noted there).
   std::uint64_t null_bytes_ = 0;  ///< The null block, or every pool's null page.
   std::int64_t live_blocks_ = 0;  ///< Shared pool: blocks in use (sum over tables of live pages x multiplicity).
-  std::array<table_rule, kMaxGroups> rules_{};
+  std::array<table_rule, kMaxSimTables> rules_{};
   std::array<std::int64_t, kMaxEngineGroups> pages_per_block_{};  ///< Per engine group (parent arena: K).
   int num_engine_groups_ = 0;
-  std::array<sim_group, kMaxGroups> groups_{};
+  std::array<sim_group, kMaxSimTables> groups_{};
   std::int64_t page_token_lcm_ = 1;
   std::int64_t total_arrivals_ = 0;
   std::int64_t arrived_ = 0;
   std::int64_t live_requests_ = 0;
-  std::array<std::int64_t, kMaxGroups> live_pages_{};  ///< Per group: live pages of all requests, one layer.
+  std::array<std::int64_t, kMaxSimTables> live_pages_{};  ///< Per group: live pages of all requests, one layer.
   std::int64_t finished_ = 0;
   std::int64_t zombies_ = 0;
   std::vector<sim_request> reqs_;
@@ -864,7 +869,8 @@ inline sim_result worst_case(const engine_pools& pools, const allocation_policy&
       worst.table_of_group = r.table_of_group;
       first = false;
     }
-    for (std::size_t g = 0; g < kMaxGroups; ++g) worst.peak_pages[g] = std::max(worst.peak_pages[g], r.peak_pages[g]);
+    for (std::size_t g = 0; g < kMaxSimTables; ++g)
+      worst.peak_pages[g] = std::max(worst.peak_pages[g], r.peak_pages[g]);
     worst.peak_bytes = std::max(worst.peak_bytes, r.peak_bytes);
     worst.peak_blocks = std::max(worst.peak_blocks, r.peak_blocks);
     worst.peak_admission_blocks = std::max(worst.peak_admission_blocks, r.peak_admission_blocks);
@@ -1062,7 +1068,7 @@ class fit_prober {
   /// the cap, or when the work budget runs out.
   bool replay(const std::vector<item>& all, const std::vector<std::size_t>& order, bool critical_only) {
     sim_result worst;  // per table the largest peak pages (a parent arena's parents are of them)
-    std::array<std::size_t, kMaxGroups + 3> setter{};  // the workload that set each peak
+    std::array<std::size_t, kMaxSimTables + 3> setter{};  // the workload that set each peak
     for (const std::size_t i : order) {
       sim_options o = search_.sim;
       if (budget_ != nullptr && budget_->limit > 0) {
@@ -1097,23 +1103,23 @@ class fit_prober {
 
   /// Folds one workload's peaks into `worst`, remembering which workload set each.
   static void take_peaks(const sim_result& r, std::size_t i, sim_result& worst,
-                         std::array<std::size_t, kMaxGroups + 3>& setter) {
+                         std::array<std::size_t, kMaxSimTables + 3>& setter) {
     worst.num_groups = r.num_groups;
     worst.table_of_group = r.table_of_group;
-    for (std::size_t g = 0; g < kMaxGroups; ++g)
+    for (std::size_t g = 0; g < kMaxSimTables; ++g)
       if (r.peak_pages[g] > worst.peak_pages[g]) worst.peak_pages[g] = r.peak_pages[g], setter[g] = i;
-    if (r.peak_bytes > worst.peak_bytes) worst.peak_bytes = r.peak_bytes, setter[kMaxGroups] = i;
+    if (r.peak_bytes > worst.peak_bytes) worst.peak_bytes = r.peak_bytes, setter[kMaxSimTables] = i;
     const std::int64_t blocks = std::max(r.peak_blocks, r.peak_admission_blocks);
-    if (blocks > worst.peak_blocks) worst.peak_blocks = blocks, setter[kMaxGroups + 1] = i;
+    if (blocks > worst.peak_blocks) worst.peak_blocks = blocks, setter[kMaxSimTables + 1] = i;
   }
 
   /// The workloads that set the binding peaks of a whole probe that fit become critical.
   void note_setters(const std::vector<item>& all, const sim_result& worst,
-                    const std::array<std::size_t, kMaxGroups + 3>& setter) {
+                    const std::array<std::size_t, kMaxSimTables + 3>& setter) {
     if (pools_.structure == pool_structure::shared_block_pool) {
-      note_critical(all[setter[kMaxGroups + 1]].key);
+      note_critical(all[setter[kMaxSimTables + 1]].key);
     } else if (pools_.structure == pool_structure::own_pools) {
-      note_critical(all[setter[kMaxGroups]].key);
+      note_critical(all[setter[kMaxSimTables]].key);
     } else {
       for (int g = 0; g < worst.num_groups; ++g) note_critical(all[setter[static_cast<std::size_t>(g)]].key);
     }

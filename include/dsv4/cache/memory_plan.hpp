@@ -108,6 +108,8 @@ struct plan_options {
   std::int64_t max_running_requests = 0;
   vllm_pool_rules vllm_pools{};      ///< vLLM's pool rules (its version preset), for a shared block pool.
   sglang_pool_rules sglang_pools{};  ///< SGLang's rules (its version preset), for ratio pools.
+  /// tokenspeed's rules (its version preset, default 0.1.1), for its parent arena.
+  tokenspeed_pool_rules tokenspeed_pools{};
   /// SGLang's --swa-full-tokens-ratio (ratio pools): its SWA pool as a share of its full tokens.
   double swa_full_tokens_ratio = 0.1;
 };
@@ -473,21 +475,26 @@ constexpr void size_ratio_pools(const group_spec_list& specs, const engine_pools
   }
 }
 
-/// A library group's share of a parent-arena plan: the parents its pages bind (one engine group
-/// per library group).
+/// A library group's share of a parent-arena plan: the parents its pages bind, in every engine
+/// group holding one of its pools (one per library group; tokenspeed 0.1.1 holds the CSA index
+/// keys in a group of their own), its pages and window the first one's.
 constexpr void size_group_in_parent_arena(const engine_pools& pools, const memory_plan& plan, guard& g,
                                           group_plan& gp) {
+  bool first = true;
   for (int e = 0; e < pools.num_groups; ++e) {
     const engine_group& eg = pools[e];
     if (!(eg.members[0].group == gp.spec.id)) continue;
     const engine_group_plan& ep = plan.engine_groups[static_cast<std::size_t>(e)];
-    gp.window_tokens = ep.window_tokens;
-    gp.pages_per_request = ep.pages_per_request;
-    gp.shared_pages = ep.shared_pages;
-    gp.pages_per_layer = ep.blocks;
+    if (first) {
+      gp.window_tokens = ep.window_tokens;
+      gp.pages_per_request = ep.pages_per_request;
+      gp.shared_pages = ep.shared_pages;
+      gp.pages_per_layer = ep.blocks;
+      first = false;
+    }
     for (int m = 0; m < eg.num_members; ++m)
       gp.pool_pages[static_cast<std::size_t>(eg.members[static_cast<std::size_t>(m)].pool)] = ep.blocks;
-    gp.bytes = g.mul(u(ep.parents), u(pools.bytes_per_block));
+    gp.bytes = g.add(gp.bytes, g.mul(u(ep.parents), u(pools.bytes_per_block)));
   }
   g.mul(u(gp.pages_per_layer), u(gp.spec.num_layers));
 }
@@ -659,7 +666,7 @@ constexpr engine_pools plan_pools(const model_config& c, const group_spec_list& 
       return e;
     }
     case pool_structure::shared_block_pool: return vllm_engine_pools(specs, c.family, o.vllm_pools, o.tokens_per_step);
-    case pool_structure::parent_arena: return tokenspeed_engine_pools(specs);
+    case pool_structure::parent_arena: return tokenspeed_engine_pools(specs, o.tokenspeed_pools);
     case pool_structure::own_pools: break;
   }
   return own_pools_of(specs);

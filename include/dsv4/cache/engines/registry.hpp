@@ -5,10 +5,14 @@
 //
 //   vllm@2026.11        vLLM v1 main as read 2026-11: one shared block pool (engines/vllm.hpp);
 //                       `vllm` names it (the newest preset)
-//   tokenspeed          tokenspeed with --enable-mixed-batch, its parent arena (engines/tokenspeed.hpp)
-//   tokenspeed-default  tokenspeed's default scheduler, its parent arena
-//   sglang              SGLang at cce0a124: its DeepSeek V4 pool configurator and ratio pools
-//                       (engines/sglang.hpp), its occupancy replayed by engines/sglang_sim.hpp
+//   vllm@0.33.0         vLLM 0.33.0 as released: the same rules (its wheel run unchanged gives
+//                       the planner's figures, 336 of 336; issue 38)
+//   tokenspeed          tokenspeed 0.1.1 as released with --enable-mixed-batch, its parent arena
+//                       (engines/tokenspeed.hpp, `tokenspeed_rules_0_1_1`); @f4d8ec6e: the pin
+//   tokenspeed-default  tokenspeed's default scheduler, its parent arena (0.1.1; @f4d8ec6e)
+//   sglang              SGLang 0.5.23 as released; @cce0a124 the pin: its DeepSeek V4 pool
+//                       configurator and ratio pools (engines/sglang.hpp), its occupancy
+//                       replayed by engines/sglang_sim.hpp
 #pragma once
 
 #include <array>
@@ -38,22 +42,42 @@ struct engine_spec {
   /// `vllm serve` on a GPU of 70 GiB or more other than an A100; tokenspeed 160, 80 with
   /// speculative decoding; SGLang max_running_requests 256), the step's token budget, ...
   engine_defaults defaults{};
-  sglang_pool_rules sglang{};  ///< ratio_pools: SGLang's rules of this preset (default: 0.5.23).
+  sglang_pool_rules sglang{};          ///< ratio_pools: SGLang's rules of this preset (default: 0.5.23).
+  tokenspeed_pool_rules tokenspeed{};  ///< parent_arena: tokenspeed's rules of this preset (default: 0.1.1).
 };
 
-/// Every engine preset, the newest preset of an engine first among its presets.
-inline constexpr std::array<engine_spec, 5> kEngines = {{
+/// Every engine preset, the newest preset of an engine first among its presets: the first entry
+/// of a name is its default.
+inline constexpr std::array<engine_spec, 8> kEngines = {{
     {"vllm", "2026.11", "vllm-project/vllm main as read 2026-11, files and commits in engines/vllm.hpp",
      "4253bd44243c89bb62c1898399f69236b2b5c721", vllm_policy, pool_structure::shared_block_pool, vllm_pool_rules{},
      vllm_defaults},
-    {"tokenspeed", "", "lightseekorg/tokenspeed main as read 2026-08-22, files and commits in engines/tokenspeed.hpp",
+    {"vllm", "0.33.0",
+     "vLLM 0.33.0 as released (wheel vllm-0.33.0, 2026-11): the rules of vllm@2026.11 (engines/vllm.hpp); its own "
+     "sizing code run unchanged gives the planner's figures, 336 of 336 (issue 38)",
+     "", vllm_policy, pool_structure::shared_block_pool, vllm_pool_rules{}, vllm_defaults},
+    // The released tokenspeed is the default `--engine tokenspeed` (and tokenspeed-default).
+    {"tokenspeed", "0.1.1",
+     "tokenspeed 0.1.1 as released (wheel tokenspeed-0.1.1, 2026-10), files in engines/tokenspeed.hpp: the CSA "
+     "index keys a cache group of their own; its token capacity (the compiled tokenspeed-scheduler wheel's "
+     "CapacityModel, >=0.1.25) is not run: the planner's capacity model of f4d8ec6e (recipes/spec.py) is assumed",
+     "", tokenspeed_policy, pool_structure::parent_arena, vllm_pool_rules{}, tokenspeed_defaults, sglang_pool_rules{},
+     tokenspeed_rules_0_1_1},
+    {"tokenspeed", "f4d8ec6e",
+     "lightseekorg/tokenspeed main as read 2026-08-22, files and commits in engines/tokenspeed.hpp",
      "f4d8ec6e039c028c7ee71317ccfb84e56ae2b45c", tokenspeed_policy, pool_structure::parent_arena, vllm_pool_rules{},
-     tokenspeed_defaults},
-    {"tokenspeed-default", "",
+     tokenspeed_defaults, sglang_pool_rules{}, tokenspeed_rules_f4d8ec6e},
+    {"tokenspeed-default", "0.1.1",
+     "tokenspeed 0.1.1 as released (wheel tokenspeed-0.1.1, 2026-10), files in engines/tokenspeed.hpp: the CSA "
+     "index keys a cache group of their own; its token capacity (the compiled tokenspeed-scheduler wheel's "
+     "CapacityModel, >=0.1.25) is not run: the planner's capacity model of f4d8ec6e (recipes/spec.py) is assumed",
+     "", tokenspeed_default_policy, pool_structure::parent_arena, vllm_pool_rules{}, tokenspeed_defaults,
+     sglang_pool_rules{}, tokenspeed_rules_0_1_1},
+    {"tokenspeed-default", "f4d8ec6e",
      "lightseekorg/tokenspeed main as read 2026-08-22, files and commits in engines/tokenspeed.hpp",
      "f4d8ec6e039c028c7ee71317ccfb84e56ae2b45c", tokenspeed_default_policy, pool_structure::parent_arena,
-     vllm_pool_rules{}, tokenspeed_defaults},
-    // The released SGLang is the default `--engine sglang`: the first entry of a name is its default.
+     vllm_pool_rules{}, tokenspeed_defaults, sglang_pool_rules{}, tokenspeed_rules_f4d8ec6e},
+    // The released SGLang is the default `--engine sglang`.
     {"sglang", "0.5.23",
      "SGLang 0.5.23 as released (wheel sglang-0.5.23, 2026-10), files in engines/sglang.hpp; its SWA pool sized by "
      "--swa-full-tokens-ratio (its cap sizing, used when the flag is left out, is not modelled)",
@@ -87,7 +111,7 @@ inline std::string engine_label(const engine_spec& e) {
   return e.preset.empty() ? std::string(e.name) : std::string(e.name) + "@" + std::string(e.preset);
 }
 
-/// Every accepted `--engine` value: "vllm, vllm@2026.11, tokenspeed, tokenspeed-default, sglang".
+/// Every accepted `--engine` value: "vllm, vllm@2026.11, vllm@0.33.0, tokenspeed, tokenspeed@0.1.1, ...".
 inline std::string engine_names() {
   std::string s;
   std::string_view last;

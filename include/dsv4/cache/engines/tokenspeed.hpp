@@ -54,6 +54,30 @@
 //            @ 6083537e: off only with --disable-overlap-schedule or for PD prefill); P = 256 for
 //            DeepSeek V4 (configs/model_config.py @ 6083537e).
 //
+// tokenspeed 0.1.1 (the released wheel tokenspeed-0.1.1-py3-none-any.whl on PyPI, 2026-10; paths
+// below relative to tokenspeed/runtime/layers/attention/ in the wheel; `tokenspeed_rules_0_1_1`,
+// the default `--engine tokenspeed`) changes three rules of the pin; the rest reads as above
+// (recipes/plan.py `pack` and DeepseekV4Recipe.packing unchanged, the geometry the same):
+//   groups   recipes/deepseek_v4.py `v4_indexer_kv_spec`, `DeepseekV4Recipe.groups`: the index
+//            keys of a CSA layer are a group of their own, "v4.c4a.indexer_kv"
+//            (deepseek_v4_geometry.py V4_INDEXER_KV_GROUP_ID; full history, 64 rows of 4 tokens
+//            per page), each on plane "unit.<its slot in that group>"; v4.c4a.compressed_kv holds
+//            the compressed KV alone. V4-Flash packs c4kv 2 and the index keys 8: parent
+//            2,780,928 B (V4-Pro 4,013,568; the pin 2,403,072 and 3,460,608).
+//   windows  recipes/deepseek_v4.py `v4_compressor_state_spec`, `v4_indexer_state_spec`: the CSA
+//            states keep V4_COMPRESSOR_STATE_WINDOW_TOKENS[4] = 8 tokens at any decode width (the
+//            pin's `v4_c4_state_window`, max(8, 4 + d), is gone).
+//   refusal  recipes/base.py `CacheRecipe._budgeted_parents`: "deepseek_v4 cache budget must hold
+//            a null parent and one usable LCM parent".
+// Its demand (`parents_needed`, recipes/base.py) is no longer Python: it asks the compiled
+// tokenspeed-scheduler wheel's `CapacityModel` (recipes/scheduler_bridge.py; 0.1.1 requires
+// tokenspeed-scheduler>=0.1.25), not run here: the 0.1.1 presets assume the pin's demand and
+// capacity model above (recipes/spec.py @ c731cb88), as their registry source says. Pipeline
+// stages under 0.1.1 keep the whole model's parent geometry and drop the other stages' planes
+// (recipes/plan.py `CacheMemoryPlan.narrow_to_layers`): not modelled, the planner refuses --pp
+// for the 0.1.1 arena (the library's rank_plan still plans each stage as its own arena, the
+// pin's reading).
+//
 // Not modelled: the budget tokenspeed measures (gpu_memory_utilization profiling: give the KV
 // budget), data-parallel attention (max_num_seqs / dp), `--max-total-tokens`, DeepSeek V4.1 and
 // V3.2 (no tokenspeed code for them at f4d8ec6e: own pools).
@@ -116,7 +140,10 @@ constexpr std::int64_t tokenspeed_default_max_num_seqs(std::int64_t tokens_per_s
   return tokens_per_step > 1 ? 80 : 160;
 }
 
-/// tokenspeed's defaults at f4d8ec6e (both schedulers), each with where tokenspeed sets it.
+/// tokenspeed's defaults at f4d8ec6e (both schedulers), each with where tokenspeed sets it; the
+/// 0.1.1 presets share them (0.1.1 sets the same: utils/server_args.py max_num_seqs 160, 80 with a
+/// speculative algorithm, chunked_prefill_size 8192; engine/scheduler_utils.py
+/// `should_use_overlap_schedule`; kernel_page_sizes.py DEEPSEEK_V4_PAGE_SIZE 256).
 inline constexpr engine_defaults tokenspeed_defaults{
     .overlap = true,
     .overlap_off_modelled = true,
@@ -206,33 +233,105 @@ constexpr const char* tokenspeed_format_mismatch(const paged_cache_group_spec& g
                                    : "tokenspeed's V4 recipe stores KV rows as v4.fp8_ds_mla only (584 B, 576-B pages)";
 }
 
+/// tokenspeed's pool rules of one version preset (engines/registry.hpp), each with where that
+/// version sets it (see the top of this file).
+struct tokenspeed_pool_rules {
+  /// The CSA layers' index keys in a group of their own, `v4.c4a.indexer_kv` (full history, the
+  /// compressed KV's 256-token pages, its own packing; a layer's keys on plane "unit.<slot>"),
+  /// as tokenspeed 0.1.1 declares them (recipes/deepseek_v4.py `v4_indexer_kv_spec`); false:
+  /// beside the compressed KV in `v4.c4a.compressed_kv`, on plane "unit.<n4 + slot>" (f4d8ec6e).
+  bool indexer_keys_own_group = true;
+  /// The CSA-state windows grow with the decode input tokens d, max(8, 4 + d) (f4d8ec6e
+  /// `v4_c4_state_window`); false: 8 at any d (0.1.1: V4_COMPRESSOR_STATE_WINDOW_TOKENS[4]).
+  bool c4_state_window_grows = false;
+  /// tokenspeed's ValueError for a budget below two parents: 0.1.1's recipes/base.py
+  /// `CacheRecipe._budgeted_parents` ("{family} cache budget ..." with family "deepseek_v4");
+  /// f4d8ec6e's recipes/deepseek_v4.py `DeepseekV4Recipe.num_lcm_blocks`.
+  std::string_view budget_refusal = "deepseek_v4 cache budget must hold a null parent and one usable LCM parent";
+  /// Each pipeline stage builds its own arena from its layers (f4d8ec6e, as read); false: 0.1.1
+  /// keeps the whole model's parent geometry on every stage and drops the other stages' planes
+  /// (recipes/plan.py `CacheMemoryPlan.narrow_to_layers`), not modelled: the planner refuses --pp.
+  bool stage_own_arena = false;
+  friend constexpr bool operator==(const tokenspeed_pool_rules&, const tokenspeed_pool_rules&) = default;
+};
+
+/// tokenspeed 0.1.1 as released (wheel tokenspeed-0.1.1, 2026-10): index keys in their own group,
+/// CSA-state windows of 8.
+inline constexpr tokenspeed_pool_rules tokenspeed_rules_0_1_1{
+    .indexer_keys_own_group = true,
+    .c4_state_window_grows = false,
+    .budget_refusal = "deepseek_v4 cache budget must hold a null parent and one usable LCM parent",
+    .stage_own_arena = false};
+/// tokenspeed at f4d8ec6e (2026-08-22): index keys in the compressed-KV group, windows max(8, 4 + d).
+inline constexpr tokenspeed_pool_rules tokenspeed_rules_f4d8ec6e{
+    .indexer_keys_own_group = false,
+    .c4_state_window_grows = true,
+    .budget_refusal = "DeepSeek V4 cache budget must hold a null parent and one usable parent",
+    .stage_own_arena = true};
+
+/// Whether engine group `g` of a tokenspeed arena is 0.1.1's own index-key group: its tensors are
+/// pool 1 (the index keys) of the CSA compressed-KV group only.
+constexpr bool tokenspeed_is_indexer_group(const engine_group& g) {
+  return g.num_members > 0 && g.members[0].pool == 1 && g.members[0].group.kind == group_kind::compressed_kv &&
+         g.members[0].group.ratio == 4;
+}
+
+/// tokenspeed's id of engine group `g` ("v4.c4a.indexer_kv" for 0.1.1's index keys, else the
+/// library group's id).
+inline std::string tokenspeed_group_id(const engine_group& g) {
+  return tokenspeed_is_indexer_group(g) ? std::string("v4.c4a.indexer_kv") : to_string(g.members[0].group);
+}
+
 /// tokenspeed's parent arena for the V4 groups `specs` (the MTP layers in them only when a draft
-/// model runs): one engine group per library group (its table rule, K = `pages_per_block`), every
-/// parent `bytes_per_block` bytes (the planes' sum, see the top of this file). Throws
+/// model runs) under the rules `rules` of a preset: one engine group per library group (its table
+/// rule, K = `pages_per_block`), the CSA index keys a group of their own where the rules say so,
+/// every parent `bytes_per_block` bytes (the planes' sum, see the top of this file). Throws
 /// std::invalid_argument if a group breaks tokenspeed's padding or partition check (tokenspeed
 /// refuses the layout) or a layer sits in no group.
-constexpr engine_pools tokenspeed_engine_pools(const group_spec_list& specs) {
+constexpr engine_pools tokenspeed_engine_pools(const group_spec_list& specs,
+                                               const tokenspeed_pool_rules& rules = tokenspeed_rules_0_1_1) {
   engine_pools e;
   e.structure = pool_structure::parent_arena;
   require(specs.num_groups > 0, "tokenspeed's arena needs at least one cache group", {"groups", specs.num_groups});
-  std::array<std::int64_t, kMaxGroups> raw{};
+  // The engine groups: library group `lib`, its pools [first_pool, end_pool).
+  struct source {
+    int lib = 0;
+    int first_pool = 0;
+    int end_pool = 0;
+  };
+  std::array<source, kMaxEngineGroups> src{};
+  std::array<std::int64_t, kMaxEngineGroups> raw{};
   std::int64_t max_raw = 0;
   int csa_layers = 0;
+  int n = 0;
   for (int gi = 0; gi < specs.num_groups; ++gi) {
     const paged_cache_group_spec& g = specs[gi];
-    raw[static_cast<std::size_t>(gi)] = checked_mul(g.page_bytes(), std::int64_t{g.num_layers});
-    if (raw[static_cast<std::size_t>(gi)] > max_raw) max_raw = raw[static_cast<std::size_t>(gi)];
-    if (g.id.kind == group_kind::compressed_kv && g.id.ratio == 4) csa_layers = g.num_layers;
+    const bool csa_kv = g.id.kind == group_kind::compressed_kv && g.id.ratio == 4;
+    if (csa_kv) csa_layers = g.num_layers;
+    const bool split = rules.indexer_keys_own_group && csa_kv && g.num_pools > 1;
+    for (int part = 0; part < (split ? 2 : 1); ++part) {
+      require(n < kMaxEngineGroups, "too many tokenspeed cache groups", {"groups", n});
+      source& s = src[static_cast<std::size_t>(n)];
+      s = {gi, split ? part : 0, split && part == 0 ? 1 : g.num_pools};
+      std::int64_t page = 0;
+      for (int p = s.first_pool; p < s.end_pool; ++p)
+        page = checked_add(page, g.pools[static_cast<std::size_t>(p)].page_bytes);
+      raw[static_cast<std::size_t>(n)] = checked_mul(page, std::int64_t{g.num_layers});
+      if (raw[static_cast<std::size_t>(n)] > max_raw) max_raw = raw[static_cast<std::size_t>(n)];
+      ++n;
+    }
   }
-  // One engine group per library group, K its packing.
-  for (int gi = 0; gi < specs.num_groups; ++gi) {
-    const paged_cache_group_spec& g = specs[gi];
-    require(raw[static_cast<std::size_t>(gi)] > 0, "a tokenspeed cache group declares no bytes", {"group", gi});
+  // One engine group per source, K its packing.
+  for (int ei = 0; ei < n; ++ei) {
+    const source& s = src[static_cast<std::size_t>(ei)];
+    const paged_cache_group_spec& g = specs[s.lib];
+    require(raw[static_cast<std::size_t>(ei)] > 0, "a tokenspeed cache group declares no bytes", {"group", s.lib});
     engine_group& eg = e.groups[static_cast<std::size_t>(e.num_groups++)];
     eg.rule = table_rule_of(g);
+    if (!rules.c4_state_window_grows) eg.rule.step_window_base_tokens = 0;  // 0.1.1: the windows stay W
     eg.pages_per_block = static_cast<std::int64_t>(
-        std::bit_floor(static_cast<std::uint64_t>(max_raw / raw[static_cast<std::size_t>(gi)])));
-    for (int p = 0; p < g.num_pools; ++p) {
+        std::bit_floor(static_cast<std::uint64_t>(max_raw / raw[static_cast<std::size_t>(ei)])));
+    for (int p = s.first_pool; p < s.end_pool; ++p) {
       engine_member& m = eg.members[static_cast<std::size_t>(eg.num_members++)];
       m.group = g.id;
       m.pool = p;
@@ -241,24 +340,26 @@ constexpr engine_pools tokenspeed_engine_pools(const group_spec_list& specs) {
       m.page_bytes = g.pools[static_cast<std::size_t>(p)].page_bytes;
     }
   }
-  // Planes: "unit.<slot>" (slot: the layer's rank in its group), index keys on unit.<n4 + slot>.
+  // Planes: "unit.<slot>" (slot: the layer's rank in its group); f4d8ec6e puts the index keys
+  // (pool 1 of the compressed-KV group) on unit.<n4 + slot>.
   constexpr int kPlanes = 2 * kMaxLayers;
   std::array<std::int64_t, kPlanes> need{};   // max over groups of K x field bytes
   std::array<std::int64_t, kPlanes> align{};  // lcm of the plane's alignments
   for (std::int64_t& a : align) a = kTokenspeedAlignment;
   std::int64_t parent_align = kTokenspeedAlignment;
-  for (int gi = 0; gi < specs.num_groups; ++gi) {
-    const paged_cache_group_spec& g = specs[gi];
-    const std::int64_t k = e.groups[static_cast<std::size_t>(gi)].pages_per_block;
+  for (int ei = 0; ei < n; ++ei) {
+    const source& s = src[static_cast<std::size_t>(ei)];
+    const paged_cache_group_spec& g = specs[s.lib];
+    const std::int64_t k = e.groups[static_cast<std::size_t>(ei)].pages_per_block;
     parent_align = std::lcm(parent_align, k);
     for (int slot = 0; slot < g.num_layers; ++slot) {
-      for (int p = 0; p < g.num_pools; ++p) {
+      for (int p = s.first_pool; p < s.end_pool; ++p) {
         const format_role role = g.pools[static_cast<std::size_t>(p)].format.role;
-        const int plane = p == 0 ? slot : csa_layers + slot;  // pool 1: the CSA index keys
+        const int plane = p == 0 || rules.indexer_keys_own_group ? slot : csa_layers + slot;
         require(plane < kPlanes, "too many tokenspeed planes", {"plane", plane});
         const std::int64_t bytes = checked_mul(k, g.pools[static_cast<std::size_t>(p)].page_bytes);
-        std::int64_t& n = need[static_cast<std::size_t>(plane)];
-        if (bytes > n) n = bytes;
+        std::int64_t& nd = need[static_cast<std::size_t>(plane)];
+        if (bytes > nd) nd = bytes;
         std::int64_t& a = align[static_cast<std::size_t>(plane)];
         // Element size: fp32 states, uint8 rows; the KV fields' page stride alignment (576 B).
         a = std::lcm(a, checked_mul(k, std::int64_t{role == format_role::state ? 4 : 1}));
@@ -272,13 +373,13 @@ constexpr engine_pools tokenspeed_engine_pools(const group_spec_list& specs) {
       sum = checked_add(sum,
                         detail::ts_round_up(need[static_cast<std::size_t>(pl)], align[static_cast<std::size_t>(pl)]));
   e.bytes_per_block = detail::ts_round_up(sum, parent_align);
-  for (int gi = 0; gi < specs.num_groups; ++gi) {
-    const std::int64_t k = e.groups[static_cast<std::size_t>(gi)].pages_per_block;
-    const std::int64_t r = raw[static_cast<std::size_t>(gi)];
-    require(e.bytes_per_block % k == 0, "tokenspeed: a group's packing does not partition the parent", {"group", gi},
+  for (int ei = 0; ei < n; ++ei) {
+    const std::int64_t k = e.groups[static_cast<std::size_t>(ei)].pages_per_block;
+    const std::int64_t r = raw[static_cast<std::size_t>(ei)];
+    require(e.bytes_per_block % k == 0, "tokenspeed: a group's packing does not partition the parent", {"group", ei},
             {"packing", k}, {"parent_bytes", e.bytes_per_block});
     require(e.bytes_per_block / k - r <= kTokenspeedMaxPaddingFraction * r,
-            "tokenspeed: a group's padding in the parent exceeds its limit (2x its bytes)", {"group", gi},
+            "tokenspeed: a group's padding in the parent exceeds its limit (2x its bytes)", {"group", ei},
             {"packing", k}, {"parent_bytes", e.bytes_per_block});
   }
   return e;
@@ -413,7 +514,7 @@ inline std::string tokenspeed_packing_text(const engine_pools& pools) {
   std::array<std::pair<std::string, std::int64_t>, kMaxEngineGroups> items{};
   int n = 0;
   for (const engine_group& g : pools)
-    items[static_cast<std::size_t>(n++)] = {to_string(g.members[0].group), g.pages_per_block};
+    items[static_cast<std::size_t>(n++)] = {tokenspeed_group_id(g), g.pages_per_block};
   for (int i = 1; i < n; ++i)
     for (int j = i; j > 0 && items[static_cast<std::size_t>(j)].first < items[static_cast<std::size_t>(j - 1)].first;
          --j)
@@ -427,11 +528,12 @@ inline std::string tokenspeed_packing_text(const engine_pools& pools) {
 
 /// tokenspeed's startup figures for the arena `pools` under `lim` with a KV budget of `budget`
 /// bytes, `layers` cache layers of which `draft_layers` are the draft model's (the log's
-/// "layers=%d (draft %d)"). Refuses as tokenspeed does: a budget below two parents, or parents
-/// that cannot admit one token. Throws std::invalid_argument for limits below 1 (N, C, d) or a
-/// context below 1.
+/// "layers=%d (draft %d)"). Refuses as tokenspeed does (in the words of the preset's `rules`): a
+/// budget below two parents, or parents that cannot admit one token. Throws
+/// std::invalid_argument for limits below 1 (N, C, d) or a context below 1.
 inline tokenspeed_startup_report tokenspeed_startup(const engine_pools& pools, const tokenspeed_limits& lim,
-                                                    std::uint64_t budget, int layers, int draft_layers) {
+                                                    std::uint64_t budget, int layers, int draft_layers,
+                                                    const tokenspeed_pool_rules& rules = tokenspeed_rules_0_1_1) {
   require(lim.max_num_seqs >= 1 && lim.chunk_tokens >= 1, "tokenspeed's max_num_seqs and chunk must be >= 1",
           {"max_num_seqs", lim.max_num_seqs}, {"chunk_tokens", lim.chunk_tokens});
   require(lim.decode_tokens >= 1 && lim.context_tokens >= 1, "tokenspeed's decode tokens and context must be >= 1",
@@ -446,7 +548,7 @@ inline tokenspeed_startup_report tokenspeed_startup(const engine_pools& pools, c
       whole >= 1 ? static_cast<std::int64_t>(whole > (std::uint64_t{1} << 62) ? (std::uint64_t{1} << 62) : whole) - 1
                  : -1;
   if (r.budgeted_parents < 1) {
-    r.refusal = "DeepSeek V4 cache budget must hold a null parent and one usable parent";
+    r.refusal = std::string(rules.budget_refusal);
     return r;
   }
   const std::int64_t cap = tokenspeed_capacity(pools, lim, r.budgeted_parents);

@@ -270,7 +270,8 @@ inline engine_report compute_engine_report(const model_config& m, const memory_p
     }
     r.tokenspeed_budget_is_plan = !budget;
     r.tokenspeed_budget = budget ? *budget : sp->total_bytes;
-    r.tokenspeed = tokenspeed_startup(sp->pools, r.tokenspeed_lim, r.tokenspeed_budget, stage_layers, stage_draft);
+    r.tokenspeed = tokenspeed_startup(sp->pools, r.tokenspeed_lim, r.tokenspeed_budget, stage_layers, stage_draft,
+                                      o.tokenspeed_pools);
   }
   if (r.structure == pool_structure::ratio_pools) {
     sglang_options so = detail::sglang_options_of(o);
@@ -477,8 +478,8 @@ inline nlohmann::ordered_json engine_report_json(const engine_report& r, const m
     for (int g = 0; g < tplan.pools.num_groups; ++g) {
       const engine_group& eg = tplan.pools[g];
       const engine_group_plan& ep = tplan.engine_groups[static_cast<std::size_t>(g)];
-      packing[to_string(eg.members[0].group)] = eg.pages_per_block;
-      groups.push_back({{"group", to_string(eg.members[0].group)},
+      packing[tokenspeed_group_id(eg)] = eg.pages_per_block;
+      groups.push_back({{"group", tokenspeed_group_id(eg)},
                         {"table", std::string(to_string(eg.rule.kind))},
                         {"page_tokens", eg.rule.page_tokens},
                         {"window_tokens", eg.rule.sliding() ? json(ep.window_tokens) : json(nullptr)},
@@ -623,7 +624,7 @@ inline std::string engine_report_text(const engine_report& r, const memory_plan&
     for (int g = 0; g < tplan.pools.num_groups; ++g) {
       const engine_group& eg = tplan.pools[g];
       const engine_group_plan& ep = tplan.engine_groups[static_cast<std::size_t>(g)];
-      fmt::format_to(out, "  {:<32} {:<14} {:>6} {:>6} {:>3} {:>11} {:>9} {:>9}\n", to_string(eg.members[0].group),
+      fmt::format_to(out, "  {:<32} {:<14} {:>6} {:>6} {:>3} {:>11} {:>9} {:>9}\n", tokenspeed_group_id(eg),
                      to_string(eg.rule.kind), eg.rule.page_tokens,
                      eg.rule.sliding() ? std::to_string(ep.window_tokens) : std::string("-"), eg.pages_per_block,
                      vllm_thousands(eg.bytes()), vllm_thousands(ep.blocks), vllm_thousands(ep.parents));

@@ -457,6 +457,7 @@ inline planner_result compute(const planner_args& a, bool with_engine_report = t
          a.dp_attention ? "DP attention" : "no DP attention");
   o.vllm_pools = r.engine->vllm;
   o.sglang_pools = r.engine->sglang;
+  o.tokenspeed_pools = r.engine->tokenspeed;
   if (a.pools == "own")
     o.pools = pools_choice::own;
   else if (a.pools != "engine")
@@ -548,6 +549,17 @@ inline planner_result compute(const planner_args& a, bool with_engine_report = t
     // (arg_groups/overrides.py:1139-1167, server_args.py:931-943).
     o.swa_full_tokens_ratio = *a.swa_ratio == 0.8 ? 0.1 : *a.swa_ratio;
   }
+  // tokenspeed 0.1.1's pipeline stages keep the whole model's parent geometry
+  // (engines/tokenspeed.hpp `tokenspeed_pool_rules::stage_own_arena`): not modelled.
+  const bool ts_engine =
+      o.policy.engine == engine_kind::tokenspeed || o.policy.engine == engine_kind::tokenspeed_default;
+  if (ts_engine && o.pools == pools_choice::engine && r.model.family == model_family::v4 && a.dcp == 1 &&
+      !r.engine->tokenspeed.stage_own_arena && (a.pp != 1 || !a.pp_layers.empty()))
+    throw std::invalid_argument(fmt::format(
+        "--engine {}: --pp {} (pipeline stages) is not modelled for tokenspeed 0.1.1, whose stages keep the whole "
+        "model's parent geometry (recipes/plan.py CacheMemoryPlan.narrow_to_layers); plan the pin's per-stage "
+        "arenas with --engine tokenspeed@f4d8ec6e, or --pools own",
+        engine_label(*r.engine), a.pp));
   if (o.policy.engine == engine_kind::sglang && o.pools == pools_choice::engine) {
     check_sglang_flags(a);
     // SGLang's HCA-state reservation is per attention-DP worker: max_running_requests // dp with DP
