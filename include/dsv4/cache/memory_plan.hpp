@@ -475,6 +475,15 @@ constexpr void size_ratio_pools(const group_spec_list& specs, const engine_pools
   }
 }
 
+/// A library group's pages, window and pages per layer as the first engine group holding it has
+/// them (the one rule of both engine structures; its bytes are summed over every holder).
+constexpr void take_first_engine_group(const engine_group_plan& ep, group_plan& gp) {
+  gp.window_tokens = ep.window_tokens;
+  gp.pages_per_request = ep.pages_per_request;
+  gp.shared_pages = ep.shared_pages;
+  gp.pages_per_layer = ep.blocks;
+}
+
 /// A library group's share of a parent-arena plan: the parents its pages bind, in every engine
 /// group holding one of its pools (one per library group; tokenspeed 0.1.1 holds the CSA index
 /// keys in a group of their own), its pages and window the first one's.
@@ -485,13 +494,8 @@ constexpr void size_group_in_parent_arena(const engine_pools& pools, const memor
     const engine_group& eg = pools[e];
     if (!(eg.members[0].group == gp.spec.id)) continue;
     const engine_group_plan& ep = plan.engine_groups[static_cast<std::size_t>(e)];
-    if (first) {
-      gp.window_tokens = ep.window_tokens;
-      gp.pages_per_request = ep.pages_per_request;
-      gp.shared_pages = ep.shared_pages;
-      gp.pages_per_layer = ep.blocks;
-      first = false;
-    }
+    if (first) take_first_engine_group(ep, gp);
+    first = false;
     for (int m = 0; m < eg.num_members; ++m)
       gp.pool_pages[static_cast<std::size_t>(eg.members[static_cast<std::size_t>(m)].pool)] = ep.blocks;
     gp.bytes = g.add(gp.bytes, g.mul(u(ep.parents), u(pools.bytes_per_block)));
@@ -509,13 +513,8 @@ constexpr void size_group_in_shared_pool(const engine_pools& pools, const memory
     for (int m = 0; m < eg.num_members; ++m) {
       const engine_member& mb = eg.members[static_cast<std::size_t>(m)];
       if (!(mb.group == gp.spec.id)) continue;
-      if (first) {
-        gp.window_tokens = ep.window_tokens;
-        gp.pages_per_request = ep.pages_per_request;
-        gp.shared_pages = ep.shared_pages;
-        gp.pages_per_layer = ep.blocks;
-        first = false;
-      }
+      if (first) take_first_engine_group(ep, gp);
+      first = false;
       gp.pool_pages[static_cast<std::size_t>(mb.pool)] = ep.blocks;
       gp.bytes = g.add(gp.bytes, g.mul(u(mb.bytes()), u(ep.blocks)));
     }
