@@ -282,80 +282,66 @@ inline std::string tokenspeed_group_id(const engine_group& g) {
   return tokenspeed_is_indexer_group(g) ? std::string("v4.c4a.indexer_kv") : to_string(g.members[0].group);
 }
 
-/// tokenspeed's parent arena for the V4 groups `specs` (the MTP layers in them only when a draft
-/// model runs) under the rules `rules` of a preset: one engine group per library group (its table
-/// rule, K = `pages_per_block`), the CSA index keys a group of their own where the rules say so,
-/// every parent `bytes_per_block` bytes (the planes' sum, see the top of this file). Throws
-/// std::invalid_argument if a group breaks tokenspeed's padding or partition check (tokenspeed
-/// refuses the layout) or a layer sits in no group.
-constexpr engine_pools tokenspeed_engine_pools(const group_spec_list& specs,
-                                               const tokenspeed_pool_rules& rules = tokenspeed_rules_0_1_1) {
-  engine_pools e;
-  e.structure = pool_structure::parent_arena;
-  require(specs.num_groups > 0, "tokenspeed's arena needs at least one cache group", {"groups", specs.num_groups});
-  // The engine groups: library group `lib`, its pools [first_pool, end_pool).
-  struct source {
-    int lib = 0;
-    int first_pool = 0;
-    int end_pool = 0;
-  };
-  std::array<source, kMaxEngineGroups> src{};
-  std::array<std::int64_t, kMaxEngineGroups> raw{};
-  std::int64_t max_raw = 0;
-  int csa_layers = 0;
+namespace detail {
+
+/// tokenspeed's engine groups before they are built: library group `lib`, its pools
+/// [first_pool, end_pool), its bytes per block (`raw`: the pools' pages x layers).
+struct ts_source {
+  int lib = 0;
+  int first_pool = 0;
+  int end_pool = 0;
+  std::int64_t raw = 0;
+};
+struct ts_sources {
+  std::array<ts_source, kMaxEngineGroups> src{};
   int n = 0;
+  std::int64_t max_raw = 0;
+  int csa_layers = 0;  ///< layers of the CSA compressed-KV group (f4d8ec6e's index-key planes follow them)
+};
+
+/// One source per library group, the CSA index keys a source of their own where `rules` say so.
+constexpr ts_sources ts_collect_sources(const group_spec_list& specs, const tokenspeed_pool_rules& rules) {
+  ts_sources out;
   for (int gi = 0; gi < specs.num_groups; ++gi) {
     const paged_cache_group_spec& g = specs[gi];
     const bool csa_kv = g.id.kind == group_kind::compressed_kv && g.id.ratio == 4;
-    if (csa_kv) csa_layers = g.num_layers;
+    if (csa_kv) out.csa_layers = g.num_layers;
     const bool split = rules.indexer_keys_own_group && csa_kv && g.num_pools > 1;
     for (int part = 0; part < (split ? 2 : 1); ++part) {
-      require(n < kMaxEngineGroups, "too many tokenspeed cache groups", {"groups", n});
-      source& s = src[static_cast<std::size_t>(n)];
-      s = {gi, split ? part : 0, split && part == 0 ? 1 : g.num_pools};
+      require(out.n < kMaxEngineGroups, "too many tokenspeed cache groups", {"groups", out.n});
+      ts_source& s = out.src[static_cast<std::size_t>(out.n)];
+      s = {gi, split ? part : 0, split && part == 0 ? 1 : g.num_pools, 0};
       std::int64_t page = 0;
       for (int p = s.first_pool; p < s.end_pool; ++p)
         page = checked_add(page, g.pools[static_cast<std::size_t>(p)].page_bytes);
-      raw[static_cast<std::size_t>(n)] = checked_mul(page, std::int64_t{g.num_layers});
-      if (raw[static_cast<std::size_t>(n)] > max_raw) max_raw = raw[static_cast<std::size_t>(n)];
-      ++n;
+      s.raw = checked_mul(page, std::int64_t{g.num_layers});
+      if (s.raw > out.max_raw) out.max_raw = s.raw;
+      ++out.n;
     }
   }
-  // One engine group per source, K its packing.
-  for (int ei = 0; ei < n; ++ei) {
-    const source& s = src[static_cast<std::size_t>(ei)];
-    const paged_cache_group_spec& g = specs[s.lib];
-    require(raw[static_cast<std::size_t>(ei)] > 0, "a tokenspeed cache group declares no bytes", {"group", s.lib});
-    engine_group& eg = e.groups[static_cast<std::size_t>(e.num_groups++)];
-    eg.rule = table_rule_of(g);
-    if (!rules.c4_state_window_grows) eg.rule.step_window_base_tokens = 0;  // 0.1.1: the windows stay W
-    eg.pages_per_block = static_cast<std::int64_t>(
-        std::bit_floor(static_cast<std::uint64_t>(max_raw / raw[static_cast<std::size_t>(ei)])));
-    for (int p = s.first_pool; p < s.end_pool; ++p) {
-      engine_member& m = eg.members[static_cast<std::size_t>(eg.num_members++)];
-      m.group = g.id;
-      m.pool = p;
-      for (int i = 0; i < g.num_layers; ++i) m.layers.set(g.layers[static_cast<std::size_t>(i)]);
-      m.rows_per_page = g.pools[static_cast<std::size_t>(p)].rows_per_page;
-      m.page_bytes = g.pools[static_cast<std::size_t>(p)].page_bytes;
-    }
-  }
-  // Planes: "unit.<slot>" (slot: the layer's rank in its group); f4d8ec6e puts the index keys
-  // (pool 1 of the compressed-KV group) on unit.<n4 + slot>.
+  return out;
+}
+
+/// The parent's bytes: planes "unit.<slot>" (slot: the layer's rank in its group; f4d8ec6e puts
+/// the index keys, pool 1 of the compressed-KV group, on unit.<n4 + slot>), each the max over
+/// groups of K x field bytes rounded up to the lcm of its alignments, summed, rounded up to the
+/// lcm of the packings.
+constexpr std::int64_t ts_parent_bytes(const group_spec_list& specs, const tokenspeed_pool_rules& rules,
+                                       const ts_sources& ss, const engine_pools& e) {
   constexpr int kPlanes = 2 * kMaxLayers;
   std::array<std::int64_t, kPlanes> need{};   // max over groups of K x field bytes
   std::array<std::int64_t, kPlanes> align{};  // lcm of the plane's alignments
   for (std::int64_t& a : align) a = kTokenspeedAlignment;
   std::int64_t parent_align = kTokenspeedAlignment;
-  for (int ei = 0; ei < n; ++ei) {
-    const source& s = src[static_cast<std::size_t>(ei)];
+  for (int ei = 0; ei < ss.n; ++ei) {
+    const ts_source& s = ss.src[static_cast<std::size_t>(ei)];
     const paged_cache_group_spec& g = specs[s.lib];
     const std::int64_t k = e.groups[static_cast<std::size_t>(ei)].pages_per_block;
     parent_align = std::lcm(parent_align, k);
     for (int slot = 0; slot < g.num_layers; ++slot) {
       for (int p = s.first_pool; p < s.end_pool; ++p) {
         const format_role role = g.pools[static_cast<std::size_t>(p)].format.role;
-        const int plane = p == 0 || rules.indexer_keys_own_group ? slot : csa_layers + slot;
+        const int plane = p == 0 || rules.indexer_keys_own_group ? slot : ss.csa_layers + slot;
         require(plane < kPlanes, "too many tokenspeed planes", {"plane", plane});
         const std::int64_t bytes = checked_mul(k, g.pools[static_cast<std::size_t>(p)].page_bytes);
         std::int64_t& nd = need[static_cast<std::size_t>(plane)];
@@ -370,12 +356,46 @@ constexpr engine_pools tokenspeed_engine_pools(const group_spec_list& specs,
   std::int64_t sum = 0;
   for (int pl = 0; pl < kPlanes; ++pl)
     if (need[static_cast<std::size_t>(pl)] > 0)
-      sum = checked_add(sum,
-                        detail::ts_round_up(need[static_cast<std::size_t>(pl)], align[static_cast<std::size_t>(pl)]));
-  e.bytes_per_block = detail::ts_round_up(sum, parent_align);
-  for (int ei = 0; ei < n; ++ei) {
+      sum = checked_add(sum, ts_round_up(need[static_cast<std::size_t>(pl)], align[static_cast<std::size_t>(pl)]));
+  return ts_round_up(sum, parent_align);
+}
+
+}  // namespace detail
+
+/// tokenspeed's parent arena for the V4 groups `specs` (the MTP layers in them only when a draft
+/// model runs) under the rules `rules` of a preset: one engine group per library group (its table
+/// rule, K = `pages_per_block`), the CSA index keys a group of their own where the rules say so,
+/// every parent `bytes_per_block` bytes (the planes' sum, see the top of this file). Throws
+/// std::invalid_argument if a group breaks tokenspeed's padding or partition check (tokenspeed
+/// refuses the layout) or a layer sits in no group.
+constexpr engine_pools tokenspeed_engine_pools(const group_spec_list& specs,
+                                               const tokenspeed_pool_rules& rules = tokenspeed_rules_0_1_1) {
+  engine_pools e;
+  e.structure = pool_structure::parent_arena;
+  require(specs.num_groups > 0, "tokenspeed's arena needs at least one cache group", {"groups", specs.num_groups});
+  const detail::ts_sources ss = detail::ts_collect_sources(specs, rules);
+  // One engine group per source, K its packing.
+  for (int ei = 0; ei < ss.n; ++ei) {
+    const detail::ts_source& s = ss.src[static_cast<std::size_t>(ei)];
+    const paged_cache_group_spec& g = specs[s.lib];
+    require(s.raw > 0, "a tokenspeed cache group declares no bytes", {"group", s.lib});
+    engine_group& eg = e.groups[static_cast<std::size_t>(e.num_groups++)];
+    eg.rule = table_rule_of(g);
+    if (!rules.c4_state_window_grows) eg.rule.step_window_base_tokens = 0;  // 0.1.1: the windows stay W
+    eg.pages_per_block = static_cast<std::int64_t>(std::bit_floor(static_cast<std::uint64_t>(ss.max_raw / s.raw)));
+    for (int p = s.first_pool; p < s.end_pool; ++p) {
+      engine_member& m = eg.members[static_cast<std::size_t>(eg.num_members++)];
+      m.group = g.id;
+      m.pool = p;
+      for (int i = 0; i < g.num_layers; ++i) m.layers.set(g.layers[static_cast<std::size_t>(i)]);
+      m.rows_per_page = g.pools[static_cast<std::size_t>(p)].rows_per_page;
+      m.page_bytes = g.pools[static_cast<std::size_t>(p)].page_bytes;
+    }
+  }
+  e.bytes_per_block = detail::ts_parent_bytes(specs, rules, ss, e);
+  for (int ei = 0; ei < ss.n; ++ei) {
     const std::int64_t k = e.groups[static_cast<std::size_t>(ei)].pages_per_block;
-    const std::int64_t r = raw[static_cast<std::size_t>(ei)];
+    const std::int64_t r = ss.src[static_cast<std::size_t>(ei)].raw;
     require(e.bytes_per_block % k == 0, "tokenspeed: a group's packing does not partition the parent", {"group", ei},
             {"packing", k}, {"parent_bytes", e.bytes_per_block});
     require(e.bytes_per_block / k - r <= kTokenspeedMaxPaddingFraction * r,
