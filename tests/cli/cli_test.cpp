@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -257,7 +258,7 @@ TEST(Cli, NothingFitsSaysWhatOneRequestNeeds) {
 TEST(Cli, ConfigErrorsAtPlanTimeNameTheFile) {
   const run_result r = run({"--config", kData + "/deepseek-v4-flash.config.json", "--context", "2000000"});
   EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.err.find("deepseek-v4-flash.config.json: dsv4::cache: context_tokens must be <= max_position_embeddings"),
+  EXPECT_NE(r.err.find("deepseek-v4-flash.config.json: context_tokens must be <= max_position_embeddings"),
             std::string::npos)
       << r.err;
 }
@@ -598,7 +599,7 @@ TEST(CliParallel, RefusedInputsExit2) {
       {{"--handover", "2"}, "--handover 2 is for --role decode only"},
       // An error of the default model names the model, never a --preset the user did not give.
       {{"--engine", "sglang", "--tokens-per-step", "12"},
-       "DeepSeek-V4-Flash (the default model): dsv4::cache: SGLang: the draft"},
+       "DeepSeek-V4-Flash (the default model): SGLang: the draft"},
       {{"--role", "router"}, "--role"},
       {{"--pp", "2", "--pp-layers", ""}, "--pp-layers: must not be empty"},
       {{"--simulate", "--role", "decode", "--context", "300"}, "--simulate replays colocated engines only"},
@@ -1183,6 +1184,156 @@ TEST(CliBudget, BadChainFlagsAreRefusedNamingTheFlag) {
        "the budget cannot be derived from --gpu"},
       {{"--preset", "v4.1-flash", "--gpu", "h200", "--require-fit"}, "--require-fit needs a budget"},
   });
+}
+
+// Issue 42: messages echo what the user typed (the flag, the value in their unit), never the
+// library's namespace, an internal enum value or float noise. 155 GB = 155e9 / 2^30 GiB =
+// 144.3549990654 GiB and 141 GB = 131.3164830208 GiB (by hand), printed to 2 decimals.
+TEST(CliHygiene, MessagesEchoTheUserNotTheLibrary) {
+  expect_refused({
+      {{"--requests", "-1"}, "--requests: '-1' must be at least 1"},
+      {{"--tp", "0"}, "--tp: '0' must be at least 1"},
+      {{"--dp", "0"}, "--dp: '0' must be at least 1"},
+      {{"--pp", "-2"}, "--pp: '-2' must be at least 1"},
+      {{"--dcp", "0"}, "--dcp: '0' must be at least 1"},
+      {{"--gpu-memory-gib", "141GB", "--reserved-gib", "155GB"},
+       "--reserved-gib 155 GB (144.35 GiB) must be below --gpu-memory-gib 141 GB (131.32 GiB): no KV budget left"},
+      {{"--gpu-memory-gib", "80", "--reserved-gib", "90"}, "--reserved-gib 90 GiB must be below --gpu-memory-gib 80 GiB"},
+      {{"--memory-gib", "0.0000000001"}, "got 0.107 B"},  // 1e-10 GiB = 0.107374 B (2^30 x 1e-10)
+      {{"--preset", "v4.1-flash", "--engine", "sglang"},
+       "--preset v4.1-flash: SGLang 0.5.23's DeepSeek V4 pools are modelled for V4 models only"},
+  });
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"--requests", "-1"},
+           {"--preset", "v4.1-flash", "--engine", "sglang"},
+           {"--preset", "v3.2", "--engine", "sglang", "--memory-gib", "8"},
+           {"--gpu-memory-gib", "141GB", "--reserved-gib", "155GB"},
+           {"--memory-gib", "1e-12"},
+           {"--preset", "v4.1-flash", "--format-set", "v9"},
+           {"--engine", "sglang", "--role", "decode"},
+       }) {
+    const run_result r = run(args);
+    EXPECT_EQ(r.code, 2) << args[0];
+    EXPECT_EQ(r.err.find("dsv4::cache"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("family="), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("role="), std::string::npos) << r.err;
+    EXPECT_FALSE(std::regex_search(r.err, std::regex(R"(\.[0-9]{7,})"))) << "float noise: " << r.err;
+  }
+}
+
+// Issue 42: every planner command in the README's code blocks runs as written (exit 0) under the
+// defaults it leaves out; the one that reads a user's model directory reads the test config instead.
+TEST(CliReadme, EveryPlannerCommandRunsAsWritten) {
+  std::ifstream in(std::filesystem::path(kData).parent_path().parent_path() / "README.md");
+  ASSERT_TRUE(in) << "README.md next to tests/";
+  std::string line;
+  bool code = false;
+  int commands = 0;
+  const std::string prefix = "build/tools/dsv4-cache-plan";
+  while (std::getline(in, line)) {
+    if (line.starts_with("```")) {
+      code = !code;
+      continue;
+    }
+    if (!code || !line.starts_with(prefix)) continue;
+    for (const std::string_view cut : {" #", " &&", " >", " |"}) line = line.substr(0, line.find(cut));
+    std::istringstream words(line.substr(prefix.size()));
+    std::vector<std::string> args;
+    for (std::string w; words >> w;)
+      args.push_back(w.starts_with("/models/") ? kData + "/deepseek-v4-flash.config.json" : w);
+    const run_result r = run(args);
+    EXPECT_EQ(r.code, 0) << line << "\n" << r.err;
+    ++commands;
+  }
+  EXPECT_GE(commands, 14) << "the README's planner commands were found";
+}
+
+// Issue 42: the speculative setting on the default screen's assumptions line, not only under
+// --verbose: DSpark's block of 5 drafts (--tokens-per-step 6) and V4's MTP.
+TEST(CliScreen, SpeculationOnTheAssumptionsLine) {
+  std::string out = run({"--preset", "v4.1-flash", "--tokens-per-step", "6"}).out;
+  EXPECT_NE(out.find("DSpark draft not cached, 6 tokens/step (1 + 5 drafted)"), std::string::npos) << out;
+  out = run({"--preset", "v4-flash", "--tokens-per-step", "2", "--mtp"}).out;
+  EXPECT_NE(out.find("MTP draft cached (--mtp), 2 tokens/step (1 + 1 drafted)"), std::string::npos) << out;
+  out = run({}).out;
+  EXPECT_NE(out.find("no MTP draft, max_num_seqs"), std::string::npos) << out;
+}
+
+// The screen's line budget: what it gives up, in order, when the lines would run past 22.
+TEST(CliScreen, FitScreenGivesUpTheOptionalLinesInOrder) {
+  const auto head = [](int lines) {
+    std::string h;
+    for (int i = 0; i < lines; ++i) h += "head " + std::to_string(i) + "\n";
+    return h;
+  };
+  const std::string why = "where the 1 GiB of this GPU's plan go:\n  1 GiB  rows\n";  // 2 lines
+  const std::string fig(150, 'f');    // 2 lines wrapped, 1 when cut
+  const std::string bound(150, 'b');  // the same
+  const std::string hint = std::string(80, 'h') + " " + std::string(60, 'h');
+  // 10 + 2 + 2 + 1 blank + 2 + 2 + 1 footer = 20: everything shows.
+  std::string s = fit_screen(head(10), "vLLM", fig, bound, why, hint);
+  EXPECT_EQ(lines_of(s).size(), 20U) << s;
+  EXPECT_NE(s.find("\n\nwhere"), std::string::npos) << s;
+  EXPECT_NE(s.find("(tables: "), std::string::npos) << s;
+  // 13 + 9 = 22 with the blank: all kept; 14 + 9 = 23: the blank goes first.
+  EXPECT_EQ(lines_of(fit_screen(head(12), "vLLM", fig, bound, why, hint)).size(), 22U);
+  s = fit_screen(head(13), "vLLM", fig, bound, why, hint);
+  EXPECT_EQ(lines_of(s).size(), 22U) << s;
+  EXPECT_EQ(s.find("\n\nwhere"), std::string::npos) << s;
+  EXPECT_NE(s.find("(tables: "), std::string::npos) << s;
+  // Then the footer, the hint's second line, the figure's, the bound's, then the hint.
+  s = fit_screen(head(14), "vLLM", fig, bound, why, hint);
+  EXPECT_EQ(s.find("(tables: "), std::string::npos) << s;
+  EXPECT_EQ(lines_of(s).size(), 22U) << s;
+  s = fit_screen(head(15), "vLLM", fig, bound, why, hint);
+  EXPECT_NE(s.find("hint     hhh"), std::string::npos) << s;
+  EXPECT_EQ(lines_of(s).size(), 22U) << s;
+  s = fit_screen(head(18), "vLLM", fig, bound, why, hint);
+  EXPECT_EQ(s.find("hint "), std::string::npos) << s;
+  EXPECT_EQ(lines_of(s).size(), 22U) << s;  // 18 + 1 + 1 + 2
+  EXPECT_NE(s.find("vLLM     fff"), std::string::npos) << s;
+  EXPECT_NE(s.find("bound    bbb"), std::string::npos) << s;
+  EXPECT_NE(s.find("  1 GiB  rows"), std::string::npos) << "the breakdown always stays: " << s;
+}
+
+// Issue 42: every model under every engine and flag set prints at most 22 lines of at most 100
+// columns, or is refused naming why (exit 2, nothing on stdout).
+TEST(CliScreen, EveryModelEngineAndFlagSetFitsOneScreen) {
+  const std::vector<std::vector<std::string>> engines = {
+      {"--engine", "vllm"}, {"--engine", "sglang"}, {"--engine", "tokenspeed"}, {"--pools", "own"}};
+  // Small enough to replay fast (issue 41 owns the replay's speed); each line of the screen shows.
+  const std::vector<std::vector<std::string>> flag_sets = {
+      {},
+      {"--memory-gib", "2"},
+      {"--memory-gib", "8", "--requests", "8", "--context", "65536"},
+      {"--gpu", "h200", "--tp", "8"},
+      {"--gpu", "gb300", "--tp", "8", "--requests", "64", "--context", "8192", "--mtp"},
+      {"--memory-gib", "120", "--requests", "4096", "--context", "8192"},
+      {"--memory-gib", "8", "--tp", "8", "--pp", "2", "--requests", "8", "--context", "16384"},
+      {"--memory-gib", "8", "--tp", "4", "--dp", "4", "--requests", "16", "--context", "16384"},
+      {"--memory-gib", "8", "--tokens-per-step", "6", "--context", "8192"},
+      {"--memory-gib", "8", "--role", "decode", "--context", "8192"},
+      {"--memory-gib", "0.001"},
+  };
+  int screens = 0;
+  for (const char* model : {"v4-flash", "v4-pro", "v4.1-flash", "v3.2"})
+    for (const std::vector<std::string>& engine : engines)
+      for (const std::vector<std::string>& flags : flag_sets) {
+        std::vector<std::string> args = {"--preset", model};
+        args.insert(args.end(), engine.begin(), engine.end());
+        args.insert(args.end(), flags.begin(), flags.end());
+        std::string what;
+        for (const std::string& a : args) what += a + " ";
+        const run_result r = run(args);
+        if (r.code == 2) {  // refused: one line naming why, nothing on stdout
+          EXPECT_TRUE(r.out.empty()) << what;
+          EXPECT_EQ(lines_of(r.err).size(), 1U) << what << r.err;
+          continue;
+        }
+        expect_one_screen(r, what);
+        ++screens;
+      }
+  EXPECT_GE(screens, 80) << "most of the grid is planned, not refused";
 }
 
 // Issue 23's command on the screen: SGLang's own pool-size line and figures, and what really fits.

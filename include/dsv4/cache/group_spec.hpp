@@ -220,7 +220,7 @@ constexpr format_selection default_formats(model_family family, indexer_format i
                                            format_set set = format_set::family_default) {
   format_selection s;
   require(set == format_set::family_default || family == model_family::v4_1,
-          "a format set (--format-set v41|v4) is for DeepSeek V4.1 models only", {"format_set", static_cast<int>(set)});
+          "a format set (--format-set v41|v4) is for DeepSeek V4.1 models only");
   if (family == model_family::v4_1) {
     if (set == format_set::v4) {  // the Hopper fallback: V4 rows everywhere
       s.swa_kv = s.global_r2 = s.global_r1 = formats::v4_fp8_ds_mla::layout;

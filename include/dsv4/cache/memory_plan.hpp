@@ -638,8 +638,7 @@ constexpr plan_options resolve(const model_config& c, plan_options o, std::int64
   require(!sglang || o.dcp == 1, "SGLang's DeepSeek V4 pools under decode context parallelism are not modelled",
           {"dcp", o.dcp});
   require(!sglang || o.role == deployment_role::colocated,
-          "SGLang's DeepSeek V4 pools for a prefill or decode instance (PD disaggregation) are not modelled",
-          {"role", static_cast<int>(o.role)});
+          "SGLang's DeepSeek V4 pools for a prefill or decode instance (PD disaggregation) are not modelled");
   require(
       o.dcp == 1 || plan_structure(o, c.family) != pool_structure::shared_block_pool || c.family == model_family::v3_2,
       "vLLM rejects decode context parallelism for DeepSeek V4 and V4.1 (its sliding-window specs assert "

@@ -182,8 +182,7 @@ constexpr sglang_geometry sglang_geometry_of(const model_config& m, bool specula
               ? "SGLang 0.5.23's DeepSeek V4 pools are modelled for V4 models only (its V4.1 ratio-2 pools and V3.2's "
                 "configurator are not)"
               : "SGLang's DeepSeek V4 pool configurator at cce0a124 sizes V4 models only (V4.1's ratio-2 rings and "
-                "V3.2's pools are not in it)",
-          {"family", static_cast<int>(m.family)});
+                "V3.2's pools are not in it)");
   if (end < 0) end = m.num_hidden_layers;
   require(first >= 0 && first < end && end <= m.num_hidden_layers, "layer range outside the main layers",
           {"first", first}, {"end", end});

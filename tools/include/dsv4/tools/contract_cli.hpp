@@ -684,7 +684,7 @@ inline int run_check(const std::string& path, std::ostream& out, std::ostream& e
     out << path << ": ok, fingerprint " << d["fingerprint"].get<std::string>() << "\n" << std::flush;
     return out ? kContractEqual : kContractInternal;
   } catch (const std::invalid_argument& e) {
-    err << "dsv4-cache-layout: error: " << cache::cli::one_line(e.what()) << "\n";
+    err << "dsv4-cache-layout: error: " << dsv4::tools::error_text(e.what()) << "\n";
     return kContractBadInput;
   }
 }
@@ -699,7 +699,7 @@ inline int run_diff(const std::string& a_path, const std::string& b_path, std::o
     out << r.text << std::flush;
     return out ? r.code : kContractInternal;
   } catch (const std::invalid_argument& e) {
-    err << "dsv4-cache-layout: error: " << cache::cli::one_line(e.what()) << "\n";
+    err << "dsv4-cache-layout: error: " << dsv4::tools::error_text(e.what()) << "\n";
     return kContractBadInput;
   }
 }

@@ -430,10 +430,10 @@ inline int run_golden(const golden_args& a, std::ostream& out, std::ostream& err
     if (a.out_dir.empty()) golden_detail::bad_input("--out must not be empty");
     g = make_golden(a);
   } catch (const std::invalid_argument& e) {
-    err << "dsv4-cache-layout: error: " << golden_detail::one_line(e.what()) << "\n";
+    err << "dsv4-cache-layout: error: " << dsv4::tools::error_text(e.what()) << "\n";
     return kGoldenExitBadInput;
   } catch (const std::exception& e) {
-    err << "dsv4-cache-layout: internal error: " << golden_detail::one_line(e.what()) << "\n";
+    err << "dsv4-cache-layout: internal error: " << dsv4::tools::error_text(e.what()) << "\n";
     return kGoldenExitWriteError;
   }
   try {
@@ -444,10 +444,10 @@ inline int run_golden(const golden_args& a, std::ostream& out, std::ostream& err
                                            {"page.bin", view(g.page)},
                                            {"manifest.json", std::string_view(g.manifest_text)}});
   } catch (const golden_detail::write_error& e) {
-    err << "dsv4-cache-layout: error: " << golden_detail::one_line(e.what()) << "\n";
+    err << "dsv4-cache-layout: error: " << dsv4::tools::error_text(e.what()) << "\n";
     return kGoldenExitWriteError;
   } catch (const std::invalid_argument& e) {  // file_io::refused_output: DIR or a file in it may not be written
-    err << "dsv4-cache-layout: error: " << golden_detail::one_line(e.what()) << "\n";
+    err << "dsv4-cache-layout: error: " << dsv4::tools::error_text(e.what()) << "\n";
     return kGoldenExitBadInput;
   } catch (const std::exception& e) {
     err << "dsv4-cache-layout: error: writing " << golden_detail::one_line(a.out_dir) << ": "

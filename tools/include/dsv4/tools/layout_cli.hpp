@@ -302,10 +302,10 @@ inline int run_layout(const std::vector<std::string>& args, std::ostream& out, s
     }
     return kLayoutExitOk;
   } catch (const std::invalid_argument& e) {  // bad input: the library's errors
-    err << "dsv4-cache-layout: error: " << layout_detail::one_line(e.what()) << "\n";
+    err << "dsv4-cache-layout: error: " << dsv4::tools::error_text(e.what()) << "\n";
     return kLayoutExitBadInput;
   } catch (const std::exception& e) {  // anything else is a bug, not the user's input
-    err << "dsv4-cache-layout: internal error: " << layout_detail::one_line(e.what()) << "\n";
+    err << "dsv4-cache-layout: internal error: " << dsv4::tools::error_text(e.what()) << "\n";
     return kLayoutExitFailure;
   }
 }

@@ -65,6 +65,20 @@ inline std::string one_line(std::string_view msg) {
   return printable(msg.substr(0, 500)) + (msg.size() > 500 ? "..." : "");
 }
 
+/// A library error as the CLIs print it: `one_line(what)` without the core's "dsv4::cache: "
+/// prefix (platform.hpp), which names a C++ namespace, not anything the user typed.
+inline std::string error_text(std::string_view what) {
+  std::string out;
+  static constexpr std::string_view kPrefix = "dsv4::cache: ";
+  for (std::size_t at = 0;;) {
+    const std::size_t hit = what.find(kPrefix, at);
+    out += what.substr(at, hit - at);
+    if (hit == std::string_view::npos) break;
+    at = hit + kPrefix.size();
+  }
+  return one_line(out);
+}
+
 /// "writing the output failed: No space left on device (errno 28)": why a write failed, from
 /// `errnum` (the errno the failing write left; 0: "the system gave no reason").
 inline std::string write_failure(int errnum) {

@@ -112,6 +112,29 @@ inline constexpr std::string_view kExitCodesHelp =
 /// beyond that it refuses an estimated work above kSimulateMaxWork (engine_report.hpp).
 inline constexpr std::int64_t kSimulateMaxRequests = 4096;
 
+/// A memory size the user typed (held as GiB after `kMemorySize`), echoed in their unit: "155 GB
+/// (144.35 GiB)" when it is a whole number of GB, MB or TB, else "131.3 GiB" (at most 4 decimals,
+/// no float noise); below 1 MB in bytes, from 10^6 GiB up in 6 significant digits.
+inline std::string memory_text(double gib) {
+  const double bytes = gib * 1073741824.0;
+  const auto plain = [](double v) {  // up to 4 decimals, trailing zeros dropped
+    std::string t = fmt::format("{:.4f}", v);
+    while (t.back() == '0') t.pop_back();
+    if (t.back() == '.') t.pop_back();
+    return t;
+  };
+  if (std::isfinite(bytes) && bytes >= 1e6 && std::abs(gib - std::round(gib)) > 1e-9) {
+    for (const auto& [unit, scale] : {std::pair{"TB", 1e12}, std::pair{"GB", 1e9}, std::pair{"MB", 1e6}}) {
+      const double n = bytes / scale;
+      if (n >= 1.0 && std::abs(n - std::round(n)) <= 1e-9 * n)
+        return fmt::format("{} {} ({:.2f} GiB)", static_cast<std::int64_t>(std::round(n)), unit, gib);
+    }
+  }
+  if (!std::isfinite(gib) || std::abs(gib) >= 1e6) return fmt::format("{:.6g} GiB", gib);
+  if (gib != 0.0 && std::abs(bytes) < 1e6) return fmt::format("{:.3g} B", bytes);  // below 1 MB: bytes
+  return plain(gib) + " GiB";
+}
+
 /// A GiB count as bytes; fails unless 1 byte <= gib x 2^30 < 2^64 (a budget is never
 /// silently rounded to 0 bytes).
 inline std::uint64_t gib_to_bytes(double gib, const char* what = "--memory-gib") {
@@ -119,7 +142,8 @@ inline std::uint64_t gib_to_bytes(double gib, const char* what = "--memory-gib")
   const double bytes = gib * 1073741824.0;
   if (!std::isfinite(gib) || !(bytes >= 1.0) || !(bytes < kMaxBytes))
     throw std::invalid_argument(
-        fmt::format("{} must be at least 1 byte (2^-30 GiB) and below 2^34 GiB (2^64 bytes), got {}", what, gib));
+        fmt::format("{} must be at least 1 byte (2^-30 GiB) and below 2^34 GiB (2^64 bytes), got {}", what,
+                    memory_text(gib)));
   return static_cast<std::uint64_t>(bytes);
 }
 
@@ -137,6 +161,16 @@ inline const CLI::Validator kDecimalInt(
       return {};
     },
     "INT");
+/// A count (requests, ranks, rows): a decimal integer of at least 1, so the error names the flag
+/// and the value as typed ("--tp: '0' must be at least 1") before the library sees it.
+inline const CLI::Validator kCount(
+    [](std::string& s) -> std::string {
+      std::string error = kDecimalInt(s);  // rewrites s as plain decimal when it is one
+      if (!error.empty()) return error;
+      if (std::stoll(s) < 1) return "'" + s + "' must be at least 1";
+      return {};
+    },
+    "INT>=1");
 inline const CLI::Validator kDecimalNumber(
     [](std::string& s) -> std::string {
       double v = 0;
@@ -211,10 +245,10 @@ inline std::optional<std::uint64_t> budget_from(const planner_args& a) {
         "cache; --reserved-gib 0 reserves nothing)");
   const double reserved = *a.reserved_gib;
   if (!(reserved >= 0.0) || !std::isfinite(reserved))
-    throw std::invalid_argument(fmt::format("--reserved-gib must be >= 0, got {}", reserved));
+    throw std::invalid_argument("--reserved-gib must be >= 0, got " + memory_text(reserved));
   if (!(reserved < *a.gpu_memory_gib))
-    throw std::invalid_argument(fmt::format(
-        "--reserved-gib ({}) must be below --gpu-memory-gib ({}): no KV budget left", reserved, *a.gpu_memory_gib));
+    throw std::invalid_argument("--reserved-gib " + memory_text(reserved) + " must be below --gpu-memory-gib " +
+                                memory_text(*a.gpu_memory_gib) + ": no KV budget left");
   return gib_to_bytes(*a.gpu_memory_gib - reserved, "--gpu-memory-gib minus --reserved-gib");
 }
 
@@ -392,7 +426,7 @@ inline void add_model_options(CLI::App& app, planner_args& a, const std::string&
   app.add_option("--context", a.context,
                  "Max context tokens per request L (default: the model's max_position_embeddings)")
       ->transform(kDecimalInt);
-  app.add_option("--requests", a.requests, "Concurrent requests N")->transform(kDecimalInt)->capture_default_str();
+  app.add_option("--requests", a.requests, "Concurrent requests N")->transform(kCount)->capture_default_str();
   app.add_option("--memory-gib", a.memory_gib, memory_gib_help)->transform(kMemorySize);
   app.add_option("--indexer", a.indexer,
                  "V4 indexer key format: fp8 (132 B/row, the default) or mxfp4 (68 B/row); V4.1 models take "
@@ -420,21 +454,21 @@ inline void add_model_options(CLI::App& app, planner_args& a, const std::string&
 /// --pp-layers, --dcp, --dcp-interleave.
 inline void add_parallel_options(CLI::App& app, planner_args& a) {
   app.add_option("--tp", a.tp, "Tensor parallel size: replicates the cache")
-      ->transform(kDecimalInt)
+      ->transform(kCount)
       ->capture_default_str();
   app.add_option("--dp", a.dp, "Data parallel (attention) size: splits the requests")
-      ->transform(kDecimalInt)
+      ->transform(kCount)
       ->capture_default_str();
   app.add_option("--pp", a.pp, "Pipeline stages: split the main layers (vLLM's get_pp_indices)")
-      ->transform(kDecimalInt)
+      ->transform(kCount)
       ->capture_default_str();
   app.add_option("--pp-layers", a.pp_layers, "Explicit main layers per stage, e.g. 22,21 (needs --pp)")
       ->check(kNonEmpty);
   app.add_option("--dcp", a.dcp, "Decode context parallel size (divides --tp): shards the compressed KV")
-      ->transform(kDecimalInt)
+      ->transform(kCount)
       ->capture_default_str();
   app.add_option("--dcp-interleave", a.dcp_interleave, "Rows dealt to one DCP rank in turn")
-      ->transform(kDecimalInt)
+      ->transform(kCount)
       ->capture_default_str();
 }
 

@@ -266,7 +266,7 @@ inline int run_planner(const std::vector<std::string>& args, std::ostream& out, 
     out << app.help();
     return 0;
   } catch (const CLI::ParseError& e) {
-    err << "dsv4-cache-plan: error: " << one_line(e.what()) << " (see --help)\n";
+    err << "dsv4-cache-plan: error: " << dsv4::tools::error_text(e.what()) << " (see --help)\n";
     return 2;
   }
   try {
@@ -296,13 +296,13 @@ inline int run_planner(const std::vector<std::string>& args, std::ostream& out, 
     }
     return a.require_fit && !verdict_of(r).fits ? 1 : 0;
   } catch (const dsv4::tools::file_io::write_error& e) {
-    err << "dsv4-cache-plan: error: " << one_line(e.what()) << "\n";
+    err << "dsv4-cache-plan: error: " << dsv4::tools::error_text(e.what()) << "\n";
     return 3;
   } catch (const std::invalid_argument& e) {  // bad input: the library's errors, config_error included
-    err << "dsv4-cache-plan: error: " << one_line(e.what()) << "\n";
+    err << "dsv4-cache-plan: error: " << dsv4::tools::error_text(e.what()) << "\n";
     return 2;
   } catch (const std::exception& e) {  // anything else is a bug, not the user's input
-    err << "dsv4-cache-plan: internal error: " << one_line(e.what()) << "\n";
+    err << "dsv4-cache-plan: internal error: " << dsv4::tools::error_text(e.what()) << "\n";
     return 3;
   }
 }

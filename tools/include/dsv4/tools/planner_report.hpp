@@ -436,10 +436,11 @@ inline planner_result compute(const planner_args& a, bool with_engine_report = t
   said("draft_layer", cache_mtp, mtp_flag.has_value(), d.draft_layer_ref,
        // The draft is the speculative-decoding setting: V4's MTP layer, V4.1's DSpark draft layers.
        cache_mtp ? fmt::format("{} cached{}", v4_1 ? "DSpark draft" : "MTP draft", mtp_flag ? " (--mtp)" : "")
-                 : fmt::format("no {}", v4_1 ? "DSpark draft" : "MTP draft"));
+       : tokens_per_step > 1 ? fmt::format("{} not cached", v4_1 ? "DSpark draft" : "MTP draft")  // it drafts
+                             : fmt::format("no {}", v4_1 ? "DSpark draft" : "MTP draft"));
   said("tokens_per_step", tokens_per_step, a.tokens_per_step.has_value(), d.tokens_per_step_ref,
-       tokens_per_step == 1 && !a.tokens_per_step ? std::string()  // implied by "no MTP draft"
-                                                  : fmt::format("{} token(s)/step", tokens_per_step));
+       tokens_per_step == 1 ? (a.tokens_per_step ? std::string("1 token/step") : std::string())  // "no MTP draft"
+                            : fmt::format("{} tokens/step (1 + {} drafted)", tokens_per_step, tokens_per_step - 1));
   said("prefill_chunk", prefill_chunk, a.prefill_chunk.has_value(), d.prefill_chunk_ref,
        fmt::format("chunk {}", thousands(prefill_chunk)));
   if (r.model.family == model_family::v4)
@@ -1014,7 +1015,7 @@ inline std::vector<capacity_curve> capacity_curves(const planner_args& a, const 
         c.points.clear();
         c.label.clear();
         c.assumes.clear();
-        c.why_not = e.what();
+        c.why_not = dsv4::tools::error_text(e.what());
         break;
       }
     }

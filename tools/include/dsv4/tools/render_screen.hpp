@@ -7,7 +7,10 @@
 // and --json.
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <cmath>
+#include <functional>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -22,6 +25,8 @@ namespace dsv4::cache::cli {
 
 /// The screen's width: no line is longer (columns, ASCII).
 inline constexpr std::size_t kScreenColumns = 100;
+/// The screen's height: no screen has more lines.
+inline constexpr std::size_t kScreenLines = 22;
 
 /// `text` after a label padded to 9 columns, wrapped at `kScreenColumns` on a blank (the break
 /// after ", " or "; " when there is one in the last third), continuation lines indented 9; at most
@@ -152,6 +157,48 @@ inline std::string budget_text(const budget_derivation& b) {
                      sz(c.reserve_bytes), c.fits() ? sz(c.kv_bytes) : "no KV cache");
 }
 
+/// The lines of `text`.
+inline std::size_t line_count(std::string_view text) {
+  return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
+}
+
+/// The screen's lines below the head, fitted to `kScreenLines`: the engine's startup figure
+/// (labelled `engine_label`), the plan's bound, the breakdown (`why`, with its heading), the hint
+/// and the footer naming the other outputs, as many as fit. When the whole would run longer, the
+/// screen gives up, in this order, the blank line before the breakdown, the footer, the hint's
+/// second line, the engine figure's and the bound's second lines, then the hint; the verdict, the
+/// assumptions, the budget chain and the breakdown's parts always stay.
+inline std::string fit_screen(const std::string& head, const std::string& engine_label, const std::string& fig,
+                              const std::string& bound, const std::string& why, const std::string& hint) {
+  static constexpr std::string_view kFooter =
+      "(tables: --verbose or --layers / --groups / --ranks; exact bytes: --json; a picture: --svg FILE)\n";
+  bool blank = true;
+  bool footer = true;
+  bool show_hint = !hint.empty();
+  int hint_lines = 2;
+  int fig_lines = 2;
+  int bound_lines = 2;
+  const auto compose = [&] {
+    std::string s = head;
+    if (!fig.empty()) s += screen_lines(engine_label, fig, fig_lines);
+    if (!bound.empty()) s += screen_lines("bound", bound, bound_lines);
+    if (blank) s += "\n";
+    s += why;
+    if (show_hint) s += screen_lines("hint", hint, hint_lines);
+    if (footer) s += kFooter;
+    return s;
+  };
+  std::string s = compose();
+  const std::array<std::function<void()>, 6> give_up = {[&] { blank = false; }, [&] { footer = false; },
+                                                        [&] { hint_lines = 1; }, [&] { fig_lines = 1; },
+                                                        [&] { bound_lines = 1; }, [&] { show_hint = false; }};
+  for (std::size_t i = 0; i < give_up.size() && line_count(s) > kScreenLines; ++i) {
+    give_up[i]();
+    s = compose();
+  }
+  return s;
+}
+
 /// The default output of dsv4-cache-plan (see the file comment).
 inline std::string screen_text(const planner_result& r) {
   const plan_verdict v = verdict_of(r);
@@ -224,11 +271,12 @@ inline std::string screen_text(const planner_result& r) {
                                              thousands(std::llround(main_layer_bytes_per_context_token(p, m))),
                                              size_text(p.total_bytes / h)));
   }
-  if (const std::string fig = screen_engine_figure(r); !fig.empty()) s += screen_lines(engine_title(r), fig);
-  if (const std::string b = bound_text(v); !b.empty()) s += screen_lines("bound", b);
+  const std::string fig = screen_engine_figure(r);
+  const std::string bound = bound_text(v);
+  const std::string head = s;  // the lines above never shrink
   // Why: where this GPU's bytes go.
   const plan_breakdown b = breakdown_of(p);
-  s += fmt::format("\nwhere the {} of this GPU's plan go:\n", size_text(b.total));
+  s = fmt::format("where the {} of this GPU's plan go:\n", size_text(b.total));
   const auto part = [&](std::uint64_t bytes, const std::string& what) {
     if (bytes == 0) return;
     const std::string size = size_text(bytes);
@@ -251,12 +299,11 @@ inline std::string screen_text(const planner_result& r) {
        : p.pools.structure == pool_structure::ratio_pools  ? "SGLang's ratio sizing: pools sized as shares of its "
                                                              "full tokens, state rings"
                                                            : "the engine's pool structure");
-  if (r.hint)
-    s += screen_lines("hint",
-                      fmt::format("{} plans {} requests, not {} ({})", r.hint->flag, thousands(r.hint->requests_then),
-                                  thousands(r.hint->requests_now), r.hint->why));
-  s += "(tables: --verbose or --layers / --groups / --ranks; exact bytes: --json; a picture: --svg FILE)\n";
-  return s;
+  const std::string hint =
+      r.hint ? fmt::format("{} plans {} request{}, not {} ({})", r.hint->flag, thousands(r.hint->requests_then),
+                           r.hint->requests_then == 1 ? "" : "s", thousands(r.hint->requests_now), r.hint->why)
+             : std::string();
+  return fit_screen(head, fig.empty() ? std::string() : engine_title(r), fig, bound, s, hint);
 }
 
 /// --summary: the screen in one line, for a ticket.
