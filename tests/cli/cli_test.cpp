@@ -598,8 +598,7 @@ TEST(CliParallel, RefusedInputsExit2) {
       {{"--tp", "64", "--dp", "128"}, "dp x pp x tp must be <= 4096"},
       {{"--handover", "2"}, "--handover 2 is for --role decode only"},
       // An error of the default model names the model, never a --preset the user did not give.
-      {{"--engine", "sglang", "--tokens-per-step", "12"},
-       "DeepSeek-V4-Flash (the default model): SGLang: the draft"},
+      {{"--engine", "sglang", "--tokens-per-step", "12"}, "DeepSeek-V4-Flash (the default model): SGLang: the draft"},
       {{"--role", "router"}, "--role"},
       {{"--pp", "2", "--pp-layers", ""}, "--pp-layers: must not be empty"},
       {{"--simulate", "--role", "decode", "--context", "300"}, "--simulate replays colocated engines only"},
@@ -1198,7 +1197,8 @@ TEST(CliHygiene, MessagesEchoTheUserNotTheLibrary) {
       {{"--dcp", "0"}, "--dcp: '0' must be at least 1"},
       {{"--gpu-memory-gib", "141GB", "--reserved-gib", "155GB"},
        "--reserved-gib 155 GB (144.35 GiB) must be below --gpu-memory-gib 141 GB (131.32 GiB): no KV budget left"},
-      {{"--gpu-memory-gib", "80", "--reserved-gib", "90"}, "--reserved-gib 90 GiB must be below --gpu-memory-gib 80 GiB"},
+      {{"--gpu-memory-gib", "80", "--reserved-gib", "90"},
+       "--reserved-gib 90 GiB must be below --gpu-memory-gib 80 GiB"},
       {{"--memory-gib", "0.0000000001"}, "got 0.107 B"},  // 1e-10 GiB = 0.107374 B (2^30 x 1e-10)
       {{"--preset", "v4.1-flash", "--engine", "sglang"},
        "--preset v4.1-flash: SGLang 0.5.23's DeepSeek V4 pools are modelled for V4 models only"},
@@ -1267,8 +1267,8 @@ TEST(CliScreen, FitScreenGivesUpTheOptionalLinesInOrder) {
     return h;
   };
   const std::string why = "where the 1 GiB of this GPU's plan go:\n  1 GiB  rows\n";  // 2 lines
-  const std::string fig(150, 'f');    // 2 lines wrapped, 1 when cut
-  const std::string bound(150, 'b');  // the same
+  const std::string fig(150, 'f');                                                    // 2 lines wrapped, 1 when cut
+  const std::string bound(150, 'b');                                                  // the same
   const std::string hint = std::string(80, 'h') + " " + std::string(60, 'h');
   // 10 + 2 + 2 + 1 blank + 2 + 2 + 1 footer = 20: everything shows.
   std::string s = fit_screen(head(10), "vLLM", fig, bound, why, hint);

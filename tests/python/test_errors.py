@@ -14,7 +14,8 @@ import dsv4_cache as d
 FLASH = d.Model.preset("v4-flash")
 
 PLAN_CASES = [
-    (dict(requests=0), r"requests must be >= 1 \(requests=0\)"),
+    (dict(requests=0), r"requests: '0' must be at least 1"),
+    (dict(tp=0), r"tp: '0' must be at least 1"),
     (dict(context=0), r"context must be >= 1, got 0"),
     (dict(memory_gib=-1), r"memory_gib must be at least 1 byte .* got -1"),
     (dict(memory_gib="12 parsecs"), r"memory_gib: '12 parsecs' is not a memory size"),

@@ -141,9 +141,8 @@ inline std::uint64_t gib_to_bytes(double gib, const char* what = "--memory-gib")
   constexpr double kMaxBytes = 18446744073709551616.0;  // 2^64
   const double bytes = gib * 1073741824.0;
   if (!std::isfinite(gib) || !(bytes >= 1.0) || !(bytes < kMaxBytes))
-    throw std::invalid_argument(
-        fmt::format("{} must be at least 1 byte (2^-30 GiB) and below 2^34 GiB (2^64 bytes), got {}", what,
-                    memory_text(gib)));
+    throw std::invalid_argument(fmt::format(
+        "{} must be at least 1 byte (2^-30 GiB) and below 2^34 GiB (2^64 bytes), got {}", what, memory_text(gib)));
   return static_cast<std::uint64_t>(bytes);
 }
 
@@ -453,9 +452,7 @@ inline void add_model_options(CLI::App& app, planner_args& a, const std::string&
 /// Registers the parallel flags shared by the planner and dsv4-cache-layout: --tp, --dp, --pp,
 /// --pp-layers, --dcp, --dcp-interleave.
 inline void add_parallel_options(CLI::App& app, planner_args& a) {
-  app.add_option("--tp", a.tp, "Tensor parallel size: replicates the cache")
-      ->transform(kCount)
-      ->capture_default_str();
+  app.add_option("--tp", a.tp, "Tensor parallel size: replicates the cache")->transform(kCount)->capture_default_str();
   app.add_option("--dp", a.dp, "Data parallel (attention) size: splits the requests")
       ->transform(kCount)
       ->capture_default_str();

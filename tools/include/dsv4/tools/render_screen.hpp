@@ -10,8 +10,8 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <functional>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -189,8 +189,8 @@ inline std::string fit_screen(const std::string& head, const std::string& engine
     return s;
   };
   std::string s = compose();
-  const std::array<std::function<void()>, 6> give_up = {[&] { blank = false; }, [&] { footer = false; },
-                                                        [&] { hint_lines = 1; }, [&] { fig_lines = 1; },
+  const std::array<std::function<void()>, 6> give_up = {[&] { blank = false; },   [&] { footer = false; },
+                                                        [&] { hint_lines = 1; },  [&] { fig_lines = 1; },
                                                         [&] { bound_lines = 1; }, [&] { show_hint = false; }};
   for (std::size_t i = 0; i < give_up.size() && line_count(s) > kScreenLines; ++i) {
     give_up[i]();
