@@ -45,8 +45,24 @@ DSV4_HOST_DEVICE constexpr T checked_mul(T a, T b, const char* what = "size over
 /// ceil(a / b) for a >= 0, b > 0, without the overflow of (a + b - 1) / b.
 template <class T>
 DSV4_HOST_DEVICE constexpr T ceil_div(T a, T b) {
-  require(b > 0 && a >= 0, "ceil_div needs a >= 0 and b > 0", named_value("a", a), named_value("b", b));
-  return a / b + (a % b != 0 ? 1 : 0);
+  if constexpr (std::is_signed_v<T>)
+    require(b > 0 && a >= 0, "ceil_div needs a >= 0 and b > 0", named_value("a", a), named_value("b", b));
+  else
+    require(b > 0, "ceil_div needs b > 0", named_value("a", a), named_value("b", b));
+  return static_cast<T>(a / b + (a % b != 0 ? 1 : 0));
+}
+
+/// a + b, or the largest uint64 where the sum does not fit: for bounds that a search compares
+/// against (pages an engine may hold, work limits), never for a size that is allocated (those
+/// use `checked_add`, which fails instead).
+DSV4_HOST_DEVICE constexpr std::uint64_t saturating_add(std::uint64_t a, std::uint64_t b) {
+  return a > std::numeric_limits<std::uint64_t>::max() - b ? std::numeric_limits<std::uint64_t>::max() : a + b;
+}
+
+/// a x b, or the largest uint64 where the product does not fit (as `saturating_add`).
+DSV4_HOST_DEVICE constexpr std::uint64_t saturating_mul(std::uint64_t a, std::uint64_t b) {
+  return b != 0 && a > std::numeric_limits<std::uint64_t>::max() / b ? std::numeric_limits<std::uint64_t>::max()
+                                                                     : a * b;
 }
 
 /// The smallest multiple of `m` that is >= `a` (a >= 0, m > 0); fails on overflow.

@@ -207,8 +207,6 @@ struct guard {
     overflow = true;
     return std::numeric_limits<std::uint64_t>::max();
   }
-  /// ceil(a / b), b > 0.
-  static constexpr std::uint64_t cdiv(std::uint64_t a, std::uint64_t b) { return a / b + (a % b != 0 ? 1 : 0); }
   /// min(a x b, limit), exact even where a x b does not fit in 64 bits.
   static constexpr std::uint64_t min_mul(std::uint64_t a, std::uint64_t b, std::uint64_t limit) {
     return b != 0 && a > limit / b ? limit : (a * b < limit ? a * b : limit);
@@ -249,7 +247,7 @@ constexpr group_pages pages_of(const table_rule& spec, const plan_options& o, gu
   // Tokens a table may cover: L, or L + sf - 1 where extents run past the context.
   const std::uint64_t reach = p.extent_capped ? ctx : g.add(ctx, sf - 1);
   // A request ring (vLLM `CircularBufferSpec`) is one page for the request's life.
-  const std::uint64_t cap = spec.kind == table_kind::request_ring ? 1 : guard::cdiv(reach, r);
+  const std::uint64_t cap = spec.kind == table_kind::request_ring ? 1 : ceil_div(reach, r);
   // Prompt tokens one step admits, or two with overlap (the step in flight still holds its pages).
   const std::uint64_t steps = p.overlap ? 2 : 1;
   const std::uint64_t budget = g.mul(b, steps);
@@ -268,7 +266,7 @@ constexpr group_pages pages_of(const table_rule& spec, const plan_options& o, gu
       effective_window(spec.window_tokens, spec.step_window_base_tokens, p, o.tokens_per_step, spec.engine_state_ring));
   out.window = w;
   // A decoding request spans W - 1 history + sf verified + (sf - 1) lookahead or lag tokens.
-  const std::uint64_t ring = guard::cdiv(g.add(w, g.mul(2, sf)) - 3, r) + 1;
+  const std::uint64_t ring = ceil_div(g.add(w, g.mul(2, sf)) - 3, r) + 1;
   if (o.role == deployment_role::decode) {  // rings, and whole received prompts' windows: no prefill here
     out.per_request = min_u(cap, ring);
     return out;
@@ -277,7 +275,7 @@ constexpr group_pages pages_of(const table_rule& spec, const plan_options& o, gu
     // Each request may hold a whole last chunk (plus its window) until no prompt is queued, or
     // (prefill role) until its transfer ends.
     const std::uint64_t chunk = min_u(b, ctx - 1);
-    const std::uint64_t hold = guard::cdiv(g.add(g.add(chunk, w), sf) - 2, r) + 1;
+    const std::uint64_t hold = ceil_div(g.add(g.add(chunk, w), sf) - 2, r) + 1;
     out.per_request = min_u(cap, max_u(ring, hold));
     out.shared = p.overlap ? guard::min_mul(u(o.requests), cap, prompt_pages) : 0;
     return out;
@@ -295,7 +293,7 @@ constexpr group_pages pages_of(const table_rule& spec, const plan_options& o, gu
 /// x dcp), and the first rank, which gets the most rows, needs ceil(rows_0 / rows) pages.
 constexpr std::uint64_t dcp_share_pages(std::uint64_t pages, std::uint64_t rows, std::uint64_t dcp,
                                         std::uint64_t interleave, guard& g) {
-  const std::uint64_t blocks = guard::cdiv(pages, dcp);
+  const std::uint64_t blocks = ceil_div(pages, dcp);
   const std::uint64_t total = g.mul(pages, rows);
   // Rows on rank 0: each whole turn of dcp x interleave rows gives it `interleave`.
   std::uint64_t rows0 = min_u(total, interleave);  // less than one turn
@@ -303,7 +301,7 @@ constexpr std::uint64_t dcp_share_pages(std::uint64_t pages, std::uint64_t rows,
     const std::uint64_t turn = dcp * interleave;  // <= total
     rows0 = total / turn * interleave + min_u(total % turn, interleave);
   }
-  return max_u(blocks, guard::cdiv(rows0, rows));
+  return max_u(blocks, ceil_div(rows0, rows));
 }
 
 /// One engine group's blocks per request and shared blocks for options `o` (DCP shards a
@@ -313,7 +311,7 @@ constexpr group_pages engine_group_pages(const engine_group& eg, const plan_opti
   if (o.dcp > 1 && eg.rule.kind == table_kind::full_history) {
     pg.per_request =
         dcp_share_pages(pg.per_request, u(eg.members[0].rows_per_page), u(o.dcp), u(o.dcp_interleave_rows), g);
-    pg.shared = guard::cdiv(pg.shared, u(o.dcp));
+    pg.shared = ceil_div(pg.shared, u(o.dcp));
   }
   return pg;
 }
@@ -358,8 +356,8 @@ constexpr void size_shared_blocks(const engine_pools& pools, const plan_options&
       const engine_group& eg = pools[e];
       const group_pages pg = engine_group_pages(eg, others, g);
       std::uint64_t cap =
-          eg.rule.kind == table_kind::request_ring ? 1 : guard::cdiv(u(o.context_tokens), u(eg.rule.page_tokens));
-      if (o.dcp > 1 && eg.rule.kind == table_kind::full_history) cap = guard::cdiv(cap, u(o.dcp));
+          eg.rule.kind == table_kind::request_ring ? 1 : ceil_div(u(o.context_tokens), u(eg.rule.page_tokens));
+      if (o.dcp > 1 && eg.rule.kind == table_kind::full_history) cap = ceil_div(cap, u(o.dcp));
       const std::uint64_t need =
           eg.rule.sliding() ? min_u(cap, u(plan.engine_groups[static_cast<std::size_t>(e)].charge_blocks)) : cap;
       gate = g.add(g.add(gate, g.add(g.mul(h1, pg.per_request), pg.shared)), need);
@@ -404,7 +402,7 @@ constexpr void size_parent_arena(const engine_pools& pools, const plan_options& 
     ep.shared_pages = static_cast<std::int64_t>(pg.shared);
     const std::uint64_t pages = g.add(g.mul(h, pg.per_request), pg.shared);
     ep.blocks = static_cast<std::int64_t>(min_u(pages, u(std::numeric_limits<std::int64_t>::max())));
-    ep.parents = static_cast<std::int64_t>(min_u(guard::cdiv(pages, u(eg.pages_per_block)), u(ep.blocks)));
+    ep.parents = static_cast<std::int64_t>(min_u(ceil_div(pages, u(eg.pages_per_block)), u(ep.blocks)));
     parents = g.add(parents, u(ep.parents));
   }
   constexpr std::uint64_t kMax = (std::uint64_t{1} << 62) - 2;  // below tokenspeed_startup's 2^62 cap
@@ -539,7 +537,7 @@ constexpr void size_group_in_own_pools(const plan_options& o, std::uint64_t h, g
     if (dcp_sharded(spec, k) && o.dcp > 1) {
       const std::uint64_t per =
           dcp_share_pages(pg.per_request, u(spec.rows_per_page), u(o.dcp), u(o.dcp_interleave_rows), g);
-      pool_pages = g.add(g.add(g.mul(h, per), guard::cdiv(pg.shared, u(o.dcp))), 1);
+      pool_pages = g.add(g.add(g.mul(h, per), ceil_div(pg.shared, u(o.dcp))), 1);
     }
     gp.pool_pages[static_cast<std::size_t>(k)] = static_cast<std::int64_t>(pool_pages);
     gp.bytes = g.add(gp.bytes, g.mul(g.mul(u(spec.pools[static_cast<std::size_t>(k)].page_bytes), layers), pool_pages));

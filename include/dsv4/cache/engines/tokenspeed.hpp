@@ -192,14 +192,6 @@ struct tokenspeed_limits {
 
 namespace detail {
 
-constexpr std::uint64_t ts_sat_add(std::uint64_t a, std::uint64_t b) {
-  return a > std::numeric_limits<std::uint64_t>::max() - b ? std::numeric_limits<std::uint64_t>::max() : a + b;
-}
-constexpr std::uint64_t ts_sat_mul(std::uint64_t a, std::uint64_t b) {
-  return b != 0 && a > std::numeric_limits<std::uint64_t>::max() / b ? std::numeric_limits<std::uint64_t>::max()
-                                                                     : a * b;
-}
-constexpr std::uint64_t ts_cdiv(std::uint64_t a, std::uint64_t b) { return a / b + (a % b != 0 ? 1 : 0); }
 constexpr std::int64_t ts_round_up(std::int64_t v, std::int64_t a) {
   return checked_mul(checked_add(v, a - 1) / a, a);  // throws past 2^63 - 1, never wraps
 }
@@ -408,22 +400,20 @@ constexpr engine_pools tokenspeed_engine_pools(const group_spec_list& specs,
 /// tokenspeed's page demand of one group (pages, the null page included) at T tokens of capacity
 /// under `lim` (recipes/spec.py `compute_cache_group_page_counts`, safety margin 0). Saturates.
 constexpr std::uint64_t tokenspeed_group_pages(const engine_group& g, const tokenspeed_limits& lim, std::uint64_t T) {
-  using detail::ts_cdiv;
-  using detail::ts_sat_add;
-  using detail::ts_sat_mul;
   const auto b = static_cast<std::uint64_t>(g.rule.page_tokens);
   const auto n = static_cast<std::uint64_t>(lim.max_num_seqs);
-  const std::uint64_t protected_pages = ts_sat_mul(n, ts_cdiv(ts_sat_mul(static_cast<std::uint64_t>(lim.overlap_depth),
-                                                                         static_cast<std::uint64_t>(lim.decode_tokens)),
-                                                              b));
-  const std::uint64_t fixed = ts_sat_add(ts_sat_add(n, protected_pages), 1);
-  if (!g.rule.sliding()) return ts_sat_add(ts_cdiv(T, b), fixed);
+  const std::uint64_t protected_pages =
+      saturating_mul(n, ceil_div(saturating_mul(static_cast<std::uint64_t>(lim.overlap_depth),
+                                                static_cast<std::uint64_t>(lim.decode_tokens)),
+                                 b));
+  const std::uint64_t fixed = saturating_add(saturating_add(n, protected_pages), 1);
+  if (!g.rule.sliding()) return saturating_add(ceil_div(T, b), fixed);
   const std::int64_t w = detail::ts_window(g.rule, lim.decode_tokens);
   const std::int64_t behind = w - 1 < lim.context_tokens ? w - 1 : lim.context_tokens;
-  const std::uint64_t resident = ts_sat_mul(n, ts_cdiv(static_cast<std::uint64_t>(behind > 0 ? behind : 0), b));
+  const std::uint64_t resident = saturating_mul(n, ceil_div(static_cast<std::uint64_t>(behind > 0 ? behind : 0), b));
   const auto c = static_cast<std::uint64_t>(lim.chunk_tokens);
-  const std::uint64_t scheduled = ts_cdiv(c < T ? c : T, b);
-  return ts_sat_add(ts_sat_add(resident, scheduled), fixed);
+  const std::uint64_t scheduled = ceil_div(c < T ? c : T, b);
+  return saturating_add(saturating_add(resident, scheduled), fixed);
 }
 
 /// Parents tokenspeed's recipe needs for T tokens of capacity: sum over groups of
@@ -432,8 +422,8 @@ constexpr std::uint64_t tokenspeed_parents_needed(const engine_pools& pools, con
                                                   std::uint64_t T) {
   std::uint64_t sum = 0;
   for (const engine_group& g : pools)
-    sum = detail::ts_sat_add(
-        sum, detail::ts_cdiv(tokenspeed_group_pages(g, lim, T) - 1, static_cast<std::uint64_t>(g.pages_per_block)));
+    sum = saturating_add(
+        sum, ceil_div(tokenspeed_group_pages(g, lim, T) - 1, static_cast<std::uint64_t>(g.pages_per_block)));
   return sum;
 }
 
@@ -444,8 +434,8 @@ constexpr std::int64_t tokenspeed_capacity(const engine_pools& pools, const toke
   std::int64_t max_k = 1;
   for (const engine_group& g : pools) max_k = g.pages_per_block > max_k ? g.pages_per_block : max_k;
   const std::uint64_t upper =
-      detail::ts_sat_mul(detail::ts_sat_mul(static_cast<std::uint64_t>(n), static_cast<std::uint64_t>(max_k)),
-                         static_cast<std::uint64_t>(kTokenspeedPrefixTokens));
+      saturating_mul(saturating_mul(static_cast<std::uint64_t>(n), static_cast<std::uint64_t>(max_k)),
+                     static_cast<std::uint64_t>(kTokenspeedPrefixTokens));
   std::uint64_t lo = 0;
   std::uint64_t hi = upper < (std::uint64_t{1} << 62) ? upper : (std::uint64_t{1} << 62);
   while (lo < hi) {
@@ -466,10 +456,8 @@ constexpr std::int64_t tokenspeed_capacity(const engine_pools& pools, const toke
 /// ceil(pages / K). Saturates.
 constexpr std::uint64_t tokenspeed_request_parents(const engine_pools& pools, const tokenspeed_limits& lim,
                                                    std::uint64_t L) {
-  using detail::ts_cdiv;
-  using detail::ts_sat_add;
   const auto w = static_cast<std::uint64_t>(lim.decode_tokens);
-  const std::uint64_t prot = detail::ts_sat_mul(static_cast<std::uint64_t>(lim.overlap_depth), w);
+  const std::uint64_t prot = saturating_mul(static_cast<std::uint64_t>(lim.overlap_depth), w);
   const std::uint64_t p = L > w ? L - w : 0;
   const auto c = static_cast<std::uint64_t>(lim.chunk_tokens);
   std::uint64_t sum = 0;
@@ -477,20 +465,20 @@ constexpr std::uint64_t tokenspeed_request_parents(const engine_pools& pools, co
     const auto b = static_cast<std::uint64_t>(g.rule.page_tokens);
     std::uint64_t pages = 0;
     if (!g.rule.sliding()) {
-      pages = ts_cdiv(ts_sat_add(L, prot), b);
+      pages = ceil_div(saturating_add(L, prot), b);
     } else {
       const std::int64_t win = detail::ts_window(g.rule, lim.decode_tokens);
-      const std::uint64_t look = ts_cdiv(static_cast<std::uint64_t>(win > 1 ? win - 1 : 0), b);
-      pages = ts_cdiv(ts_sat_add(ts_sat_add(p < c ? p : c, w), prot), b);
+      const std::uint64_t look = ceil_div(static_cast<std::uint64_t>(win > 1 ? win - 1 : 0), b);
+      pages = ceil_div(saturating_add(saturating_add(p < c ? p : c, w), prot), b);
       if (p > c) {
         const std::uint64_t later = p - c < c ? p - c : c;
-        const std::uint64_t a = ts_sat_add(look, ts_cdiv(c, b));
-        const std::uint64_t z = ts_sat_add(look, ts_cdiv(ts_sat_add(ts_sat_add(later, w), prot), b));
+        const std::uint64_t a = saturating_add(look, ceil_div(c, b));
+        const std::uint64_t z = saturating_add(look, ceil_div(saturating_add(saturating_add(later, w), prot), b));
         pages = pages > a ? pages : a;
         pages = pages > z ? pages : z;
       }
     }
-    sum = ts_sat_add(sum, ts_cdiv(pages, static_cast<std::uint64_t>(g.pages_per_block)));
+    sum = saturating_add(sum, ceil_div(pages, static_cast<std::uint64_t>(g.pages_per_block)));
   }
   return sum;
 }
@@ -580,8 +568,7 @@ inline tokenspeed_startup_report tokenspeed_startup(const engine_pools& pools, c
   r.parents = static_cast<std::int64_t>(tokenspeed_parents_needed(pools, lim, static_cast<std::uint64_t>(cap)));
   r.token_capacity = tokenspeed_capacity(pools, lim, r.parents);
   r.max_request_tokens = tokenspeed_max_request_tokens(pools, lim, r.parents);
-  r.arena_bytes =
-      detail::ts_sat_mul(static_cast<std::uint64_t>(r.parents) + 1, static_cast<std::uint64_t>(r.parent_bytes));
+  r.arena_bytes = saturating_mul(static_cast<std::uint64_t>(r.parents) + 1, static_cast<std::uint64_t>(r.parent_bytes));
   r.starts = true;
   r.admits_context = r.max_request_tokens >= lim.context_tokens;
   r.log_line = "Cache profile: parent_bytes=" + std::to_string(r.parent_bytes) +
