@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -1195,6 +1196,8 @@ TEST(CliHygiene, MessagesEchoTheUserNotTheLibrary) {
       {{"--dp", "0"}, "--dp: '0' must be at least 1"},
       {{"--pp", "-2"}, "--pp: '-2' must be at least 1"},
       {{"--dcp", "0"}, "--dcp: '0' must be at least 1"},
+      {{"--tokens-per-step", "0"}, "--tokens-per-step: '0' must be at least 1"},
+      {{"--prefill-chunk", "-8"}, "--prefill-chunk: '-8' must be at least 1"},
       {{"--gpu-memory-gib", "141GB", "--reserved-gib", "155GB"},
        "--reserved-gib 155 GB (144.35 GiB) must be below --gpu-memory-gib 141 GB (131.32 GiB): no KV budget left"},
       {{"--gpu-memory-gib", "80", "--reserved-gib", "90"},
@@ -1218,6 +1221,30 @@ TEST(CliHygiene, MessagesEchoTheUserNotTheLibrary) {
     EXPECT_EQ(r.err.find("family="), std::string::npos) << r.err;
     EXPECT_EQ(r.err.find("role="), std::string::npos) << r.err;
     EXPECT_FALSE(std::regex_search(r.err, std::regex(R"(\.[0-9]{7,})"))) << "float noise: " << r.err;
+  }
+}
+
+// The struct path (the fuzzer's, the Python module's) skips the flags' checks: compute() checks the
+// counts it formats before any arithmetic on them (cli_fuzz found tokens_per_step = INT64_MIN
+// reaching "tokens_per_step - 1" in the assumptions line, a signed overflow).
+TEST(CliHygiene, ComputeChecksStepCountsBeforeUsingThem) {
+  for (const std::int64_t bad : {std::int64_t{0}, std::int64_t{-1}, std::numeric_limits<std::int64_t>::min()}) {
+    cli::planner_args a;
+    a.tokens_per_step = bad;
+    try {
+      (void)cli::compute(a, false);
+      ADD_FAILURE() << "tokens_per_step " << bad << " accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_EQ(std::string(e.what()), "--tokens-per-step: '" + std::to_string(bad) + "' must be at least 1");
+    }
+    cli::planner_args b;
+    b.prefill_chunk = bad;
+    try {
+      (void)cli::compute(b, false);
+      ADD_FAILURE() << "prefill_chunk " << bad << " accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_EQ(std::string(e.what()), "--prefill-chunk: '" + std::to_string(bad) + "' must be at least 1");
+    }
   }
 }
 

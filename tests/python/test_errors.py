@@ -214,5 +214,5 @@ def test_what_a_new_user_broke(tmp_path):
     bf = d.dequantize_rows("v4.fp8_ds_mla", g.page, 4, ml_dtypes.bfloat16)
     assert bf.dtype == ml_dtypes.bfloat16
     assert d.dequantize_rows("v4.fp8_ds_mla", g.page, 4, np.uint16).dtype == np.uint16
-    with pytest.raises(ValueError, match=r"prefill_chunk must be >= 1"):
+    with pytest.raises(ValueError, match=r"prefill_chunk: .0. must be at least 1"):
         d.plan(FLASH, prefill_chunk=0)

@@ -136,11 +136,11 @@ inline void add_planner_options(CLI::App& app, planner_args& a) {
   app.add_option("--tokens-per-step", a.tokens_per_step,
                  "Tokens per decode step s (1 + speculative tokens; default the engine's: 1, no speculative "
                  "decoding)")
-      ->transform(kDecimalInt);
+      ->transform(kCount);
   app.add_option("--prefill-chunk", a.prefill_chunk,
                  "Prefill chunk tokens B: the token budget of one scheduler step (default the engine's: vLLM "
                  "max_num_batched_tokens 8192, tokenspeed and SGLang chunked prefill 8192)")
-      ->transform(kDecimalInt);
+      ->transform(kCount);
   app.add_option("--gpu", a.gpu,
                  "The GPU (H200, H100, H800, B200, GB200, B300, GB300): the engine defaults and refusals that depend "
                  "on it (vLLM's MXFP4 index keys need Blackwell), and without --memory-gib the KV budget as the "

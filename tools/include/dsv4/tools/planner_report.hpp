@@ -395,6 +395,11 @@ inline planner_result compute(const planner_args& a, bool with_engine_report = t
   const bool cache_mtp = mtp_flag.value_or(a.library_defaults || d.draft_layer);
   const std::int64_t tokens_per_step = a.tokens_per_step.value_or(d.tokens_per_step);
   const std::int64_t prefill_chunk = a.prefill_chunk.value_or(d.prefill_chunk);
+  // Checked before any text is made of them (the flags' kCount check; the struct path skips it).
+  if (tokens_per_step < 1)
+    throw std::invalid_argument(fmt::format("--tokens-per-step: '{}' must be at least 1", tokens_per_step));
+  if (prefill_chunk < 1)
+    throw std::invalid_argument(fmt::format("--prefill-chunk: '{}' must be at least 1", prefill_chunk));
   const bool v4_1 = r.model.family == model_family::v4_1;
   const bool below_mxfp4_sm =
       !a.library_defaults && d.mxfp4_indexer_min_sm > 0 && gpu.sm_major < d.mxfp4_indexer_min_sm;
