@@ -6,7 +6,7 @@
 // --simulate prints). The table tests/data/replay_expectations.tsv was written by the code before
 // the fast replays (issue 41) with
 //     build/examples/dsv4-cache-planner-bench --write-expectations tests/data/replay_expectations.tsv
-// and alloc_sim_test's ReplayExpectations.RowsOfTheCheckedInTable0-3 compare every row with it.
+// and replay_expectations_test's ReplayExpectations.RowsOfTheCheckedInTable0-3 compare every row with it.
 // No CLI default enters a row: the table stays valid when the planner's defaults change.
 #pragma once
 

@@ -1338,7 +1338,7 @@ TEST(CliScreen, EveryModelEngineAndFlagSetFitsOneScreen) {
       {"--memory-gib", "120", "--requests", "4096", "--context", "8192"},
       {"--memory-gib", "8", "--tp", "8", "--pp", "2", "--requests", "8", "--context", "16384"},
       {"--memory-gib", "8", "--tp", "4", "--dp", "4", "--requests", "16", "--context", "16384"},
-      {"--memory-gib", "8", "--tokens-per-step", "6", "--context", "8192"},
+      {"--memory-gib", "2", "--tokens-per-step", "6", "--context", "8192"},
       {"--memory-gib", "8", "--role", "decode", "--context", "8192"},
       {"--memory-gib", "0.001"},
   };
