@@ -56,13 +56,14 @@ DSV4_HOST_DEVICE constexpr T ceil_div(T a, T b) {
 /// against (pages an engine may hold, work limits), never for a size that is allocated (those
 /// use `checked_add`, which fails instead).
 DSV4_HOST_DEVICE constexpr std::uint64_t saturating_add(std::uint64_t a, std::uint64_t b) {
-  return a > std::numeric_limits<std::uint64_t>::max() - b ? std::numeric_limits<std::uint64_t>::max() : a + b;
+  constexpr std::uint64_t kMax = ~std::uint64_t{0};  // (numeric_limits is host-only under nvcc)
+  return a > kMax - b ? kMax : a + b;
 }
 
 /// a x b, or the largest uint64 where the product does not fit (as `saturating_add`).
 DSV4_HOST_DEVICE constexpr std::uint64_t saturating_mul(std::uint64_t a, std::uint64_t b) {
-  return b != 0 && a > std::numeric_limits<std::uint64_t>::max() / b ? std::numeric_limits<std::uint64_t>::max()
-                                                                     : a * b;
+  constexpr std::uint64_t kMax = ~std::uint64_t{0};
+  return b != 0 && a > kMax / b ? kMax : a * b;
 }
 
 /// The smallest multiple of `m` that is >= `a` (a >= 0, m > 0); fails on overflow.
