@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "dsv4/cache/gpu_catalog.hpp"
 #include "test_util.hpp"
 
@@ -61,6 +63,24 @@ TEST(KvBudget, FixedKvBytesIgnoreTheUtilization) {
   const kv_budget b = vllm_fixed_kv_budget(64LL << 30);
   EXPECT_EQ(b.kv_bytes, 64LL << 30);
   expect_invalid([] { (void)vllm_fixed_kv_budget(0); }, {"--kv-cache-memory-bytes"});
+}
+
+// A fixed budget (vLLM --kv-cache-memory-bytes) is allocated beside the weights: 20 GB + 64 GiB =
+// 88,719,476,736 B <= 150,109,880,320 fits; 20 GB + 140 GB = 160 GB does not; 156 GB of weights
+// do not fit at all; without a GPU (0 bytes) only the budget is checked.
+TEST(KvBudget, FixedKvBytesMustFitBesideTheWeights) {
+  const std::int64_t h200 = 150'109'880'320;
+  EXPECT_TRUE(vllm_fixed_kv_budget(64LL << 30, h200, 20'000'000'000).fits());
+  const kv_budget over = vllm_fixed_kv_budget(140'000'000'000, h200, 20'000'000'000);
+  EXPECT_TRUE(over.weights_fit());
+  EXPECT_FALSE(over.fits());
+  const kv_budget heavy = vllm_fixed_kv_budget(1, h200, 156'000'000'000);
+  EXPECT_FALSE(heavy.weights_fit());
+  EXPECT_FALSE(heavy.fits());
+  EXPECT_FALSE(vllm_fixed_kv_budget(std::numeric_limits<std::int64_t>::max(), h200, 0).fits());
+  EXPECT_TRUE(vllm_fixed_kv_budget(std::numeric_limits<std::int64_t>::max()).fits());
+  EXPECT_TRUE(vllm_fixed_kv_budget(h200 - 20'000'000'000, h200, 20'000'000'000).fits());  // to the byte
+  EXPECT_FALSE(vllm_fixed_kv_budget(h200 - 20'000'000'000 + 1, h200, 20'000'000'000).fits());
 }
 
 TEST(KvBudget, FlashOnOneH200DoesNotFit) {

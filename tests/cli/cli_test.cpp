@@ -259,7 +259,8 @@ TEST(Cli, NothingFitsSaysWhatOneRequestNeeds) {
 TEST(Cli, ConfigErrorsAtPlanTimeNameTheFile) {
   const run_result r = run({"--config", kData + "/deepseek-v4-flash.config.json", "--context", "2000000"});
   EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.err.find("deepseek-v4-flash.config.json: context_tokens must be <= max_position_embeddings"),
+  EXPECT_NE(r.err.find("deepseek-v4-flash.config.json: --context 2,000,000 is more than the model's "
+                       "max_position_embeddings 1,048,576"),
             std::string::npos)
       << r.err;
 }
@@ -405,7 +406,9 @@ TEST(CliEngine, RefusedInputsExit2) {
       {{"--preset", "v4.1-flash", "--format-set", "v41"}, "refuses MXFP4 index keys"},
       {{"--gpu", "a100"}, "--gpu A100 80GB: an Ampere GPU; the engines' GPU-dependent defaults"},
       {{"--gpu", "mi300x"}, "are modelled for Hopper and Blackwell GPUs (SM 9.x, 10.x) only"},
-      {{"--gpu", "rtx9090"}, "--gpu must be one of H200, H100 80GB, H800, A100 80GB, B200"},
+      {{"--gpu", "rtx9090"},
+       "--gpu must be one of H200, H100 80GB, H800, B200, B300, GB200, GB300 (A100 80GB, MI300X: known, not "
+       "modelled), got 'rtx9090'"},
       {{"--enable-dp-attention", "--dp", "2", "--tp", "2"}, "--engine vllm@2026.11 has no such flag"},
       {{"--engine", "tokenspeed", "--enable-dp-attention"}, "--engine tokenspeed@0.1.1 has no such flag"},
       {{"--engine", "sglang", "--enable-dp-attention", "--tp", "8", "--dp", "3"}, "--dp 3 must divide --tp 8"},
@@ -1151,6 +1154,43 @@ TEST(CliBudget, WeightsThatDoNotFitAreTheVerdict) {
   EXPECT_EQ(two.code, 0) << two.out << two.err;
 }
 
+// vLLM's --kv-cache-memory-bytes is allocated beside the weights: a fixed budget that does not fit
+// on the GPU with them is the verdict (it said FITS for 20 GB beside V4-Flash's 145.30 GiB on one
+// H200, and for 2^63 - 1 bytes). H200: 150,109,880,320 B = 139.80 GiB; 200,000,000,000 B =
+// 186.26 GiB; V4-Pro at tp 8: 101.94 GiB of weights per GPU (CliBudget's chain above).
+TEST(CliBudget, FixedKvBudgetMustFitBesideTheWeights) {
+  for (const char* kv : {"20000000000", "9223372036854775807"}) {
+    const run_result r = run({"--kv-cache-memory-bytes", kv, "--context", "65536"});
+    EXPECT_EQ(r.out.rfind("verdict: 1 x 65,536 tokens DOES NOT FIT: the weights need 145.30 GiB per GPU,", 0), 0U)
+        << kv << "\n"
+        << r.out;
+    EXPECT_NE(r.out.find("more than the H200's 139.80 GiB"), std::string::npos) << r.out;
+  }
+  const run_result pro =
+      run({"--preset", "v4-pro", "--gpu", "h200", "--tp", "8", "--kv-cache-memory-bytes", "200000000000"});
+  EXPECT_NE(pro.out.find("DOES NOT FIT: the weights (101.94 GiB) and --kv-cache-memory-bytes"), std::string::npos)
+      << pro.out;
+  EXPECT_NE(pro.out.find("(186.26 GiB) need 288.20 GiB per GPU, more than the H200's 139.80 GiB"), std::string::npos)
+      << pro.out;
+  const json j =
+      run_json({"--preset", "v4-pro", "--gpu", "h200", "--tp", "8", "--kv-cache-memory-bytes", "200000000000"});
+  EXPECT_EQ(j["verdict"]["fits"], false);
+  EXPECT_EQ(j["verdict"]["limit"], "weights");
+  EXPECT_EQ(run({"--preset", "v4-pro", "--gpu", "h200", "--tp", "8", "--kv-cache-memory-bytes", "200000000000",
+                 "--require-fit"})
+                .code,
+            1);
+  // V4.1's weights are not modelled: the budget alone against the GPU.
+  const run_result v41 = run({"--preset", "v4.1-flash", "--kv-cache-memory-bytes", "200000000000"});
+  EXPECT_NE(v41.out.find("DOES NOT FIT: --kv-cache-memory-bytes (186.26 GiB) is more than the"), std::string::npos)
+      << v41.out;
+  // Beside the weights it fits (101.94 + 18.63 GiB of 139.80).
+  EXPECT_EQ(run({"--preset", "v4-pro", "--gpu", "h200", "--tp", "8", "--kv-cache-memory-bytes", "20000000000",
+                 "--require-fit"})
+                .code,
+            0);
+}
+
 // Every engine's chain stays on one screen, and what cannot be derived says why.
 TEST(CliBudget, EveryEngineOnOneScreenAndModelsWithoutWeightsSayWhy) {
   for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
@@ -1197,6 +1237,15 @@ TEST(CliHygiene, MessagesEchoTheUserNotTheLibrary) {
       {{"--pp", "-2"}, "--pp: '-2' must be at least 1"},
       {{"--dcp", "0"}, "--dcp: '0' must be at least 1"},
       {{"--tokens-per-step", "0"}, "--tokens-per-step: '0' must be at least 1"},
+      {{"--tokens-per-step", "9", "--context", "8"},
+       "--tokens-per-step 9 is more than the context of 8 tokens (--context)"},
+      {{"--memory-gib", "500", "--gpu", "h100"},
+       "--memory-gib 500 GiB is more than the H100 80GB's 79.19 GiB of memory (--gpu h100): the KV budget is per GPU"},
+      {{"--gpu-memory-gib", "1000", "--reserved-gib", "0", "--gpu", "h100"},
+       "--gpu-memory-gib 1000 GiB is more than the H100 80GB's 79.19 GiB of memory (--gpu h100)"},
+      {{"--gpu-memory-utilization", ""}, "--gpu-memory-utilization: must not be empty"},
+      {{"--gpu-memory-utilization", "0x0.8"}, "--gpu-memory-utilization: '0x0.8' is not a decimal number"},
+      {{"--engine", "sglang", "--mem-fraction-static", ""}, "--mem-fraction-static: must not be empty"},
       {{"--prefill-chunk", "-8"}, "--prefill-chunk: '-8' must be at least 1"},
       {{"--gpu-memory-gib", "141GB", "--reserved-gib", "155GB"},
        "--reserved-gib 155 GB (144.35 GiB) must be below --gpu-memory-gib 141 GB (131.32 GiB): no KV budget left"},
@@ -1662,6 +1711,35 @@ std::vector<svg_text_box> svg_texts(const std::string& svg) {
 // drawn; "(replay)" only for a model with a replay group; the log axis from 1 (no 0 tick); the
 // largest N that fits marked with --json's answer; each curve labelled with its scheduling; the
 // compressor-state bar's in-flight prompt pages a part of its own, said in its label.
+// A config may give max_position_embeddings up to 2^63 - 1: the SVG's context axis stops its
+// ticks before 4 x the last one overflows (it looped, writing ticks until memory ran out). Context
+// 1,024: ticks 2^10, 2^12, ..., 2^62, (62 - 10) / 2 + 1 = 27 of them, for 2^62 and 2^63 - 1 alike.
+TEST(CliScreen, SvgOfAModelWithAHugeMaximumContext) {
+  nlohmann::json cfg;
+  {
+    std::ifstream in(kData + "/tiny-v4.config.json");
+    cfg = json::parse(in);
+  }
+  const std::filesystem::path dir = dsv4::cache::testing::unique_temp_path("huge_mpe");
+  std::filesystem::create_directories(dir);
+  for (const std::int64_t mpe : {std::int64_t{1} << 62, std::numeric_limits<std::int64_t>::max()}) {
+    cfg["max_position_embeddings"] = mpe;
+    std::ofstream(dir / "config.json") << cfg.dump();
+    const std::string svg = (dir / "plan.svg").string();
+    const run_result r = run({"--config", dir.string(), "--context", "1024", "--memory-gib", "80", "--svg", svg});
+    EXPECT_EQ(r.code, 0) << mpe << ": " << r.err;
+    std::ifstream in(svg);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_TRUE(text.ends_with("</svg>\n")) << mpe;
+    std::size_t ticks = 0;
+    for (std::size_t at = text.find("class=\"tick-x\""); at != std::string::npos;
+         at = text.find("class=\"tick-x\"", at + 1))
+      ++ticks;
+    EXPECT_EQ(ticks, 27U) << mpe;
+  }
+  std::filesystem::remove_all(dir);
+}
+
 TEST(CliScreen, SvgReadsRight) {
   namespace fs = std::filesystem;
   const std::vector<std::string> flash = {"--preset",  "v4-flash", "--memory-gib", "30",

@@ -128,9 +128,14 @@ struct kv_budget {
   std::int64_t usable_bytes = 0;   ///< floor(gpu_bytes x fraction)
   std::int64_t weights_bytes = 0;  ///< weights on the fullest GPU
   std::int64_t reserve_bytes = 0;  ///< runtime reserve (estimate or given)
-  std::int64_t kv_bytes = 0;       ///< usable - weights - reserve
+  std::int64_t kv_bytes = 0;       ///< usable - weights - reserve (a fixed budget: as given)
   [[nodiscard]] constexpr bool weights_fit() const { return weights_bytes <= usable_bytes; }
-  [[nodiscard]] constexpr bool fits() const { return kv_bytes > 0; }
+  /// A KV budget > 0 that fits beside the weights and reserve in the usable bytes (always so for a
+  /// derived budget; a fixed one, `vllm_fixed_kv_budget`, may ask for more than the GPU holds: vLLM
+  /// then fails to allocate it at startup). A chain without a GPU (0 bytes) checks the budget only.
+  [[nodiscard]] constexpr bool fits() const {
+    return kv_bytes > 0 && (gpu_bytes == 0 || kv_bytes <= usable_bytes - weights_bytes - reserve_bytes);
+  }
 };
 
 namespace detail {
@@ -167,7 +172,8 @@ constexpr kv_budget free_fraction_kv_budget(std::int64_t gpu_bytes, double fract
 }
 
 /// vLLM --kv-cache-memory-bytes: the KV budget as given, whatever the utilization (vLLM: "ignores
-/// gpu_memory_utilization"). Throws std::invalid_argument for a value < 1.
+/// gpu_memory_utilization"); with `gpu_bytes` > 0 it `fits()` only beside the weights on that GPU.
+/// Throws std::invalid_argument for a value < 1.
 constexpr kv_budget vllm_fixed_kv_budget(std::int64_t kv_cache_memory_bytes, std::int64_t gpu_bytes = 0,
                                          std::int64_t weights = 0) {
   require(kv_cache_memory_bytes >= 1, "--kv-cache-memory-bytes must be >= 1",

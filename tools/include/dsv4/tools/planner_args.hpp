@@ -279,8 +279,14 @@ inline void check_sglang_flags(const planner_args& a) {
 inline const gpu_entry& gpu_from(const std::string& name) {
   if (name.empty()) return find_gpu("H200");
   const gpu_entry* g = lookup_gpu(name);
-  if (g == nullptr)
-    throw std::invalid_argument("--gpu must be one of " + gpu_catalog_names() + ", got '" + one_line(name) + "'");
+  if (g == nullptr) {  // the GPUs the planner takes first, then the ones it knows but refuses
+    std::string planned, refused;
+    for (const gpu_entry& e : gpu_catalog) (e.sm_major >= 9 ? planned : refused) += fmt::format(", {}", e.name);
+    throw std::invalid_argument(
+        fmt::format("--gpu must be one of {}{}, got '{}'", planned.substr(2),
+                    refused.empty() ? std::string() : fmt::format(" ({}: known, not modelled)", refused.substr(2)),
+                    one_line(name)));
+  }
   if (g->sm_major < 9)
     throw std::invalid_argument(fmt::format(
         "--gpu {}: {} {} GPU; the engines' GPU-dependent defaults (running cap, MXFP4 index keys, V4.1 formats) are "

@@ -149,10 +149,12 @@ inline void add_planner_options(CLI::App& app, planner_args& a) {
       ->check(kNonEmpty);
   app.add_option("--gpu-memory-utilization", a.gpu_memory_utilization,
                  "vLLM / tokenspeed: the fraction of the GPU's memory the engine may use (vLLM's default 0.92, "
-                 "tokenspeed's by world size); derives the budget from --gpu (H200 when left out)");
+                 "tokenspeed's by world size); derives the budget from --gpu (H200 when left out)")
+      ->check(kDecimalNumber);
   app.add_option("--mem-fraction-static", a.mem_fraction_static,
                  "SGLang: the fraction of the GPU's memory for weights and KV (its default from the GPU's memory, tp "
-                 "and pp); derives the budget from --gpu");
+                 "and pp); derives the budget from --gpu")
+      ->check(kDecimalNumber);
   app.add_option("--kv-cache-memory-bytes", a.kv_cache_memory_bytes,
                  "vLLM: the KV budget per GPU in bytes, whatever --gpu-memory-utilization (as vLLM spells it)")
       ->transform(kDecimalInt);

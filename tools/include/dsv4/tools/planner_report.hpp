@@ -258,6 +258,14 @@ inline std::optional<plan_hint> hint_of(const planner_result& r) {
   }
 }
 
+/// Where the model of `a` came from, for its errors: the config path, "--preset NAME", or
+/// "DeepSeek-V4-Flash (the default model)".
+inline std::string model_source(const planner_args& a, const model_config& m) {
+  return !a.config_path.empty() ? a.config_path
+         : a.preset_given       ? "--preset " + a.preset
+                                : std::string(m.name.view()) + " (the default model)";
+}
+
 /// The budget flags that derive the budget from --gpu (given: the chain is asked for).
 inline bool chain_flags_given(const planner_args& a) {
   return a.gpu_memory_utilization || a.mem_fraction_static || a.kv_cache_memory_bytes || a.ep != 1;
@@ -476,6 +484,15 @@ inline planner_result compute(const planner_args& a, bool with_engine_report = t
           "--gpu-memory-utilization, --mem-fraction-static, --kv-cache-memory-bytes and --ep derive the budget from "
           "--gpu: give them without --memory-gib / --gpu-memory-gib");
     r.budget_bytes = budget_from(a);
+    // A GPU named on the command line holds its budget: neither flag may give it more memory.
+    const bool gpu_flag = a.gpu_memory_gib.has_value();
+    const double gib = gpu_flag ? *a.gpu_memory_gib : *a.memory_gib;
+    if (!a.gpu.empty() &&
+        gib_to_bytes(gib, gpu_flag ? "--gpu-memory-gib" : "--memory-gib") > static_cast<std::uint64_t>(gpu.bytes))
+      throw std::invalid_argument(fmt::format("{} {} is more than the {}'s {} of memory (--gpu {}){}",
+                                              gpu_flag ? "--gpu-memory-gib" : "--memory-gib", memory_text(gib),
+                                              gpu.name, size_text(static_cast<std::uint64_t>(gpu.bytes)),
+                                              one_line(a.gpu), gpu_flag ? "" : ": the KV budget is per GPU"));
   } else {
     (void)budget_from(a);  // --reserved-gib alone: refused naming --gpu-memory-gib
   }
@@ -498,6 +515,15 @@ inline planner_result compute(const planner_args& a, bool with_engine_report = t
   if (a.context && *a.context < 1)
     throw std::invalid_argument(
         fmt::format("--context must be >= 1, got {} (omit it for the model's max_position_embeddings)", *a.context));
+  const std::int64_t context = a.context.value_or(r.model.max_position_embeddings);
+  if (context > r.model.max_position_embeddings)
+    throw std::invalid_argument(fmt::format("{}: --context {} is more than the model's max_position_embeddings {}",
+                                            model_source(a, r.model), thousands(context),
+                                            thousands(r.model.max_position_embeddings)));
+  if (tokens_per_step > context)
+    throw std::invalid_argument(fmt::format("--tokens-per-step {} is more than the context of {} tokens{}",
+                                            thousands(tokens_per_step), thousands(context),
+                                            a.context ? " (--context)" : " (the model's max_position_embeddings)"));
   if (a.simulate && o.role != deployment_role::colocated)
     throw std::invalid_argument(
         "--simulate replays colocated engines only: a --role prefill or decode instance is not simulated");
@@ -657,10 +683,7 @@ inline planner_result compute(const planner_args& a, bool with_engine_report = t
       r.hint = hint_of(r);
     }
   } catch (const std::invalid_argument& e) {
-    const std::string source = !a.config_path.empty() ? a.config_path
-                               : a.preset_given       ? "--preset " + a.preset
-                                                      : std::string(r.model.name.view()) + " (the default model)";
-    throw std::invalid_argument(source + ": " + e.what());
+    throw std::invalid_argument(model_source(a, r.model) + ": " + e.what());
   }
   return r;
 }
@@ -737,18 +760,29 @@ inline plan_verdict verdict_of(const planner_result& r) {
     v.has_budget = true;
     v.engine_starts = false;
     v.limit = "weights";
+    const auto sz = [](std::int64_t b) { return size_text(static_cast<std::uint64_t>(std::max<std::int64_t>(b, 0))); };
+    const std::string gpu = fmt::format("the {}'s {}", r.budget->gpu->name, sz(c.gpu_bytes));
     v.limit_text =
-        !c.weights_fit()
-            ? fmt::format("the weights need {} per GPU, more than the {} {} may use ({} x {})",
-                          size_text(static_cast<std::uint64_t>(c.weights_bytes)),
-                          size_text(static_cast<std::uint64_t>(c.usable_bytes)), engine, r.budget->gpu->name,
-                          fraction_text(c.fraction))
-            : fmt::format(
-                  "the weights ({}) and the runtime reserve ({}, estimate) leave no KV cache in the {} {} may "
-                  "use",
-                  size_text(static_cast<std::uint64_t>(c.weights_bytes)),
-                  size_text(static_cast<std::uint64_t>(c.reserve_bytes)),
-                  size_text(static_cast<std::uint64_t>(c.usable_bytes)), engine);
+        r.budget->fixed  // vLLM --kv-cache-memory-bytes beside the weights on the GPU
+            ? (!c.weights_fit() ? fmt::format("the weights need {} per GPU, more than {}", sz(c.weights_bytes), gpu)
+               : c.weights_bytes == 0  // (weights not modelled)
+                   ? fmt::format("--kv-cache-memory-bytes ({}) is more than {}", sz(c.kv_bytes), gpu)
+                   : fmt::format("the weights ({}) and --kv-cache-memory-bytes ({}) need {} per GPU, more than {}",
+                                 sz(c.weights_bytes), sz(c.kv_bytes),
+                                 size_text(saturating_add(static_cast<std::uint64_t>(c.weights_bytes),
+                                                          static_cast<std::uint64_t>(c.kv_bytes))),
+                                 gpu))
+            : !c.weights_fit()
+                  ? fmt::format("the weights need {} per GPU, more than the {} {} may use ({} x {})",
+                                size_text(static_cast<std::uint64_t>(c.weights_bytes)),
+                                size_text(static_cast<std::uint64_t>(c.usable_bytes)), engine, r.budget->gpu->name,
+                                fraction_text(c.fraction))
+                  : fmt::format(
+                        "the weights ({}) and the runtime reserve ({}, estimate) leave no KV cache in the {} {} may "
+                        "use",
+                        size_text(static_cast<std::uint64_t>(c.weights_bytes)),
+                        size_text(static_cast<std::uint64_t>(c.reserve_bytes)),
+                        size_text(static_cast<std::uint64_t>(c.usable_bytes)), engine);
     v.why = v.limit_text;
     return v;
   }
@@ -986,7 +1020,9 @@ inline constexpr std::array<std::string_view, 3> kCurveEngines = {"vllm", "token
 /// and that maximum.
 inline std::vector<std::int64_t> curve_contexts(const model_config& m) {
   std::vector<std::int64_t> c;
-  for (std::int64_t l = 4096; l < m.max_position_embeddings; l *= 2) c.push_back(l);
+  for (std::int64_t l = 4096; l < m.max_position_embeddings && l <= std::numeric_limits<std::int64_t>::max() / 2;
+       l *= 2)
+    c.push_back(l);
   c.push_back(m.max_position_embeddings);
   return c;
 }

@@ -358,7 +358,10 @@ inline std::string plan_svg(const planner_result& r) {
     }
     std::int64_t first_tick = 4096;
     while (static_cast<double>(first_tick) / 4 >= std::exp2(x0) - 0.5) first_tick /= 4;
-    for (std::int64_t l = first_tick; static_cast<double>(l) <= std::exp2(x1) + 0.5; l *= 4) {
+    // (no tick past 2^62: a config's max_position_embeddings may be near 2^63, and 4 x l overflows)
+    for (std::int64_t l = first_tick; static_cast<double>(l) <= std::exp2(x1) + 0.5;
+         l = l <= std::numeric_limits<std::int64_t>::max() / 4 ? l * 4 : std::numeric_limits<std::int64_t>::max()) {
+      if (l == std::numeric_limits<std::int64_t>::max()) break;
       fmt::format_to(out, "<line x1=\"{0:.1f}\" x2=\"{0:.1f}\" y1=\"{1:.1f}\" y2=\"{2:.1f}\" stroke=\"#000000\"/>\n",
                      px(l), bottom, bottom + 4);
       text(px(l), bottom + 19,
