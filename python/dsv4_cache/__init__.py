@@ -10,7 +10,9 @@ library, compiled from the same headers (no second copy of any rule):
     p.to_dict()                 # == dsv4-cache-plan --preset v4-pro ... --json
 
 Models: `Model.preset`, `Model.from_config`. Plans: `plan`, `capacity`, `engine_report`,
-`rank_plans`, `simulate` (a `Plan`, its `Verdict`). Contract: `describe`, `fingerprint`,
+`rank_plans`, `simulate` (a `Plan`, its `Verdict`). The results are the C++ types, bound with
+their C++ names (no command line, no JSON text in between): `PlanResult`, `MemoryPlan` and its
+`GroupPlan`s and `PoolSpec`s, `RankPlan`, `EngineReport`, `EngineFit`, `Verdict`, `Hint`. Contract: `describe`, `fingerprint`,
 `diff`, `check`. Formats and codecs: `formats`, `quantize_rows`, `dequantize_rows`, `golden`.
 Files: `write_file` (the CLIs' checked, all-or-nothing write: `Plan.svg()` to a file, say).
 Bad input raises ValueError naming the parameter, its value and the rule.
@@ -22,11 +24,12 @@ from .codec import Format, Golden, dequantize_rows, formats, golden, quantize_ro
 from .contract import CheckResult, Diff, Difference, check, describe, diff, fingerprint
 from .model import GroupSpec, Layer, Model, Pool
 from .plan import Capacity, Hint, Plan, Verdict, capacity, engine_report, plan, rank_plans, simulate
+from ._core import EngineFit, EngineReport, GroupPlan, MemoryPlan, PlanResult, PoolSpec, RankPlan
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Capacity", "CheckResult", "Diff", "Difference", "Format", "Golden", "GroupSpec", "Hint", "Layer", "Model", "Plan",
-    "Pool", "Verdict", "capacity", "check", "dequantize_rows", "describe", "diff", "engine_report", "fingerprint",
+    "Capacity", "CheckResult", "Diff", "Difference", "EngineFit", "EngineReport", "Format", "Golden", "GroupPlan",
+    "GroupSpec", "Hint", "Layer", "MemoryPlan", "Model", "Plan", "PlanResult", "Pool", "PoolSpec", "RankPlan", "Verdict", "capacity", "check", "dequantize_rows", "describe", "diff", "engine_report", "fingerprint",
     "formats", "golden", "plan", "quantize_rows", "rank_plans", "simulate", "write_file",
 ]

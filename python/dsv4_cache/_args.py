@@ -1,8 +1,10 @@
-"""Python keyword arguments as the CLIs' flags, and the CLIs' error messages in Python's names.
+"""Python keyword arguments as the fields of the C++ `planner_args`, and the library's error
+messages in Python's names.
 
-The package computes nothing of its own: `plan()` and the contract functions pass their
-arguments to the compiled module as the flags of `dsv4-cache-plan` / `dsv4-cache-layout
-describe`, parsed by the CLIs' own option tables, so a result is the CLI's for the same flags.
+The package computes nothing of its own and builds no command line: `plan()` and the contract
+functions set the typed fields of a `_core.PlanArgs` (the C++ struct dsv4-cache-plan fills from
+its flags) and call the C++ functions on it, which check every value with the CLI's rules, so a
+result is the CLI's for the same flags and an error its message, the flag named as the parameter.
 """
 
 from __future__ import annotations
@@ -10,9 +12,11 @@ from __future__ import annotations
 import math
 import numbers
 import re
-from typing import Any, Dict, Iterable, List, Mapping
+from typing import Any, Dict, Iterable, Mapping
 
-# Python parameter -> the CLI flag it sets.
+from . import _core
+
+# Python parameter -> the CLI flag of the same input (the library's messages name flags).
 FLAGS: Dict[str, str] = {
     "engine": "--engine",
     "requests": "--requests",
@@ -100,53 +104,67 @@ def python_names(message: str) -> str:
     return re.sub(r"--[a-z][a-z0-9-]*", lambda m: _PARAM_OF_FLAG.get(m.group(0), m.group(0)), message)
 
 
-def _number_text(name: str, value: Any) -> str:
+def _number(name: str, value: Any) -> float:
+    """`value` as a finite float; ValueError naming `name` otherwise (a bool, a str, nan, inf, an
+    int too large for a double)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ValueError(f"{name} must be a number, got {value!r} ({type(value).__name__})")
-    if isinstance(value, numbers.Integral):
-        return str(int(value))
     try:
         v = float(value)  # numpy floats and fractions too (never truncated to an int)
     except OverflowError:
         raise ValueError(f"{name} must be a finite number, got {value!r}") from None
     if not math.isfinite(v):
         raise ValueError(f"{name} must be a finite number, got {value!r}")
-    return repr(v)
+    return v
 
 
-def flag_args(params: Mapping[str, Any], allowed: Iterable[str]) -> List[str]:
-    """The CLI flags of `params` (parameters left at None are not given). Raises ValueError for a
-    parameter of the wrong type, naming it and its value (the rules on values are the CLI's), and
-    TypeError for a keyword not in `allowed`."""
+# Python parameter -> the field of the C++ planner_args (`_core.PlanArgs`) it sets.
+FIELDS: Dict[str, str] = {
+    "max_running_requests": "max_running", "swa_full_tokens_ratio": "swa_ratio",
+    "enable_dp_attention": "dp_attention", "formats": "group_formats",
+}
+
+
+def fill(args: Any, params: Mapping[str, Any], allowed: Iterable[str]) -> Any:
+    """Sets the fields of `args` (a `_core.PlanArgs`) from `params` (parameters left at None
+    are not set: the engine's default). Raises ValueError for a parameter of the wrong type,
+    naming it and its value (the rules on values are the C++ `check_values`' and `compute`'s), and
+    TypeError for a keyword not in `allowed`. Builds no command line: each value goes to its
+    typed field."""
     allowed = set(allowed)
-    argv: List[str] = []
     for name, value in params.items():
         if name not in allowed:  # as Python's own calls: an unknown keyword is a TypeError
             raise TypeError(f"unexpected keyword argument {name!r} (accepted: {', '.join(sorted(allowed))})")
         if value is None:
             continue
-        flag = FLAGS[name]
+        field = FIELDS.get(name, name)
         if name in BOOL_PARAMS:
             if not isinstance(value, bool):
                 raise ValueError(f"{name} must be True or False, got {value!r}")
-            if name in TWO_WAY_FLAGS:
-                argv.append(TWO_WAY_FLAGS[name][0 if value else 1])
-            elif value:
-                argv.append(flag)
+            if name in TWO_WAY_FLAGS:  # None: the engine's default; True / False: --x / --no-x
+                setattr(args, field if value else "no_" + field, True)
+            else:
+                setattr(args, field, value)
         elif name in INT_PARAMS:
             if isinstance(value, bool) or not isinstance(value, numbers.Integral):
                 raise ValueError(f"{name} must be an int, got {value!r} ({type(value).__name__})")
             if not -_INT64_MAX - 1 <= int(value) <= _INT64_MAX:
                 raise ValueError(f"{name} must fit in 64 bits, got {int(value)}")
-            argv.append(f"{flag}={int(value)}")
-        elif name in SIZE_PARAMS:
-            size = text(name, value) if isinstance(value, str) else _number_text(name, value)
-            argv.append(f"{flag}={size}")
+            setattr(args, field, int(value))
+        elif name in SIZE_PARAMS:  # GiB; a string with a unit goes through the CLI's own rule
+            if isinstance(value, str):
+                size = call(_core.memory_size_gib, FLAGS[name], text(name, value))
+            elif isinstance(value, numbers.Integral) and not isinstance(value, bool):
+                size = call(_core.memory_size_gib, FLAGS[name], str(int(value)))  # exact, as the CLI reads it
+            else:
+                size = _number(name, value)
+            setattr(args, field, size)
         elif name in FLOAT_PARAMS:
-            argv.append(f"{flag}={_number_text(name, value)}")
+            setattr(args, field, _number(name, value))
         elif name == "formats":
             if not isinstance(value, Mapping):
                 raise ValueError(f"formats must be a dict of group -> format name, got {value!r}")
+            items = []
             for group, fmt in value.items():
                 if not isinstance(group, str) or not isinstance(fmt, str):
                     raise ValueError(f"formats must map group names to format names (str), got {group!r}: {fmt!r}")
@@ -154,7 +172,8 @@ def flag_args(params: Mapping[str, Any], allowed: Iterable[str]) -> List[str]:
                 text(f"formats[{group!r}]", fmt)
                 if "=" in group:
                     raise ValueError(f"formats: a group name has no '=', got {group!r}")
-                argv.append(f"{flag}={group}={fmt}")
+                items.append(f"{group}={fmt}")
+            args.group_formats = items
         elif name == "pp_layers":
             if isinstance(value, str):
                 layers = text(name, value)
@@ -168,10 +187,10 @@ def flag_args(params: Mapping[str, Any], allowed: Iterable[str]) -> List[str]:
                 if not items:
                     raise ValueError("pp_layers must not be empty (one layer count per pipeline stage)")
                 layers = ",".join(str(int(v)) for v in items)
-            argv.append(f"{flag}={layers}")
+            args.pp_layers = layers
         else:  # STR_PARAMS
-            argv.append(f"{flag}={text(name, value)}")
-    return argv
+            setattr(args, field, text(name, value))
+    return args
 
 
 def call(fn, *args):

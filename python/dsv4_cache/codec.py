@@ -63,9 +63,9 @@ def formats() -> Tuple[Format, ...]:
     """Every registered row format, in registry order."""
     global _FORMATS
     if _FORMATS is None:
-        writers = {f["format"]: tuple(w["name"] for w in f["writers"]) for f in json.loads(_core.writers_json())["formats"]}
+        writers = {f["format"]: tuple(w["name"] for w in f["writers"]) for f in _core.writers_table()["formats"]}
         out = []
-        for f in json.loads(_core.formats_json(64)):
+        for f in _core.formats_table(64):
             out.append(Format(name=f["name"], model=f["model"], role=f["role"], row_bytes=f["row_bytes"],
                               page_rule=f["page_rule"], alignment=f["alignment"],
                               values_per_row=None if f["row_bytes"] is None else _core.values_per_row(f["name"]),

@@ -8,6 +8,7 @@ describe` (formats, parallel layout, `engine` to record its placement, `rank`); 
 from __future__ import annotations
 
 import json
+import numbers
 import os
 import re
 import stat
@@ -15,18 +16,35 @@ from dataclasses import dataclass
 from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
 from . import _core
-from ._args import call, flag_args, text
+from ._args import call, fill, text
 from .plan import _require_model
 from .model import Model
 
 _LAYOUT_PARAMS = ("indexer", "format_set", "kv_format", "formats", "indexer_format", "tp", "dp", "pp", "pp_layers",
-                  "dcp", "dcp_interleave", "engine", "mtp", "tokens_per_step", "rank", "context", "requests")
+                  "dcp", "dcp_interleave", "mtp", "tokens_per_step", "context", "requests", "gpu")
 Descriptor = Union[Mapping[str, Any], str, "os.PathLike[str]"]
 
 
-def _layout_argv(model: Model, params: Dict[str, Any]) -> Tuple[list, str, str]:
+def _contract_args(model: Model, engine: Optional[str], rank: Optional[int], layout: Dict[str, Any]) -> Any:
+    """The C++ contract_args of describe / fingerprint: the model's and the layout keywords'
+    typed fields, the engine whose placement to record, the rank (no command line is built)."""
     model = _require_model(model)
-    return model._argv + flag_args(params, _LAYOUT_PARAMS), model._config_text, model._config_name
+    c = _core.ContractArgs()
+    c.plan = fill(model._args(), layout, _LAYOUT_PARAMS)
+    if engine is not None:
+        c.plan = fill(c.plan, {"engine": engine}, ("engine",))
+        c.engine_given = True
+    if rank is not None:
+        c.rank = _rank(rank)
+    return c
+
+
+def _rank(rank: Any) -> int:
+    if isinstance(rank, bool) or not isinstance(rank, numbers.Integral):
+        raise ValueError(f"rank must be an int, got {rank!r} ({type(rank).__name__})")
+    if not -2**63 <= int(rank) < 2**63:
+        raise ValueError(f"rank must fit in 64 bits, got {int(rank)}")
+    return int(rank)
 
 
 def describe(model: Model, *, engine: Optional[str] = None, rank: Optional[int] = None, **layout: Any) -> Dict[str, Any]:
@@ -36,8 +54,7 @@ def describe(model: Model, *, engine: Optional[str] = None, rank: Optional[int] 
     `engine` records the engine's placement (schema dsv4-cache-layout/2). Other keywords:
     indexer, format_set, kv_format, formats, indexer_format, pp_layers, dcp_interleave, mtp,
     tokens_per_step. Raises ValueError as the CLI (naming the parameter)."""
-    argv, text, name = _layout_argv(model, dict(layout, engine=engine, rank=rank))
-    return json.loads(call(_core.describe, argv, text, name))
+    return call(_core.describe, _contract_args(model, engine, rank, layout))
 
 
 def fingerprint(model_or_descriptor: Union[Model, Descriptor], *, engine: Optional[str] = None,
@@ -46,8 +63,7 @@ def fingerprint(model_or_descriptor: Union[Model, Descriptor], *, engine: Option
     0x + 16 hex digits): of `model` under the layout keywords of `describe()`, or of a descriptor
     (a dict or a file), checked first (ValueError if a number in it is wrong)."""
     if isinstance(model_or_descriptor, Model):
-        argv, text, name = _layout_argv(model_or_descriptor, dict(layout, engine=engine, rank=rank))
-        return call(_core.fingerprint, argv, text, name)
+        return call(_core.fingerprint, _contract_args(model_or_descriptor, engine, rank, layout))
     if engine is not None or rank is not None or layout:
         raise ValueError("layout keywords are for a model; a descriptor carries its own layout")
     c = check(model_or_descriptor)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
+from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
 from . import _core
 from ._args import call, text
@@ -34,51 +34,13 @@ class Layer:
     kv_owner: Optional[int] = None
 
 
-@dataclass(frozen=True)
-class Pool:
-    """One pool of a group: its row format and sizes in bytes (`row_bytes` per row, `page_bytes` per page)."""
-
-    format: str
-    row_bytes: int
-    page_bytes: int
-
-
-@dataclass(frozen=True)
-class GroupSpec:
-    """A paged cache group (dsv4-cache-plan --json `groups[i]`, without the plan's page counts).
-
-    id: e.g. "v4.swa_kv"; retention: "full" or "sliding"; rows_per_page: rows (slots) per page;
-    entry_stride_tokens: tokens per row; page_size_tokens: tokens a page covers;
-    sliding_window_tokens: rows a request keeps (None for full history); num_layers: layers
-    sharing the group's block table; row_bytes, page_bytes: over all its pools, per layer.
-    """
-
-    id: str
-    family: str
-    retention: str
-    prefix_cache: str
-    rows_per_page: int
-    entry_stride_tokens: int
-    page_size_tokens: int
-    sliding_window_tokens: Optional[int]
-    num_layers: int
-    row_bytes: int
-    page_bytes: int
-    pools: Tuple[Pool, ...]
+# A group's spec and pages (C++ group_plan) and one of its pools (C++ pool_spec), bound.
+GroupSpec = _core.GroupPlan
+Pool = _core.PoolSpec
 
 
 def layers_of(plan_dict: Mapping[str, Any]) -> Tuple[Layer, ...]:
     return tuple(Layer(**layer) for layer in plan_dict["layers"])
-
-
-def groups_of(plan_dict: Mapping[str, Any]) -> Tuple[GroupSpec, ...]:
-    fields = GroupSpec.__dataclass_fields__
-    out = []
-    for g in plan_dict["groups"]:
-        kw = {k: v for k, v in g.items() if k in fields and k != "pools"}
-        pools = tuple(Pool(p["format"], p["row_bytes"], p["page_bytes"]) for p in g["pools"])
-        out.append(GroupSpec(pools=pools, **kw))
-    return tuple(out)
 
 
 class Model:
@@ -90,21 +52,27 @@ class Model:
     unknown preset or a config the library refuses, with the library's rule.
     """
 
-    __slots__ = ("_argv", "_config_text", "_config_name", "_info", "_layers", "_groups")
+    __slots__ = ("_fields", "_info", "_layers", "_groups")
 
     def __init__(self) -> None:
         raise TypeError("use Model.preset(name) or Model.from_config(path_or_dict)")
 
+    def _args(self) -> Any:
+        """A new `_core.PlanArgs` (the C++ planner_args) holding this model."""
+        a = _core.PlanArgs()
+        for k, v in self._fields:
+            setattr(a, k, v)
+        return a
+
     @classmethod
-    def _make(cls, argv: List[str], config_text: str, config_name: str) -> "Model":
+    def _make(cls, **fields: Any) -> "Model":
         self = object.__new__(cls)
-        self._argv = argv
-        self._config_text = config_text
-        self._config_name = config_name
-        d = json.loads(call(_core.plan, argv, config_text, config_name).json())
+        self._fields = tuple(sorted(fields.items()))
+        r = call(_core.compute, self._args())
+        d = r.to_dict()
         self._info: Dict[str, Any] = d["model"]
         self._layers = layers_of(d)
-        self._groups = groups_of(d)
+        self._groups = tuple(r.plan.groups)
         return self
 
     @classmethod
@@ -113,7 +81,7 @@ class Model:
         names = _core.preset_names()
         if not isinstance(name, str) or name not in names:
             raise ValueError(f"name must be one of {', '.join(names)}, got {name!r}")
-        return cls._make([f"--preset={name}"], "", "")
+        return cls._make(preset=name, preset_given=True)
 
     @classmethod
     def from_config(cls, config: Union[str, "os.PathLike[str]", Mapping[str, Any]], name: Optional[str] = None) -> "Model":
@@ -129,7 +97,7 @@ class Model:
             text("config (as JSON)", config_text)
             if name is not None:
                 text("name", name)
-            return cls._make([], config_text, name or "")
+            return cls._make(config_text=config_text, config_name=name or "", preset_given=False)
         if isinstance(config, (str, bytes, os.PathLike)):
             path = os.fspath(config)
             if isinstance(path, bytes):
@@ -137,7 +105,7 @@ class Model:
             text("config (a path)", path)
             if name is not None:
                 raise ValueError("name is for a config given as a dict (a file's model is named after its directory)")
-            return cls._make([f"--config={path}"], "", "")
+            return cls._make(config_path=path, preset_given=False)
         raise ValueError(f"config must be a path or a dict, got {type(config).__name__}")
 
     @property
@@ -175,15 +143,15 @@ class Model:
         return self._layers
 
     @property
-    def groups(self) -> Tuple[GroupSpec, ...]:
-        """The cache group specs under the planner's defaults."""
+    def groups(self) -> Tuple[Any, ...]:
+        """The cache groups under the planner's defaults (`GroupPlan`: spec fields, pools, pages)."""
         return self._groups
 
     def __repr__(self) -> str:
         return f"Model({self.name!r}, family={self.family!r}, layers={self.num_hidden_layers}+{self.num_nextn_predict_layers} MTP)"
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Model) and (self._argv, self._config_text) == (other._argv, other._config_text)
+        return isinstance(other, Model) and self._fields == other._fields
 
     def __hash__(self) -> int:
-        return hash((tuple(self._argv), self._config_text))
+        return hash(self._fields)

@@ -1,164 +1,140 @@
 """Plans: what a deployment's KV cache takes under an engine's rules, and whether N x L fits.
 
-`plan()` is `dsv4-cache-plan` with Python arguments: the same flags, parsed by the CLI's own
-option table, computed by the same functions, so `plan(...).to_dict()` equals
-`dsv4-cache-plan --json` for the same flags.
+`plan()` is `dsv4-cache-plan` with Python arguments: each sets a typed field of the C++
+`planner_args` (no command line is built), computed by the same C++ `compute()`, so
+`plan(...).to_dict()` equals `dsv4-cache-plan --json` for the same flags. The results are the
+C++ types, bound: `Plan.result` (`PlanResult`), `Plan.memory_plan` (`MemoryPlan`, its `groups`
+`GroupPlan`s), `Plan.verdict` (`Verdict`), `Plan.report` (`EngineReport`), `Plan.rank_plans`
+(`RankPlan`s), with the C++ names and units (bytes, tokens, pages, requests).
 """
 
 from __future__ import annotations
 
-import copy
-import json
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 from . import _core
-from ._args import FLAGS, call, flag_args
-from .model import GroupSpec, Model, groups_of
+from ._args import FLAGS, call, fill
+from .model import Model
 
 _PLAN_PARAMS = tuple(p for p in FLAGS if p != "rank")
 Size = Union[int, float, str]
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """The operator screen's verdict (dsv4-cache-plan --json `verdict`).
-
-    One headline number: max_requests, what really fits = the requests of L the engine's
-    allocator, replayed on its pools, holds at once (the cluster's with parallel flags; the plan's
-    bound where the replay is not run or cut short, max_requests_by_plan with by_plan_why; "at
-    least" when max_requests_lower_bound). fits: None without a budget, else requests <=
-    max_requests. limit: the limit that binds it ("budget", "running cap", "startup check",
-    "single-request limit"), limit_text its sentence. plan_max_requests: the plan's bound (what its
-    bytes guarantee), bound: its labelled sentence. simulated_max_requests: the replay's answer
-    (None when not replayed). why: why N does not fit; line: the screen's verdict line.
-    """
-
-    has_budget: bool
-    requests: int
-    context_tokens: int
-    line: str
-    fits: Optional[bool] = None
-    plan_max_requests: Optional[int] = None
-    engine_starts: Optional[bool] = None
-    simulated_max_requests: Optional[int] = None
-    simulated_lower_bound: Optional[bool] = None
-    max_requests: Optional[int] = None
-    max_requests_lower_bound: Optional[bool] = None
-    max_requests_by_plan: Optional[bool] = None
-    by_plan_why: Optional[str] = None
-    limit: Optional[str] = None
-    limit_text: Optional[str] = None
-    bound: Optional[str] = None
-    why: Optional[str] = None
-
-    def __bool__(self) -> bool:
-        return bool(self.fits)
-
-    def __str__(self) -> str:
-        return self.line
-
-
-@dataclass(frozen=True)
-class Hint:
-    """One flag change that plans more requests in the same budget (the screen's hint)."""
-
-    flag: str
-    requests_now: int
-    requests_then: int
-    why: str
+Verdict = _core.Verdict
+Hint = _core.Hint
 
 
 class Plan:
     """A computed plan: `to_dict()` is dsv4-cache-plan --json; `screen()`, `summary()`,
-    `tables()` and `svg()` its other outputs. Sizes are bytes, contexts tokens."""
+    `tables()` and `svg()` its other outputs; `result` the C++ planner_result it holds. Sizes are
+    bytes, contexts tokens."""
 
-    __slots__ = ("_report", "_dict", "model")
+    __slots__ = ("_args", "_result", "model")
 
-    def __init__(self, report: Any, model: Model) -> None:
-        self._report = report
-        self._dict: Dict[str, Any] = json.loads(report.json())
+    def __init__(self, args: Any, result: Any, model: Model) -> None:
+        self._args = args
+        self._result = result
         self.model = model
 
+    @property
+    def result(self) -> Any:
+        """The C++ planner_result (`_core.PlanResult`): plan, report, ranks, verdict, hint."""
+        return self._result
+
     def to_dict(self) -> Dict[str, Any]:
-        """The report as dsv4-cache-plan --json prints it (a deep copy)."""
-        return copy.deepcopy(self._dict)
+        """The report as dsv4-cache-plan --json prints it (new Python objects at each call)."""
+        return self._result.to_dict()
+
+    @property
+    def memory_plan(self) -> Any:
+        """The C++ memory_plan (`MemoryPlan`): total_bytes, groups (`GroupPlan`), blocks; per GPU."""
+        return self._result.plan
 
     @property
     def total_bytes(self) -> int:
-        """Bytes the plan holds per GPU (rank 0's with parallel flags: see `ranks`)."""
-        return self._dict["plan"]["total_bytes"]
+        """Bytes the plan holds per GPU (rank 0's with parallel flags: see `rank_plans`)."""
+        return self._result.plan.total_bytes
 
     @property
     def fits(self) -> Optional[bool]:
         """Whether N x L fits the budget (None without one)."""
-        return self._dict["fits"]
+        return self._result.verdict.fits
 
     @property
     def verdict(self) -> Verdict:
-        return Verdict(**self._dict["verdict"])
+        """The operator screen's verdict (`Verdict`, the C++ plan_verdict)."""
+        return self._result.verdict
 
     @property
     def hint(self) -> Optional[Hint]:
-        h = self._dict["hint"]
-        return Hint(**h) if h else None
+        """One flag change that plans more requests in the same budget (`Hint`), or None."""
+        return self._result.hint
+
+    @property
+    def groups(self) -> Tuple[Any, ...]:
+        """Every group's plan (`GroupPlan`: the group spec's rows, pages and bytes, and its pages here)."""
+        return tuple(self._result.plan.groups)
+
+    @property
+    def report(self) -> Any:
+        """The engine's own view (`EngineReport`), None for own pools."""
+        return self._result.report
+
+    @property
+    def rank_plans(self) -> List[Any]:
+        """Every GPU rank's plan (`RankPlan`) with parallel flags (empty without)."""
+        return list(self._result.ranks)
 
     @property
     def breakdown(self) -> Dict[str, Any]:
         """Where the worst GPU's bytes go; the parts sum to `total_bytes` of that GPU."""
-        return copy.deepcopy(self._dict["breakdown"])
-
-    @property
-    def groups(self) -> Tuple[GroupSpec, ...]:
-        return groups_of(self._dict)
+        return self.to_dict()["breakdown"]
 
     @property
     def assumptions(self) -> Dict[str, Dict[str, Any]]:
         """Every input as planned (dsv4-cache-plan --json `assumptions`): {input: {"value",
         "source": "flag" | "engine default" | "planner default", "reference": the engine code that
         sets the default, "repo path@commit symbol", None when given}}."""
-        return self._dict["assumptions"]
+        return self.to_dict()["assumptions"]
 
     @property
     def engine_report(self) -> Optional[Dict[str, Any]]:
-        """The engine's pool, its startup log figures and (with a budget) what really fits."""
-        r = self._dict.get("engine_report")
-        return copy.deepcopy(r) if r is not None else None
+        """The engine's pool, its startup log figures and (with a budget) what really fits, every
+        figure (dsv4-cache-plan --json `engine_report`); `report` is the typed object."""
+        return self.to_dict().get("engine_report")
 
     @property
     def ranks(self) -> List[Dict[str, Any]]:
-        """Every rank's plan with parallel flags (empty without)."""
-        return copy.deepcopy(self._dict.get("ranks", []))
+        """Every rank's plan as dsv4-cache-plan --json `ranks` (empty without parallel flags)."""
+        return self.to_dict().get("ranks", [])
 
     @property
     def cluster(self) -> Optional[Dict[str, Any]]:
         """The worst rank and (with a budget) what the whole cluster fits; None without parallel flags."""
-        c = self._dict.get("cluster")
-        return copy.deepcopy(c) if c is not None else None
+        return self.to_dict().get("cluster")
 
     def screen(self) -> str:
         """The operator screen, dsv4-cache-plan's default output."""
-        return self._report.screen()
+        return self._result.screen()
 
     def summary(self) -> str:
         """The verdict in one line (dsv4-cache-plan --summary)."""
-        return self._report.summary()
+        return self._result.summary()
 
     def tables(self) -> str:
         """Every table (dsv4-cache-plan --verbose)."""
-        return self._report.tables()
+        return self._result.tables()
 
     def svg(self) -> str:
         """The plan as SVG text (dsv4-cache-plan --svg): group bars and capacity curves."""
-        return call(self._report.svg)
+        return call(_core.svg, self._args, self._result)
 
     def __str__(self) -> str:
         return self.screen()
 
     def __repr__(self) -> str:
-        p = self._dict["plan"]
-        return (f"Plan({self.model.name!r}, engine={p['engine']!r}, requests={p['requests']}, "
-                f"context_tokens={p['context_tokens']}, total_bytes={p['total_bytes']})")
+        p = self._result.plan
+        return (f"Plan({self.model.name!r}, engine={p.engine!r}, requests={p.requests}, "
+                f"context_tokens={p.context_tokens}, total_bytes={p.total_bytes})")
 
 
 def _require_model(model: Any) -> Model:
@@ -212,8 +188,8 @@ def plan(model: Model, engine: str = "vllm", requests: int = 1, context: Optiona
                   dcp_interleave=dcp_interleave, role=role, handover=handover,
                   gpu_memory_utilization=gpu_memory_utilization, mem_fraction_static=mem_fraction_static,
                   kv_cache_memory_bytes=kv_cache_memory_bytes, ep=ep)
-    argv = model._argv + flag_args(params, _PLAN_PARAMS)
-    return Plan(call(_core.plan, argv, model._config_text, model._config_name), model)
+    args = fill(model._args(), params, _PLAN_PARAMS)
+    return Plan(args, call(_core.compute, args), model)
 
 
 @dataclass(frozen=True)
@@ -245,7 +221,7 @@ def capacity(model: Model, memory_gib: Optional[Size] = None, *, engine: str = "
     if memory_gib is None and kwargs.get("gpu_memory_gib") is None:
         raise ValueError("memory_gib (or gpu_memory_gib with reserved_gib) is required: the budget per GPU in GiB")
     p = plan(model, engine=engine, requests=requests, context=context, memory_gib=memory_gib, **kwargs)
-    d = p._dict
+    d = p.to_dict()
     fit = d.get("cluster") if d.get("parallel") else d["plan"]
     budget = d["plan"]["budget_bytes"]
     return Capacity(requests=d["plan"]["requests"], context_tokens=d["plan"]["context_tokens"], budget_bytes=budget,
@@ -254,22 +230,24 @@ def capacity(model: Model, memory_gib: Optional[Size] = None, *, engine: str = "
                     max_context_tokens=fit["max_context_tokens"], fits=bool(d["fits"]), verdict=p.verdict, plan=p)
 
 
-def engine_report(model: Model, engine: str = "vllm", **kwargs: Any) -> Dict[str, Any]:
-    """The engine's own view of the plan (dsv4-cache-plan --json `engine_report`): its pool
-    (vLLM's shared block pool, tokenspeed's parent arena, SGLang's pools), the figures it logs at
-    startup and, with a budget, what really fits. Keywords are `plan()`'s; errors as `plan()`."""
-    r = plan(model, engine=engine, **kwargs).engine_report
+def engine_report(model: Model, engine: str = "vllm", **kwargs: Any) -> Any:
+    """The engine's own view of the plan (`EngineReport`, the C++ engine_report): its pool
+    structure, scheduling, running cap, startup log lines or refusal and, with a budget, what
+    really fits (`fit`, per engine); every figure as JSON is `plan(...).engine_report`. Keywords are
+    `plan()`'s; errors as `plan()`."""
+    r = plan(model, engine=engine, **kwargs).report
     if r is None:
         raise ValueError(f"engine={engine!r} has no engine report for these arguments")
     return r
 
 
-def rank_plans(model: Model, **kwargs: Any) -> List[Dict[str, Any]]:
-    """Every GPU rank's plan (dsv4-cache-plan --json `ranks`) for the parallel layout given by
-    `tp`, `dp`, `pp`, `pp_layers`, `dcp` (at least one above 1). Keywords are `plan()`'s."""
+def rank_plans(model: Model, **kwargs: Any) -> List[Any]:
+    """Every GPU rank's plan (`RankPlan`, the C++ rank_plan_result: its coordinates, layers,
+    requests and `plan`, a `MemoryPlan`) for the parallel layout given by `tp`, `dp`, `pp`,
+    `pp_layers`, `dcp` (at least one above 1). Keywords are `plan()`'s."""
     if all(kwargs.get(k) in (None, 1) for k in ("tp", "dp", "pp", "dcp")) and kwargs.get("pp_layers") is None:
         raise ValueError("rank_plans needs tp, dp, pp or dcp above 1 (a parallel layout)")
-    return plan(model, **kwargs).ranks
+    return plan(model, **kwargs).rank_plans
 
 
 def simulate(model: Model, **kwargs: Any) -> Plan:

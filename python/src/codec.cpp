@@ -24,8 +24,8 @@
 #include "core.hpp"
 #include "dsv4/cache/host_codec.hpp"
 #include "dsv4/tools/file_io.hpp"
+#include "dsv4/tools/formats_report.hpp"
 #include "dsv4/tools/golden.hpp"
-#include "dsv4/tools/layout_cli.hpp"
 #include "dsv4/tools/writers_cli.hpp"
 
 namespace nb = nanobind;
@@ -264,13 +264,14 @@ nb::bytes as_bytes(const std::vector<std::uint8_t>& v) { return nb::bytes(v.data
 
 void register_codec(nb::module_& m) {
   m.def(
-      "formats_json",
+      "formats_table",
       [](std::int64_t rows) {
-        return tools::formats_json({rows, true}).dump();
+        return to_python(tools::formats_json({rows, true}));
       },
-      nb::arg("rows"), "dsv4-cache-layout formats --json (pages of `rows` rows).");
+      nb::arg("rows"), "dsv4-cache-layout formats --json (pages of `rows` rows), as Python objects.");
   m.def(
-      "writers_json", [] { return tools::writers_json().dump(); }, "dsv4-cache-layout writers --json.");
+      "writers_table", [] { return to_python(tools::writers_json()); },
+      "dsv4-cache-layout writers --json, as Python objects.");
   m.def(
       "values_per_row",
       [](const std::string& format, std::int64_t row_bytes) {

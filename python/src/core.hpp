@@ -3,8 +3,13 @@
 #pragma once
 
 #include <nanobind/nanobind.h>
+#include <nlohmann/json.hpp>
 
 namespace dsv4::python {
+
+/// A JSON value (a renderer's) as the Python objects `json.loads` would make of its text, built
+/// directly (plan.cpp).
+nanobind::object to_python(const nlohmann::ordered_json& j);
 
 /// plan(), describe(), fingerprint(), diff(), check(): planner and contract (plan.cpp).
 void register_plan(nanobind::module_& m);

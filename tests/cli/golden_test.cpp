@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "dsv4/tools/golden.hpp"
+#include "dsv4/tools/golden_cli.hpp"
 
 namespace dsv4::tools {
 namespace {

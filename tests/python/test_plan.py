@@ -139,10 +139,15 @@ def test_hint_breakdown_engine_report_ranks(plan_cli):
     p = d.plan(m, engine="sglang", memory_gib=64, context=1048576)
     assert p.hint is not None and p.hint.flag == j["hint"]["flag"] and p.hint.requests_then == j["hint"]["requests_then"]
     assert p.breakdown == j["breakdown"]
-    assert d.engine_report(m, engine="sglang", memory_gib=64, context=1048576) == j["engine_report"]
+    assert p.engine_report == j["engine_report"]
+    r = d.engine_report(m, engine="sglang", memory_gib=64, context=1048576)
+    assert (r.engine, r.structure, r.fit.max_requests * r.dp, r.log_lines) == (
+        j["engine_report"]["engine"], j["engine_report"]["structure"], j["engine_report"]["simulated_max_requests"],
+        j["engine_report"]["log_lines"])
     ranks = d.rank_plans(d.Model.preset("v4-pro"), tp=4, pp=2)
     jr = plan_cli.json(["--preset", "v4-pro", "--tp", "4", "--pp", "2", "--json"])
-    assert ranks == jr["ranks"] and len(ranks) == 8
+    assert [(r.rank, r.stage, r.requests, r.plan.total_bytes) for r in ranks] == [
+        (x["rank"], x["stage"], x["requests"], x["total_bytes"]) for x in jr["ranks"]] and len(ranks) == 8
     s = d.simulate(m, requests=2, context=16384)
     assert s.to_dict()["plan"]["simulated_peak_bytes"] == plan_cli.json(
         ["--requests", "2", "--context", "16384", "--simulate", "--json"])["plan"]["simulated_peak_bytes"]

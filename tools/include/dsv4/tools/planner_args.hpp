@@ -17,7 +17,6 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <CLI/CLI.hpp>
 
 #include "dsv4/cache.hpp"
 #include "dsv4/cache/alloc_sim.hpp"
@@ -146,70 +145,73 @@ inline std::uint64_t gib_to_bytes(double gib, const char* what = "--memory-gib")
   return static_cast<std::uint64_t>(bytes);
 }
 
-/// CLI11 validators: the flags take plain decimal numbers only. CLI11 alone would read "0x10"
-/// as 16, clamp 2^64 to INT64_MAX and take an empty string as "not given".
-inline const CLI::Validator kDecimalInt(
-    [](std::string& s) -> std::string {
-      std::int64_t v = 0;
-      const char* end = s.data() + s.size();
-      const auto [ptr, ec] = std::from_chars(s.data(), end, v);  // base 10: no "0x", "+", blanks
-      if (s.empty()) return "must not be empty";
-      if (ec == std::errc::result_out_of_range) return "'" + s + "' does not fit in 64 bits";
-      if (ec != std::errc() || ptr != end) return "'" + s + "' is not a decimal integer";
-      s = std::to_string(v);  // CLI11 would read a leading 0 as octal ("0100" = 64): pass it plain decimal
-      return {};
-    },
-    "INT");
-/// A count (requests, ranks, rows): a decimal integer of at least 1, so the error names the flag
-/// and the value as typed ("--tp: '0' must be at least 1") before the library sees it.
-inline const CLI::Validator kCount(
-    [](std::string& s) -> std::string {
-      std::string error = kDecimalInt(s);  // rewrites s as plain decimal when it is one
-      if (!error.empty()) return error;
-      if (std::stoll(s) < 1) return "'" + s + "' must be at least 1";
-      return {};
-    },
-    "INT>=1");
-inline const CLI::Validator kDecimalNumber(
-    [](std::string& s) -> std::string {
-      double v = 0;
-      const char* end = s.data() + s.size();
-      if (s.empty()) return "must not be empty";
-      if (s.find_first_not_of("0123456789.eE+-") != std::string::npos) return "'" + s + "' is not a decimal number";
-      const auto [ptr, ec] = std::from_chars(s.data(), end, v);  // no hex, nan or inf (filtered above)
-      if (ec != std::errc() || ptr != end) return "'" + s + "' is not a decimal number";
-      return {};
-    },
-    "NUMBER");
-/// Memory sizes: a decimal number of GiB, or one with a unit: GB (10^9 B), GiB (2^30 B), MB, MiB,
-/// TB, TiB (e.g. "141GB"). Rewrites the value as GiB (exact: every unit is an integer number of
-/// bytes and 2^30 a power of two, so GiB x 2^30 gives the bytes back).
-inline const CLI::Validator kMemorySize(
-    [](std::string& s) -> std::string {
-      static constexpr std::array<std::pair<std::string_view, double>, 6> kUnits = {
-          {{"GiB", 1.0}, {"MiB", 1.0 / 1024}, {"TiB", 1024.0}, {"GB", 1e9}, {"MB", 1e6}, {"TB", 1e12}}};
-      const std::string what =
-          "'" + s + "' is not a memory size: a decimal number of GiB, or with a unit GB, GiB, MB, MiB, TB or TiB";
-      std::string_view number = s;
-      double scale = 1.0;
-      bool bytes = false;  // a decimal unit: scale is bytes per unit
-      for (const auto& [unit, factor] : kUnits)
-        if (number.size() > unit.size() && number.ends_with(unit)) {
-          number.remove_suffix(unit.size());
-          scale = factor;
-          bytes = unit[1] != 'i';
-          break;
-        }
-      if (number.empty() || number.find_first_not_of("0123456789.eE+-") != std::string_view::npos) return what;
-      double v = 0;
-      const auto [ptr, ec] = std::from_chars(number.data(), number.data() + number.size(), v);
-      if (ec != std::errc() || ptr != number.data() + number.size()) return what;
-      s = fmt::format("{:.17g}", bytes ? v * scale / 1073741824.0 : v * scale);
-      return {};
-    },
-    "SIZE");
-inline const CLI::Validator kNonEmpty([](std::string& s) { return s.empty() ? std::string("must not be empty") : ""; },
-                                      "PATH");
+/// The flags' value rules as plain functions: the CLI11 validators (planner_flags.hpp) wrap them
+/// and `check_values` applies them to typed values (the Python package's), so one value gets one
+/// message whichever way it came. Each returns "" when `s` is valid, rewriting it in plain decimal
+/// (a memory size: as GiB), else the rule it breaks with the value as typed.
+///
+/// A decimal integer of 64 bits: no "0x", "+" or blanks (CLI11 alone would read "0x10" as 16,
+/// clamp 2^64 to INT64_MAX, read "0100" as octal and take an empty string as "not given").
+inline std::string decimal_int_rule(std::string& s) {
+  std::int64_t v = 0;
+  const char* end = s.data() + s.size();
+  const auto [ptr, ec] = std::from_chars(s.data(), end, v);  // base 10: no "0x", "+", blanks
+  if (s.empty()) return "must not be empty";
+  if (ec == std::errc::result_out_of_range) return "'" + s + "' does not fit in 64 bits";
+  if (ec != std::errc() || ptr != end) return "'" + s + "' is not a decimal integer";
+  s = std::to_string(v);
+  return {};
+}
+/// A count (requests, ranks, rows): a decimal integer of at least 1 ("'0' must be at least 1").
+inline std::string count_rule(std::string& s) {
+  std::string error = decimal_int_rule(s);
+  if (!error.empty()) return error;
+  if (std::stoll(s) < 1) return "'" + s + "' must be at least 1";
+  return {};
+}
+/// A decimal number: digits, '.', an exponent; no hex, nan or inf.
+inline std::string decimal_number_rule(const std::string& s) {
+  double v = 0;
+  const char* end = s.data() + s.size();
+  if (s.empty()) return "must not be empty";
+  if (s.find_first_not_of("0123456789.eE+-") != std::string::npos) return "'" + s + "' is not a decimal number";
+  const auto [ptr, ec] = std::from_chars(s.data(), end, v);
+  if (ec != std::errc() || ptr != end) return "'" + s + "' is not a decimal number";
+  return {};
+}
+/// A memory size: a decimal number of GiB, or one with a unit: GB (10^9 B), GiB (2^30 B), MB, MiB,
+/// TB, TiB (e.g. "141GB"). Rewrites `s` as GiB (exact: every unit is an integer number of bytes
+/// and 2^30 a power of two, so GiB x 2^30 gives the bytes back).
+inline std::string memory_size_rule(std::string& s) {
+  static constexpr std::array<std::pair<std::string_view, double>, 6> kUnits = {
+      {{"GiB", 1.0}, {"MiB", 1.0 / 1024}, {"TiB", 1024.0}, {"GB", 1e9}, {"MB", 1e6}, {"TB", 1e12}}};
+  const std::string what =
+      "'" + s + "' is not a memory size: a decimal number of GiB, or with a unit GB, GiB, MB, MiB, TB or TiB";
+  std::string_view number = s;
+  double scale = 1.0;
+  bool bytes = false;  // a decimal unit: scale is bytes per unit
+  for (const auto& [unit, factor] : kUnits)
+    if (number.size() > unit.size() && number.ends_with(unit)) {
+      number.remove_suffix(unit.size());
+      scale = factor;
+      bytes = unit[1] != 'i';
+      break;
+    }
+  if (number.empty() || number.find_first_not_of("0123456789.eE+-") != std::string_view::npos) return what;
+  double v = 0;
+  const auto [ptr, ec] = std::from_chars(number.data(), number.data() + number.size(), v);
+  if (ec != std::errc() || ptr != number.data() + number.size()) return what;
+  s = fmt::format("{:.17g}", bytes ? v * scale / 1073741824.0 : v * scale);
+  return {};
+}
+
+/// `text` (a memory size as typed, "141GB") in GiB for flag `flag`; throws std::invalid_argument
+/// "--memory-gib: '12 parsecs' is not a memory size: ..." (the CLI's message).
+inline double memory_size_gib(const std::string& flag, std::string text) {
+  const std::string error = memory_size_rule(text);
+  if (!error.empty()) throw std::invalid_argument(flag + ": " + error);
+  return std::stod(text);
+}
 
 using dsv4::tools::one_line;  // messages.hpp: one printable line of valid UTF-8
 
@@ -305,6 +307,12 @@ inline std::optional<bool> flag_pair(bool on, bool off, std::string_view on_flag
   return std::nullopt;
 }
 
+/// The names --indexer, --format-set, --pools and --role take (the CLI's lists and `check_values`').
+inline const std::vector<std::string> kIndexerNames = {"fp8", "mxfp4"};
+inline const std::vector<std::string> kFormatSetNames = {"v41", "v4"};
+inline const std::vector<std::string> kPoolsNames = {"engine", "own"};
+inline const std::vector<std::string> kRoleNames = {"colocated", "prefill", "decode"};
+
 /// The engine named by --engine ("vllm", "vllm@2026.11", "tokenspeed", "sglang", ...).
 inline const engine_spec& engine_from(const std::string& name) {
   const engine_spec* e = find_engine(name);
@@ -335,6 +343,43 @@ inline std::vector<std::string> preset_names() {
     if (!p.alias.empty()) names.emplace_back(p.alias);
   }
   return names;
+}
+
+/// The flags' value rules applied to typed values, for the callers that fill `planner_args`
+/// without parsing text (the Python package; CLI11's validators checked the CLI's as text): counts
+/// at least 1, names from their lists, finite fractions, no empty name. Throws
+/// std::invalid_argument with the CLI's message for the flag ("--tp: '0' must be at least 1",
+/// "--pools: shared not in {engine,own}").
+inline void check_values(const planner_args& a) {
+  const auto count = [](std::string_view flag, std::int64_t v) {
+    if (v < 1) throw std::invalid_argument(fmt::format("{}: '{}' must be at least 1", flag, v));
+  };
+  count("--requests", a.requests);
+  count("--tp", a.tp);
+  count("--dp", a.dp);
+  count("--pp", a.pp);
+  count("--dcp", a.dcp);
+  count("--dcp-interleave", a.dcp_interleave);
+  if (a.tokens_per_step) count("--tokens-per-step", *a.tokens_per_step);
+  if (a.prefill_chunk) count("--prefill-chunk", *a.prefill_chunk);
+  const auto member = [](std::string_view flag, const std::string& v, const std::vector<std::string>& names) {
+    if (std::find(names.begin(), names.end(), v) == names.end())
+      throw std::invalid_argument(fmt::format("{}: {} not in {{{}}}", flag, one_line(v), fmt::join(names, ",")));
+  };
+  if (a.config_path.empty() && a.config_text.empty()) member("--preset", a.preset, preset_names());
+  if (a.indexer) member("--indexer", *a.indexer, kIndexerNames);
+  if (!a.format_set.empty()) member("--format-set", a.format_set, kFormatSetNames);
+  member("--pools", a.pools, kPoolsNames);
+  member("--role", a.role, kRoleNames);
+  const auto number = [](std::string_view flag, const std::optional<double>& v) {
+    if (v && !std::isfinite(*v)) throw std::invalid_argument(fmt::format("{}: '{}' is not a decimal number", flag, *v));
+  };
+  number("--gpu-memory-utilization", a.gpu_memory_utilization);
+  number("--mem-fraction-static", a.mem_fraction_static);
+  number("--swa-full-tokens-ratio", a.swa_ratio);
+  if (a.engine.empty()) throw std::invalid_argument("--engine: must not be empty");
+  for (const std::string& f : a.group_formats)
+    if (f.empty()) throw std::invalid_argument("--format: must not be empty");
 }
 
 /// The registry index of format `name` for flag `flag`; throws naming the flag, the value and
@@ -414,65 +459,6 @@ inline void apply_format_flags(const planner_args& a, const model_config& m, pla
                                   (m.family == model_family::v3_2 ? "the" : "V4 / V4.1") + " indexer keys)");
   }
   check_formats(m, resolve_formats(m.family, o.indexer, o.formats));
-}
-
-/// Registers the model and plan flags shared by the planner and the CUDA sample: --preset,
-/// --config, --context, --requests, --memory-gib (described by `memory_gib_help`), --indexer.
-/// The defaults shown by --help are the values `a` holds now (context 0 = the model's max).
-inline void add_model_options(CLI::App& app, planner_args& a, const std::string& memory_gib_help) {
-  app.add_option("--preset", a.preset,
-                 "Built-in model: v4-flash or flash (DeepSeek-V4-Flash), v4-pro or pro (DeepSeek-V4-Pro), "
-                 "v4.1-flash (DeepSeek-V4.1-Flash), v3.2 (DeepSeek-V3.2)")
-      ->check(CLI::IsMember(preset_names()))
-      ->capture_default_str();
-  app.add_option("--config", a.config_path,
-                 "A V4, V4.1 or V3.2 config.json, or a model directory holding one (overrides --preset)")
-      ->check(kNonEmpty);
-  app.add_option("--context", a.context,
-                 "Max context tokens per request L (default: the model's max_position_embeddings)")
-      ->transform(kDecimalInt);
-  app.add_option("--requests", a.requests, "Concurrent requests N")->transform(kCount)->capture_default_str();
-  app.add_option("--memory-gib", a.memory_gib, memory_gib_help)->transform(kMemorySize);
-  app.add_option("--indexer", a.indexer,
-                 "V4 indexer key format: fp8 (132 B/row, the default) or mxfp4 (68 B/row); V4.1 models take "
-                 "theirs from --format-set")
-      ->check(CLI::IsMember({"fp8", "mxfp4"}));
-  app.add_option("--format-set", a.format_set,
-                 "V4.1 default formats: v41 (default: SWA v4.1.fp8, global v4.1.fp4, index v4.indexer_mxfp4) or "
-                 "v4 (the Hopper fallback: v4.fp8_ds_mla rows, v4.indexer_fp8 keys)")
-      ->check(CLI::IsMember({"v41", "v4"}));
-  app.add_option("--kv-format", a.kv_format,
-                 "Row format of every main-KV pool (registry name, e.g. v4.fp8_ds_mla.footer; see "
-                 "dsv4-cache-layout formats)")
-      ->check(kNonEmpty);
-  app.add_option("--format", a.group_formats,
-                 "GROUP=NAME: the row format of one group's main-KV pool (repeatable; overrides --kv-format), "
-                 "e.g. v4.swa_kv=v4.fp8_uniform")
-      ->check(kNonEmpty);
-  app.add_option("--indexer-format", a.indexer_format,
-                 "Row format of the indexer keys (registry name; overrides --indexer), e.g. "
-                 "v4.indexer_mxfp4_in_fp8_slot")
-      ->check(kNonEmpty);
-}
-
-/// Registers the parallel flags shared by the planner and dsv4-cache-layout: --tp, --dp, --pp,
-/// --pp-layers, --dcp, --dcp-interleave.
-inline void add_parallel_options(CLI::App& app, planner_args& a) {
-  app.add_option("--tp", a.tp, "Tensor parallel size: replicates the cache")->transform(kCount)->capture_default_str();
-  app.add_option("--dp", a.dp, "Data parallel (attention) size: splits the requests")
-      ->transform(kCount)
-      ->capture_default_str();
-  app.add_option("--pp", a.pp, "Pipeline stages: split the main layers (vLLM's get_pp_indices)")
-      ->transform(kCount)
-      ->capture_default_str();
-  app.add_option("--pp-layers", a.pp_layers, "Explicit main layers per stage, e.g. 22,21 (needs --pp)")
-      ->check(kNonEmpty);
-  app.add_option("--dcp", a.dcp, "Decode context parallel size (divides --tp): shards the compressed KV")
-      ->transform(kCount)
-      ->capture_default_str();
-  app.add_option("--dcp-interleave", a.dcp_interleave, "Rows dealt to one DCP rank in turn")
-      ->transform(kCount)
-      ->capture_default_str();
 }
 
 }  // namespace dsv4::cache::cli

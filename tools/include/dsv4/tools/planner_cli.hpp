@@ -30,6 +30,7 @@
 #include "dsv4/tools/file_io.hpp"
 #include "dsv4/tools/messages.hpp"
 #include "dsv4/tools/planner_args.hpp"
+#include "dsv4/tools/planner_flags.hpp"
 #include "dsv4/tools/planner_report.hpp"
 #include "dsv4/tools/render_json.hpp"
 #include "dsv4/tools/render_screen.hpp"
@@ -173,7 +174,7 @@ inline void add_planner_options(CLI::App& app, planner_args& a) {
   app.add_option("--pools", a.pools,
                  "engine: price pages as the engine allocates them (vLLM: one shared block pool); own: one pool per "
                  "group, to show what the engine's structure costs")
-      ->check(CLI::IsMember({"engine", "own"}))
+      ->check(CLI::IsMember(kPoolsNames))
       ->capture_default_str();
   app.add_option("--swa-full-tokens-ratio", a.swa_ratio,
                  "SGLang's --swa-full-tokens-ratio: its SWA pool as a share of its full tokens (DeepSeek V4 default "
@@ -196,7 +197,7 @@ inline void add_planner_options(CLI::App& app, planner_args& a) {
   add_parallel_options(app, a);
   app.add_option("--role", a.role,
                  "colocated; prefill (N prompts held whole until transferred) or decode (N decoding + --handover)")
-      ->check(CLI::IsMember({"colocated", "prefill", "decode"}))
+      ->check(CLI::IsMember(kRoleNames))
       ->capture_default_str();
   app.add_option("--handover", a.handover, "Decode role: requests being received at once")
       ->transform(kDecimalInt)

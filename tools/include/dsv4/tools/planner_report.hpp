@@ -374,6 +374,7 @@ inline budget_derivation derive_budget(const planner_args& a, const model_config
 /// engine report and the hint. Throws std::invalid_argument naming the flag or the model for bad
 /// input; nothing is printed.
 inline planner_result compute(const planner_args& a, bool with_engine_report = true) {
+  check_values(a);  // the flags' rules, for callers that fill `a` without parsing text
   planner_result r;
   if (!a.config_text.empty()) {
     r.model = parse_model_config(a.config_text, a.config_name.empty() ? "DeepSeek V4" : a.config_name);
