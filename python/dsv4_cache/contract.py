@@ -57,6 +57,13 @@ def describe(model: Model, *, engine: Optional[str] = None, rank: Optional[int] 
     return call(_core.describe, _contract_args(model, engine, rank, layout))
 
 
+def layout(model: Model, *, engine: Optional[str] = None, rank: Optional[int] = None, **layout: Any) -> Any:
+    """The typed cache layout of `model` (`Layout`, the C++ cache_layout `describe()`'s descriptor
+    is made of): `family`, `layers`, `groups` (`GroupSpec`), `engine`, `canonical`, `fingerprint`;
+    two layouts compare equal when their canonical bytes are. Keywords as `describe()`."""
+    return call(_core.layout, _contract_args(model, engine, rank, layout))
+
+
 def fingerprint(model_or_descriptor: Union[Model, Descriptor], *, engine: Optional[str] = None,
                 rank: Optional[int] = None, **layout: Any) -> int:
     """The layout's fingerprint as an int (XXH64 of its canonical bytes; the CLI prints it as

@@ -34,8 +34,8 @@ class Layer:
     kv_owner: Optional[int] = None
 
 
-# A group's spec and pages (C++ group_plan) and one of its pools (C++ pool_spec), bound.
-GroupSpec = _core.GroupPlan
+# A group (C++ paged_cache_group_spec) and one of its pools (C++ pool_spec), bound.
+GroupSpec = _core.GroupSpec
 Pool = _core.PoolSpec
 
 

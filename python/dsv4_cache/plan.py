@@ -44,6 +44,10 @@ class Plan:
         """The report as dsv4-cache-plan --json prints it (new Python objects at each call)."""
         return self._result.to_dict()
 
+    def to_json(self) -> str:
+        """The report as dsv4-cache-plan --json prints it, compact JSON text."""
+        return self._result.json()
+
     @property
     def memory_plan(self) -> Any:
         """The C++ memory_plan (`MemoryPlan`): total_bytes, groups (`GroupPlan`), blocks; per GPU."""

@@ -121,6 +121,36 @@ void bind_results(nb::module_& m) {
       .def_ro("row_bytes", &cache::pool_spec::row_bytes, "bytes per row")
       .def_ro("page_bytes", &cache::pool_spec::page_bytes, "bytes per page, padding included");
 
+  using cache::paged_cache_group_spec;
+  nb::class_<paged_cache_group_spec>(m, "GroupSpec",
+                                     "A paged cache group (C++ paged_cache_group_spec): its rows, pages and pools per "
+                                     "layer, and the layers that keep a pool of it.")
+      .def_prop_ro(
+          "id", [](const paged_cache_group_spec& g) { return cache::to_string(g.id); }, "e.g. \"v4.swa_kv\"")
+      .def_prop_ro("family", [](const paged_cache_group_spec& g) { return std::string(cache::to_string(g.family)); })
+      .def_prop_ro("retention",
+                   [](const paged_cache_group_spec& g) { return std::string(cache::to_string(g.retention)); })
+      .def_prop_ro("prefix_cache",
+                   [](const paged_cache_group_spec& g) { return std::string(cache::to_string(g.prefix)); })
+      .def_ro("rows_per_page", &paged_cache_group_spec::rows_per_page, "rows (slots)")
+      .def_ro("entry_stride_tokens", &paged_cache_group_spec::entry_stride_tokens, "tokens per row")
+      .def_prop_ro("page_size_tokens", &paged_cache_group_spec::page_size_tokens, "tokens")
+      .def_ro("sliding_window_tokens", &paged_cache_group_spec::sliding_window_tokens,
+              "the model's window, tokens (0: full history)")
+      .def_ro("num_layers", &paged_cache_group_spec::num_layers)
+      .def_prop_ro(
+          "layers",
+          [](const paged_cache_group_spec& g) {
+            return std::vector<int>(g.layers.begin(), g.layers.begin() + g.num_layers);
+          },
+          "the layers that keep a pool of it, ascending")
+      .def_prop_ro("row_bytes", &paged_cache_group_spec::row_bytes, "bytes, all pools")
+      .def_prop_ro("page_bytes", &paged_cache_group_spec::page_bytes, "bytes, all pools")
+      .def_prop_ro(
+          "pools",
+          [](const paged_cache_group_spec& g) { return std::vector<cache::pool_spec>(g.pools, g.pools + g.num_pools); },
+          "its pools (PoolSpec)");
+
   nb::class_<group_plan>(m, "GroupPlan",
                          "A paged cache group and its pages in a plan (C++ group_plan and its paged_cache_group_spec). "
                          "Bytes, rows, tokens and pages per layer as named.")
@@ -286,6 +316,50 @@ void bind_results(nb::module_& m) {
           },
           "the engine's startup error for this plan (empty when it starts)");
 
+  using cache::cache_layout;
+  nb::class_<cache_layout>(m, "Layout",
+                           "A deployment's cache layout (C++ cache_layout): what decides where its cache bytes go, "
+                           "the value a descriptor's `layout` and `fingerprint` are made of. Layouts compare equal "
+                           "when their canonical bytes are equal.")
+      .def_prop_ro("family", [](const cache_layout& l) { return std::string(cache::to_string(l.family)); })
+      .def_ro("num_layers", &cache_layout::num_layers, "layers, the MTP layers included")
+      .def_prop_ro(
+          "layers",
+          [](const cache_layout& l) {
+            std::vector<std::tuple<int, std::string, int, std::string, int>> out;
+            for (int i = 0; i < l.num_layers; ++i) {
+              const cache::layout_layer& x = l.layers[static_cast<std::size_t>(i)];
+              out.emplace_back(x.index, std::string(cache::to_string(x.attention)), x.ratio, std::string(x.role_name()),
+                               x.owner);
+            }
+            return out;
+          },
+          "[(index, attention, compress ratio, role, owner layer)]")
+      .def_prop_ro(
+          "groups",
+          [](const cache_layout& l) {
+            return std::vector<cache::paged_cache_group_spec>(l.groups.begin(), l.groups.end());
+          },
+          "the groups (GroupSpec)")
+      .def_prop_ro(
+          "engine",
+          [](const cache_layout& l) {
+            return l.engine.present ? std::optional(std::string(l.engine.name)) : std::nullopt;
+          },
+          "the engine whose placement it records (schema /2), None for the library's own pages")
+      .def_prop_ro(
+          "canonical", [](const cache_layout& l) { return std::string(cache::canonical_layout(l).view()); },
+          "the canonical layout text (the bytes the fingerprint hashes)")
+      .def_prop_ro(
+          "fingerprint", [](const cache_layout& l) { return cache::fingerprint(l); }, "XXH64 of the canonical bytes")
+      .def(
+          "__eq__",
+          [](const cache_layout& a, const cache_layout& b) {
+            return cache::canonical_layout(a).view() == cache::canonical_layout(b).view();
+          },
+          nb::is_operator())
+      .def("__hash__", [](const cache_layout& l) { return cache::fingerprint(l); });
+
   nb::class_<planner_result>(m, "PlanResult",
                              "A computed plan (C++ planner_result): the model, the memory plan, the engine report, the "
                              "ranks, the verdict; json() / screen() / summary() / tables() / svg() render it as "
@@ -380,6 +454,14 @@ void register_plan(nb::module_& m) {
         return to_python(d);
       },
       nb::arg("args"), "dsv4-cache-layout describe's descriptor for `args` (ContractArgs), as Python objects.");
+
+  m.def(
+      "layout",
+      [](const tools::contract_args& c) {
+        const nb::gil_scoped_release release;
+        return tools::layout_from_flags(c).first;
+      },
+      nb::arg("args"), "The typed cache layout (Layout) dsv4-cache-layout describe prints for `args` (ContractArgs).");
 
   m.def(
       "fingerprint",

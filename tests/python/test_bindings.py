@@ -8,6 +8,7 @@ each typed property is compared with the key the CLI prints for it.
 from __future__ import annotations
 
 import inspect
+import json
 import re
 from pathlib import Path
 
@@ -93,7 +94,7 @@ def test_every_typed_object_is_the_cli_json(plan_cli, preset, kwargs, flags):
         if "simulated_max_requests" in er and er["simulated_max_requests"] is not None:
             assert r.fit.simulated and r.fit.max_requests * r.dp == er["simulated_max_requests"]
             assert r.fit.max_context_tokens == er["simulated_max_context_tokens"]
-    assert p.to_dict() == j
+    assert p.to_dict() == j and json.loads(p.to_json()) == j
     assert (p.model.name, p.model.family) == (j["model"]["name"], j["model"]["family"])
 
 
@@ -102,6 +103,33 @@ def test_the_issue_done_when_line(plan_cli):
     p = d.plan(d.Model.preset("v4-flash"))
     assert isinstance(p.result, _core.PlanResult) and isinstance(p.memory_plan, _core.MemoryPlan)
     assert p.total_bytes == plan_cli.json(["--json"])["plan"]["total_bytes"]
+
+
+LAYOUTS = [
+    ("v4-flash", {}, []),
+    ("v4-flash", dict(engine="vllm", tp=2, pp=2, rank=3), ["--engine", "vllm", "--tp", "2", "--pp", "2", "--rank", "3"]),
+    ("v4.1-flash", dict(format_set="v4", dcp=2, tp=2), ["--format-set", "v4", "--dcp", "2", "--tp", "2"]),
+    ("v3.2", dict(kv_format="v3.2.fp8_ds_mla", mtp=False), ["--kv-format", "v3.2.fp8_ds_mla", "--no-mtp"]),
+]
+
+
+@pytest.mark.parametrize("preset,kwargs,flags", LAYOUTS, ids=[f"{c[0]}-{i}" for i, c in enumerate(LAYOUTS)])
+def test_the_typed_layout_is_the_cli_descriptor(layout_cli, preset, kwargs, flags):
+    lay = d.layout(d.Model.preset(preset), **kwargs)
+    desc = json.loads(layout_cli.run(["describe", "--preset", preset, *flags]))
+    assert isinstance(lay, _core.Layout)
+    assert f"0x{lay.fingerprint:016x}" == desc["fingerprint"]
+    assert json.loads(lay.canonical) == desc["layout"]  # compacting `layout` gives the canonical bytes back
+    assert lay.engine == (desc["layout"]["engine"]["name"] if "engine" in desc["layout"] else None)
+    assert [list(x) for x in lay.layers] == [
+        [x["index"], x["attention"], x["ratio"], x["role"], x["owner"]] for x in desc["layout"]["layers"]]
+    assert [(g.id, g.rows_per_page, g.layers, [(p.format, p.row_bytes, p.page_bytes) for p in g.pools])
+            for g in lay.groups] == [
+        (g["id"], g["rows_per_page"], g["layers"], [(p["format"], p["row_bytes"], p["page_bytes"]) for p in g["pools"]])
+        for g in desc["layout"]["groups"]]
+    assert lay == d.layout(d.Model.preset(preset), **kwargs) and hash(lay) == hash(d.layout(d.Model.preset(preset),
+                                                                                            **kwargs))
+    assert (lay == d.layout(d.Model.preset("v4-pro"))) is False and (lay == 3) is False
 
 
 def test_plan_args_are_the_cpp_struct_and_raise_the_cli_rules():
@@ -143,8 +171,8 @@ def test_stubs_ship_with_the_typed_classes():
     stub = Path(d.__file__).parent / "_core.pyi"
     assert stub.is_file(), "the type stubs of _core are installed beside it"
     text = stub.read_text()
-    for cls in ("PlanArgs", "ContractArgs", "PlanResult", "MemoryPlan", "GroupPlan", "PoolSpec", "RankPlan",
-                "Verdict", "Hint", "EngineReport", "EngineFit"):
+    for cls in ("PlanArgs", "ContractArgs", "PlanResult", "MemoryPlan", "GroupPlan", "GroupSpec", "PoolSpec",
+                "RankPlan", "Verdict", "Hint", "EngineReport", "EngineFit", "Layout"):
         assert re.search(rf"^class {cls}\b", text, re.M), cls
     assert re.search(r"def compute\(args: PlanArgs\) -> PlanResult", text)
     assert re.search(r"def total_bytes\(self\) -> int", text)

@@ -63,11 +63,12 @@ def test_the_readme_python_example_runs_as_written(plan_cli):
     readme = (ROOT / "README.md").read_text()
     section = readme[readme.index("\n## Python"):]
     code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
-    assert len(code.strip().splitlines()) == 5
+    assert len(code.strip().splitlines()) == 6
     out = _run(["-c", code]).splitlines()
     j = plan_cli.json(["--preset", "v4-pro", "--engine", "vllm", "--requests", "64", "--context", "131072", "--tp",
                        "8", "--memory-gib", "60", "--json"])
     assert out[0] == j["verdict"]["line"]
     fp = subprocess.run([str(plan_cli.path.parent / "dsv4-cache-layout"), "fingerprint", "--preset", "v4-pro", "--tp",
                          "8"], capture_output=True, text=True, check=True).stdout.strip()
-    assert out[1] == f"{j['plan']['total_bytes']} {int(fp, 16)}"
+    assert out[1] == f"{j['plan']['total_bytes']} {j['groups'][0]['page_bytes']}"
+    assert out[2] == str(int(fp, 16))
