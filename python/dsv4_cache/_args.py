@@ -125,7 +125,7 @@ FIELDS: Dict[str, str] = {
 }
 
 
-def fill(args: Any, params: Mapping[str, Any], allowed: Iterable[str]) -> Any:
+def fill(args: _core.PlanArgs, params: Mapping[str, Any], allowed: Iterable[str]) -> _core.PlanArgs:
     """Sets the fields of `args` (a `_core.PlanArgs`) from `params` (parameters left at None
     are not set: the engine's default). Raises ValueError for a parameter of the wrong type,
     naming it and its value (the rules on values are the C++ `check_values`' and `compute`'s), and

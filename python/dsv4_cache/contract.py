@@ -25,7 +25,8 @@ _LAYOUT_PARAMS = ("indexer", "format_set", "kv_format", "formats", "indexer_form
 Descriptor = Union[Mapping[str, Any], str, "os.PathLike[str]"]
 
 
-def _contract_args(model: Model, engine: Optional[str], rank: Optional[int], layout: Dict[str, Any]) -> Any:
+def _contract_args(model: Model, engine: Optional[str], rank: Optional[int],
+                   layout: Dict[str, Any]) -> _core.ContractArgs:
     """The C++ contract_args of describe / fingerprint: the model's and the layout keywords'
     typed fields, the engine whose placement to record, the rank (no command line is built)."""
     model = _require_model(model)
@@ -57,7 +58,8 @@ def describe(model: Model, *, engine: Optional[str] = None, rank: Optional[int] 
     return call(_core.describe, _contract_args(model, engine, rank, layout))
 
 
-def layout(model: Model, *, engine: Optional[str] = None, rank: Optional[int] = None, **layout: Any) -> Any:
+def layout(model: Model, *, engine: Optional[str] = None, rank: Optional[int] = None,
+           **layout: Any) -> _core.Layout:
     """The typed cache layout of `model` (`Layout`, the C++ cache_layout `describe()`'s descriptor
     is made of): `family`, `layers`, `groups` (`GroupSpec`), `engine`, `canonical`, `fingerprint`;
     two layouts compare equal when their canonical bytes are. Keywords as `describe()`."""
@@ -74,7 +76,7 @@ def fingerprint(model_or_descriptor: Union[Model, Descriptor], *, engine: Option
     if engine is not None or rank is not None or layout:
         raise ValueError("layout keywords are for a model; a descriptor carries its own layout")
     c = check(model_or_descriptor)
-    if not c.ok:
+    if not c.ok or c.fingerprint is None:
         raise ValueError(f"descriptor: {c.wrong}")
     return c.fingerprint
 

@@ -53,11 +53,15 @@ class Model:
     """
 
     __slots__ = ("_fields", "_info", "_layers", "_groups")
+    _fields: Tuple[Tuple[str, Any], ...]
+    _info: Dict[str, Any]
+    _layers: Tuple[Layer, ...]
+    _groups: Tuple[_core.GroupPlan, ...]
 
     def __init__(self) -> None:
         raise TypeError("use Model.preset(name) or Model.from_config(path_or_dict)")
 
-    def _args(self) -> Any:
+    def _args(self) -> _core.PlanArgs:
         """A new `_core.PlanArgs` (the C++ planner_args) holding this model."""
         a = _core.PlanArgs()
         for k, v in self._fields:
@@ -70,7 +74,7 @@ class Model:
         self._fields = tuple(sorted(fields.items()))
         r = call(_core.compute, self._args())
         d = r.to_dict()
-        self._info: Dict[str, Any] = d["model"]
+        self._info = d["model"]
         self._layers = layers_of(d)
         self._groups = tuple(r.plan.groups)
         return self
@@ -143,7 +147,7 @@ class Model:
         return self._layers
 
     @property
-    def groups(self) -> Tuple[Any, ...]:
+    def groups(self) -> Tuple[_core.GroupPlan, ...]:
         """The cache groups under the planner's defaults (`GroupPlan`: spec fields, pools, pages)."""
         return self._groups
 

@@ -30,13 +30,13 @@ class Plan:
 
     __slots__ = ("_args", "_result", "model")
 
-    def __init__(self, args: Any, result: Any, model: Model) -> None:
+    def __init__(self, args: _core.PlanArgs, result: _core.PlanResult, model: Model) -> None:
         self._args = args
         self._result = result
         self.model = model
 
     @property
-    def result(self) -> Any:
+    def result(self) -> _core.PlanResult:
         """The C++ planner_result (`_core.PlanResult`): plan, report, ranks, verdict, hint."""
         return self._result
 
@@ -49,7 +49,7 @@ class Plan:
         return self._result.json()
 
     @property
-    def memory_plan(self) -> Any:
+    def memory_plan(self) -> _core.MemoryPlan:
         """The C++ memory_plan (`MemoryPlan`): total_bytes, groups (`GroupPlan`), blocks; per GPU."""
         return self._result.plan
 
@@ -74,17 +74,17 @@ class Plan:
         return self._result.hint
 
     @property
-    def groups(self) -> Tuple[Any, ...]:
+    def groups(self) -> Tuple[_core.GroupPlan, ...]:
         """Every group's plan (`GroupPlan`: the group spec's rows, pages and bytes, and its pages here)."""
         return tuple(self._result.plan.groups)
 
     @property
-    def report(self) -> Any:
+    def report(self) -> Optional[_core.EngineReport]:
         """The engine's own view (`EngineReport`), None for own pools."""
         return self._result.report
 
     @property
-    def rank_plans(self) -> List[Any]:
+    def rank_plans(self) -> List[_core.RankPlan]:
         """Every GPU rank's plan (`RankPlan`) with parallel flags (empty without)."""
         return list(self._result.ranks)
 
@@ -226,7 +226,7 @@ def capacity(model: Model, memory_gib: Optional[Size] = None, *, engine: str = "
         raise ValueError("memory_gib (or gpu_memory_gib with reserved_gib) is required: the budget per GPU in GiB")
     p = plan(model, engine=engine, requests=requests, context=context, memory_gib=memory_gib, **kwargs)
     d = p.to_dict()
-    fit = d.get("cluster") if d.get("parallel") else d["plan"]
+    fit = d["cluster"] if d.get("parallel") else d["plan"]
     budget = d["plan"]["budget_bytes"]
     return Capacity(requests=d["plan"]["requests"], context_tokens=d["plan"]["context_tokens"], budget_bytes=budget,
                     max_requests=d["verdict"]["max_requests"],
@@ -234,7 +234,7 @@ def capacity(model: Model, memory_gib: Optional[Size] = None, *, engine: str = "
                     max_context_tokens=fit["max_context_tokens"], fits=bool(d["fits"]), verdict=p.verdict, plan=p)
 
 
-def engine_report(model: Model, engine: str = "vllm", **kwargs: Any) -> Any:
+def engine_report(model: Model, engine: str = "vllm", **kwargs: Any) -> _core.EngineReport:
     """The engine's own view of the plan (`EngineReport`, the C++ engine_report): its pool
     structure, scheduling, running cap, startup log lines or refusal and, with a budget, what
     really fits (`fit`, per engine); every figure as JSON is `plan(...).engine_report`. Keywords are
@@ -245,7 +245,7 @@ def engine_report(model: Model, engine: str = "vllm", **kwargs: Any) -> Any:
     return r
 
 
-def rank_plans(model: Model, **kwargs: Any) -> List[Any]:
+def rank_plans(model: Model, **kwargs: Any) -> List[_core.RankPlan]:
     """Every GPU rank's plan (`RankPlan`, the C++ rank_plan_result: its coordinates, layers,
     requests and `plan`, a `MemoryPlan`) for the parallel layout given by `tp`, `dp`, `pp`,
     `pp_layers`, `dcp` (at least one above 1). Keywords are `plan()`'s."""

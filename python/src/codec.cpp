@@ -268,10 +268,11 @@ void register_codec(nb::module_& m) {
       [](std::int64_t rows) {
         return to_python(tools::formats_json({rows, true}));
       },
-      nb::arg("rows"), "dsv4-cache-layout formats --json (pages of `rows` rows), as Python objects.");
+      nb::arg("rows"), nb::sig("def formats_table(rows: int) -> list[dict[str, typing.Any]]"),
+      "dsv4-cache-layout formats --json (pages of `rows` rows), as Python objects.");
   m.def(
       "writers_table", [] { return to_python(tools::writers_json()); },
-      "dsv4-cache-layout writers --json, as Python objects.");
+      nb::sig("def writers_table() -> dict[str, typing.Any]"), "dsv4-cache-layout writers --json, as Python objects.");
   m.def(
       "values_per_row",
       [](const std::string& format, std::int64_t row_bytes) {

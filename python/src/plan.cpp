@@ -154,6 +154,7 @@ void bind_results(nb::module_& m) {
   nb::class_<group_plan>(m, "GroupPlan",
                          "A paged cache group and its pages in a plan (C++ group_plan and its paged_cache_group_spec). "
                          "Bytes, rows, tokens and pages per layer as named.")
+      .def_ro("spec", &group_plan::spec, "the group (GroupSpec); its fields are also the plan's, below")
       .def_prop_ro(
           "id", [](const group_plan& g) { return cache::to_string(g.spec.id); }, "e.g. \"v4.swa_kv\"")
       .def_prop_ro("family", [](const group_plan& g) { return std::string(cache::to_string(g.spec.family)); })
@@ -354,10 +355,12 @@ void bind_results(nb::module_& m) {
           "fingerprint", [](const cache_layout& l) { return cache::fingerprint(l); }, "XXH64 of the canonical bytes")
       .def(
           "__eq__",
-          [](const cache_layout& a, const cache_layout& b) {
-            return cache::canonical_layout(a).view() == cache::canonical_layout(b).view();
+          [](const cache_layout& a, nb::handle b) -> nb::object {
+            if (!nb::isinstance<cache_layout>(b)) return nb::borrow(Py_NotImplemented);
+            return nb::bool_(cache::canonical_layout(a).view() ==
+                             cache::canonical_layout(nb::cast<const cache_layout&>(b)).view());
           },
-          nb::is_operator())
+          nb::sig("def __eq__(self, other: object, /) -> bool"))
       .def("__hash__", [](const cache_layout& l) { return cache::fingerprint(l); });
 
   nb::class_<planner_result>(m, "PlanResult",
@@ -381,6 +384,7 @@ void bind_results(nb::module_& m) {
       .def_prop_ro("sliding_window", [](const planner_result& r) { return r.model.sliding_window; })
       .def(
           "to_dict", [](const planner_result& r) { return to_python(cache::cli::to_json(r)); },
+          nb::sig("def to_dict(self) -> dict[str, typing.Any]"),
           "The report as dsv4-cache-plan --json prints it, as Python objects.")
       .def(
           "json", [](const planner_result& r) { return dump(cache::cli::to_json(r)); },
@@ -453,7 +457,8 @@ void register_plan(nb::module_& m) {
         }
         return to_python(d);
       },
-      nb::arg("args"), "dsv4-cache-layout describe's descriptor for `args` (ContractArgs), as Python objects.");
+      nb::arg("args"), nb::sig("def describe(args: ContractArgs) -> dict[str, typing.Any]"),
+      "dsv4-cache-layout describe's descriptor for `args` (ContractArgs), as Python objects.");
 
   m.def(
       "layout",

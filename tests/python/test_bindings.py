@@ -176,3 +176,34 @@ def test_stubs_ship_with_the_typed_classes():
         assert re.search(rf"^class {cls}\b", text, re.M), cls
     assert re.search(r"def compute\(args: PlanArgs\) -> PlanResult", text)
     assert re.search(r"def total_bytes\(self\) -> int", text)
+
+
+def test_the_package_and_a_user_type_check_against_the_stubs(tmp_path):
+    """mypy over the installed package (its modules use the stubs' types) and over a user's code
+    that reads typed results: the stubs are complete enough that neither has an error."""
+    import shutil
+    import subprocess
+    import sys
+
+    pytest.importorskip("mypy", reason="mypy is not installed (python/requirements.txt installs it)")
+    pkg = tmp_path / "dsv4_cache"
+    shutil.copytree(Path(d.__file__).parent, pkg, ignore=shutil.ignore_patterns("__pycache__", "*.so", "*.pyd"))
+    user = tmp_path / "user.py"
+    user.write_text(
+        "import dsv4_cache as d\n"
+        "p = d.plan(d.Model.preset('v4-flash'))\n"
+        "x: int = p.total_bytes + p.groups[0].page_bytes + p.memory_plan.groups[0].spec.rows_per_page\n"
+        "line: str = p.verdict.line\n"
+        "r = p.report\n"
+        "if r is not None and r.fit is not None:\n"
+        "    n: int = r.fit.max_requests\n"
+        "lay = d.layout(d.Model.preset('v4-pro'), tp=8)\n"
+        "fp: int = lay.fingerprint\n"
+        "bad: str = p.total_bytes\n")  # the one error mypy must find: the stubs say int
+    r = subprocess.run([sys.executable, "-m", "mypy", "--no-incremental", "-p", "dsv4_cache"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = subprocess.run([sys.executable, "-m", "mypy", "--no-incremental", "user.py"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 1 and "user.py:10: error: Incompatible types in assignment" in r.stdout, r.stdout
+    assert r.stdout.count("error:") == 1, r.stdout
