@@ -292,6 +292,82 @@ TEST(AllocSimFast, RandomWorkloadsHaveTheReferencePeaks) {
   EXPECT_GT(skipped, 0);
 }
 
+// The staggered twin of an all-at-once run (`sim_result::staggered_twin_gap`, which the fit
+// searches use to skip a staggered workload): every request i admitted at step i x g or later
+// makes the staggered run with gap g (and any smaller one) the same run, with the same peaks, the
+// step-by-step reference's; seeded random workloads under the running-first schedulers.
+TEST(AllocSimFast, StaggeredTwinHasTheAllAtOncePeaks) {
+  std::uint64_t x = 0x7a1541ULL;
+  const auto pick = [&](std::int64_t lo, std::int64_t hi) {  // uniform in [lo, hi]
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    return lo + static_cast<std::int64_t>((x >> 33) % static_cast<std::uint64_t>(hi - lo + 1));
+  };
+  const std::array<const model_config*, 3> models = {&deepseek_v4_flash, &deepseek_v4_pro, &deepseek_v4_1_flash};
+  const std::array<allocation_policy, 3> presets = {vllm_policy, tokenspeed_policy, tokenspeed_default_policy};
+  int twins = 0;
+  int others = 0;
+  for (int k = 0; k < 300; ++k) {
+    const model_config& m = *models[static_cast<std::size_t>(pick(0, 2))];
+    plan_options o;
+    o.policy = presets[static_cast<std::size_t>(pick(0, 2))];
+    o.policy.overlap = pick(0, 1) == 1;
+    o.pools = pick(0, 3) == 0 ? pools_choice::own : pools_choice::engine;
+    o.tokens_per_step = pick(1, 4);
+    o.context_tokens = std::max(o.tokens_per_step, pick(0, 3) == 0 ? pick(2, 300) : pick(300, 4000));
+    o.prefill_chunk_tokens = std::max(o.tokens_per_step, pick(0, 1) == 0 ? pick(1, 600) : pick(600, 9000));
+    o.max_running_requests = 160;
+    const memory_plan plan = build_memory_plan(m, o);
+    const policy_variants vs = concrete_variants(o.policy);
+    allocation_policy v = vs.items[static_cast<std::size_t>(pick(0, vs.count - 1))];
+    v.overlap = o.policy.overlap;
+    const std::int64_t n = pick(2, 40);
+    sim_workload w{.requests = n,
+                   .context_tokens = o.context_tokens,
+                   .tokens_per_step = o.tokens_per_step,
+                   .step_budget_tokens = o.prefill_chunk_tokens,
+                   .prompt_tokens = pick(1, o.context_tokens - 1),
+                   .accepted_tokens = pick(1, o.tokens_per_step),
+                   .max_running = pick(0, 2) == 0 ? pick(1, n) : 0};
+    const std::string what =
+        fmt::format("case {}: {} {} overlap={} N={} L={} s={} B={} P={} a={} cap={}", k, m.name.view(),
+                    to_string(v.engine), v.overlap, n, w.context_tokens, w.tokens_per_step, w.step_budget_tokens,
+                    w.prompt_tokens, w.accepted_tokens, w.max_running);
+    sim_result exact;
+    try {
+      exact = simulate(plan.pools, v, w, {.fast_forward = false});
+    } catch (const std::invalid_argument&) {
+      continue;  // a workload the reference refuses (no progress): not a case
+    }
+    const sim_result fast = simulate(plan.pools, v, w);
+    ASSERT_EQ(fast.staggered_twin_gap, exact.staggered_twin_gap) << what;
+    if (v.scheduler != scheduler_kind::running_first) {
+      EXPECT_EQ(exact.staggered_twin_gap, 0) << what;
+      continue;
+    }
+    if (exact.staggered_twin_gap < 1) {
+      ++others;
+      continue;
+    }
+    ++twins;
+    w.arrivals = arrival_pattern::staggered;
+    w.arrival_gap_steps = std::min<std::int64_t>(exact.staggered_twin_gap, pick(1, 3));
+    for (const bool ff : {false, true}) {
+      const sim_result twin = simulate(plan.pools, v, w, {.fast_forward = ff});
+      ASSERT_EQ(twin.peak_pages, exact.peak_pages) << what << " gap " << w.arrival_gap_steps << " ff " << ff;
+      ASSERT_EQ(twin.peak_bytes, exact.peak_bytes) << what;
+      ASSERT_EQ(twin.peak_blocks, exact.peak_blocks) << what;
+      ASSERT_EQ(twin.peak_admission_blocks, exact.peak_admission_blocks) << what;
+      ASSERT_EQ(twin.steps, exact.steps) << what;
+      ASSERT_EQ(twin.finished, exact.finished) << what;
+      if (!ff) {
+        EXPECT_EQ(twin.visits, exact.visits) << what;  // step for step
+      }
+    }
+  }
+  EXPECT_GE(twins, 40);
+  EXPECT_GE(others, 10);
+}
+
 // A probe past the capacity stops at its first failing workload, with the same verdict.
 TEST(AllocSimFast, StopAboveCapacityKeepsTheVerdict) {
   plan_options o;

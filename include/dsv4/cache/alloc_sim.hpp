@@ -109,6 +109,13 @@ struct sim_result {
   std::int64_t simulations = 0;     ///< Workloads simulated (1 for `simulate`).
   std::int64_t visits = 0;          ///< Request visits made (scheduled requests over replayed steps).
   bool incomplete = false;          ///< Stopped at `sim_options::max_visits`: the peaks are of a part only.
+  /// All requests at once under a running-first scheduler: the largest arrival gap g (steps) for
+  /// which the staggered workload of the same requests (request i arriving at step i x g) is this
+  /// run step for step, i.e. every request i was admitted at step i x g or later (it waited in
+  /// both, and nothing else sees the queue); its peaks are this run's. INT64_MAX when no request
+  /// after the first was admitted; 0 for other workloads and schedulers. Of the replayed part only
+  /// when `incomplete` or `exceeded`.
+  std::int64_t staggered_twin_gap = 0;
   /// Stopped because a peak passed `sim_options::stop_above` (the peaks are of a part only, and
   /// already above it): the workload does not fit that capacity.
   bool exceeded = false;
@@ -256,6 +263,8 @@ class simulator {
       for (int g = 0; g < result_.num_groups; ++g)
         null_bytes_ = checked_add(null_bytes_, groups_[static_cast<std::size_t>(g)].layer_page_bytes);
     }
+    if (w.arrivals == arrival_pattern::all_at_once && p.scheduler == scheduler_kind::running_first)
+      result_.staggered_twin_gap = std::numeric_limits<std::int64_t>::max();
     total_arrivals_ = w.arrivals == arrival_pattern::closed_loop
                           ? (w.completions > 0 ? std::max(w.completions, w.requests) : 2 * w.requests)
                           : w.requests;
@@ -278,7 +287,7 @@ class simulator {
       arrive(step);
       release_held(prev);
       cur.clear();
-      bool event = schedule(cur);
+      bool event = schedule(cur, step);
       measure();
       event |= advance(cur);
       ++step;
@@ -400,9 +409,9 @@ class simulator {
   }
 
   // ---- scheduling ----
-  /// Fills `out` with this step's scheduled requests and allocates their pages. Returns true
+  /// Fills `out` with step `step`'s scheduled requests and allocates their pages. Returns true
   /// if anything but steady work happened (an admission).
-  bool schedule(std::vector<sim_sched>& out) {
+  bool schedule(std::vector<sim_sched>& out, std::int64_t step) {
     const std::int64_t s = w_.tokens_per_step;
     const std::int64_t L = w_.context_tokens;
     std::int64_t budget = w_.step_budget_tokens;
@@ -444,6 +453,8 @@ class simulator {
       sim_request& r = reqs_[i];
       r.phase = req_phase::prefill;
       running_.push_back(i);
+      if (r.id > 0)  // staggered by g, request i arrives at step i x g: admitted no earlier iff g <= step / i
+        result_.staggered_twin_gap = std::min(result_.staggered_twin_gap, step / r.id);
       sim_sched sc{.index = i, .first_chunk = true};
       sc.tokens = std::min(w_.prompt_tokens, budget);
       sc.lookahead = p_.has(first_chunk_lookahead::spec) ? s - 1 : 0;
@@ -1068,18 +1079,24 @@ class fit_prober {
   /// the cap, or when the work budget runs out.
   bool replay(const std::vector<item>& all, const std::vector<std::size_t>& order, bool critical_only) {
     sim_result worst;  // per table the largest peak pages (a parent arena's parents are of them)
-    std::array<std::size_t, kMaxSimTables + 3> setter{};  // the workload that set each peak
+    std::array<std::size_t, kMaxSimTables + 3> setter{};      // the workload that set each peak
+    std::vector<std::pair<std::size_t, sim_result>> at_once;  // the all-at-once runs of this probe
     for (const std::size_t i : order) {
-      sim_options o = search_.sim;
-      if (budget_ != nullptr && budget_->limit > 0) {
-        if (budget_->spent >= budget_->limit) {
-          budget_->exhausted = true;
-          return false;
+      sim_result r;
+      if (const sim_result* twin = staggered_twin(all, i, at_once)) {
+        r = *twin;  // the same run: its peaks, without the work
+      } else {
+        sim_options o = search_.sim;
+        if (budget_ != nullptr && budget_->limit > 0) {
+          if (budget_->spent >= budget_->limit) {
+            budget_->exhausted = true;
+            return false;
+          }
+          o.max_visits = budget_->limit - budget_->spent;
         }
-        o.max_visits = budget_->limit - budget_->spent;
+        r = simulate(pools_, all[i].policy, all[i].w, o);
+        if (budget_ != nullptr) budget_->spent += r.visits;
       }
-      const sim_result r = simulate(pools_, all[i].policy, all[i].w, o);
-      if (budget_ != nullptr) budget_->spent += r.visits;
       if (r.exceeded) {
         note_critical(all[i].key);
         return false;
@@ -1089,6 +1106,8 @@ class fit_prober {
         return false;
       }
       if (!critical_only) scores_.emplace_back(all[i].key, binding(r));
+      if (all[i].w.arrivals == arrival_pattern::all_at_once && r.staggered_twin_gap > 0 && !r.incomplete)
+        at_once.emplace_back(i, r);
       take_peaks(r, i, worst, setter);
       if (!fits(worst)) {
         note_critical(all[i].key);
@@ -1099,6 +1118,22 @@ class fit_prober {
     }
     if (!critical_only && !order.empty()) note_setters(all, worst, setter);
     return true;
+  }
+
+  /// The complete all-at-once run of `at_once` that is workload `i`'s run step for step (`i`
+  /// staggered by a gap within its `sim_result::staggered_twin_gap`, every other input the same),
+  /// or null.
+  [[nodiscard]] static const sim_result* staggered_twin(
+      const std::vector<item>& all, std::size_t i, const std::vector<std::pair<std::size_t, sim_result>>& at_once) {
+    const item& x = all[i];
+    if (x.w.arrivals != arrival_pattern::staggered) return nullptr;
+    for (const auto& [j, r] : at_once) {
+      const workload_key& k = all[j].key;
+      if (k.variant == x.key.variant && k.accepted == x.key.accepted && k.prompt == x.key.prompt &&
+          x.w.arrival_gap_steps <= r.staggered_twin_gap)
+        return &r;
+    }
+    return nullptr;
   }
 
   /// Folds one workload's peaks into `worst`, remembering which workload set each.
