@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -366,6 +367,78 @@ TEST(AllocSimFast, StaggeredTwinHasTheAllAtOncePeaks) {
   }
   EXPECT_GE(twins, 40);
   EXPECT_GE(others, 10);
+}
+
+// A run resumed from the fork of a run with fewer requests (detail::simulator::keep_fork /
+// resumed, the request search's probes) is the run from step 0: every peak, step and replayed
+// step the same; seeded random workloads, every arrival pattern, both replays.
+TEST(AllocSimFast, ResumedForkIsTheRunFromStepZero) {
+  std::uint64_t x = 0xf04c41ULL;
+  const auto pick = [&](std::int64_t lo, std::int64_t hi) {  // uniform in [lo, hi]
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    return lo + static_cast<std::int64_t>((x >> 33) % static_cast<std::uint64_t>(hi - lo + 1));
+  };
+  const std::array<const model_config*, 3> models = {&deepseek_v4_flash, &deepseek_v4_pro, &deepseek_v4_1_flash};
+  const std::array<allocation_policy, 3> presets = {vllm_policy, tokenspeed_policy, tokenspeed_default_policy};
+  std::array<int, 3> resumed{};
+  for (int k = 0; k < 300; ++k) {
+    const model_config& m = *models[static_cast<std::size_t>(pick(0, 2))];
+    plan_options o;
+    o.policy = presets[static_cast<std::size_t>(pick(0, 2))];
+    o.policy.overlap = pick(0, 1) == 1;
+    o.pools = pick(0, 3) == 0 ? pools_choice::own : pools_choice::engine;
+    o.tokens_per_step = pick(1, 4);
+    o.context_tokens = std::max(o.tokens_per_step, pick(0, 3) == 0 ? pick(2, 300) : pick(300, 4000));
+    o.prefill_chunk_tokens = std::max(o.tokens_per_step, pick(0, 1) == 0 ? pick(1, 600) : pick(600, 9000));
+    o.max_running_requests = 160;
+    const memory_plan plan = build_memory_plan(m, o);
+    const policy_variants vs = concrete_variants(o.policy);
+    allocation_policy v = vs.items[static_cast<std::size_t>(pick(0, vs.count - 1))];
+    v.overlap = o.policy.overlap;
+    const std::int64_t n = pick(1, 40);
+    sim_workload w{.requests = n,
+                   .context_tokens = o.context_tokens,
+                   .tokens_per_step = o.tokens_per_step,
+                   .step_budget_tokens = o.prefill_chunk_tokens,
+                   .prompt_tokens = pick(1, o.context_tokens - 1),
+                   .accepted_tokens = pick(1, o.tokens_per_step),
+                   .arrivals = static_cast<arrival_pattern>(pick(0, 2)),
+                   .arrival_gap_steps = pick(1, 7),
+                   .completions = 0,
+                   .max_running = pick(0, 2) == 0 ? pick(1, 60) : 0};
+    const std::int64_t more = n + pick(0, 12);
+    const std::string what = fmt::format(
+        "case {}: {} {} overlap={} N={} -> {} L={} s={} B={} P={} a={} arr={} gap={} cap={}", k, m.name.view(),
+        to_string(v.engine), v.overlap, n, more, w.context_tokens, w.tokens_per_step, w.step_budget_tokens,
+        w.prompt_tokens, w.accepted_tokens, to_string(w.arrivals), w.arrival_gap_steps, w.max_running);
+    for (const bool ff : {false, true}) {
+      std::optional<detail::simulator> fork;
+      sim_workload wm = w;
+      wm.requests = more;
+      sim_result want;
+      try {
+        detail::simulator first(plan.pools, v, w, {.fast_forward = ff});
+        first.keep_fork(&fork);
+        (void)first.run();
+        want = simulate(plan.pools, v, wm, {.fast_forward = ff});
+      } catch (const std::invalid_argument&) {
+        break;  // a workload the simulator refuses (no progress): not a case
+      }
+      if (!fork) continue;
+      ++resumed[static_cast<std::size_t>(w.arrivals)];
+      const sim_result got = fork->resumed(more, {.fast_forward = ff}).run();
+      ASSERT_EQ(got.peak_pages, want.peak_pages) << what << " ff " << ff;
+      ASSERT_EQ(got.peak_bytes, want.peak_bytes) << what << " ff " << ff;
+      ASSERT_EQ(got.peak_blocks, want.peak_blocks) << what << " ff " << ff;
+      ASSERT_EQ(got.peak_admission_blocks, want.peak_admission_blocks) << what << " ff " << ff;
+      ASSERT_EQ(got.steps, want.steps) << what << " ff " << ff;
+      ASSERT_EQ(got.replayed_steps, want.replayed_steps) << what << " ff " << ff;
+      ASSERT_EQ(got.finished, want.finished) << what << " ff " << ff;
+      ASSERT_EQ(got.staggered_twin_gap, want.staggered_twin_gap) << what << " ff " << ff;
+      ASSERT_LE(got.visits, want.visits) << what << " ff " << ff;
+    }
+  }
+  for (const int c : resumed) EXPECT_GE(c, 40);
 }
 
 // A probe past the capacity stops at its first failing workload, with the same verdict.

@@ -46,6 +46,7 @@
 #include <deque>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -265,34 +266,61 @@ class simulator {
     }
     if (w.arrivals == arrival_pattern::all_at_once && p.scheduler == scheduler_kind::running_first)
       result_.staggered_twin_gap = std::numeric_limits<std::int64_t>::max();
-    total_arrivals_ = w.arrivals == arrival_pattern::closed_loop
-                          ? (w.completions > 0 ? std::max(w.completions, w.requests) : 2 * w.requests)
-                          : w.requests;
+    total_arrivals_ = arrivals_of(w);
+  }
+
+  /// Requests that arrive in workload `w`: N, or a closed loop's completions.
+  [[nodiscard]] static std::int64_t arrivals_of(const sim_workload& w) {
+    if (w.arrivals != arrival_pattern::closed_loop) return w.requests;
+    return w.completions > 0 ? std::max(w.completions, w.requests) : 2 * w.requests;
+  }
+
+  /// `run` keeps in `out` a copy of itself at its fork, when it reaches one: the top of a step
+  /// (before its arrivals) where the state is also that of the same workload with more requests,
+  /// which `resumed` continues. Staggered arrivals: the step the last request arrives at (no
+  /// earlier step saw the number of requests). All at once, or a closed loop before its first
+  /// finish: a step that may admit the last waiting request (at most as many wait as the last step
+  /// admitted); up to there the queue never ran dry, and nothing else sees its length.
+  void keep_fork(std::optional<simulator>* out) { fork_ = out; }
+
+  /// This fork's run (see `keep_fork`) of its workload with `requests` requests (at least its
+  /// own) under options `o` (the same `fast_forward`): the same run as `simulate` of that
+  /// workload from step 0, every peak and step the same; its `visits` count the steps from the
+  /// fork on only.
+  [[nodiscard]] simulator resumed(std::int64_t requests, const sim_options& o) const {
+    require(requests >= w_.requests && requests <= (std::int64_t{1} << 20),
+            "a fork resumes with as many requests as its own or more, at most 2^20", {"requests", requests});
+    require(o.fast_forward == o_.fast_forward, "a fork resumes with its own fast_forward switch");
+    simulator s = *this;
+    s.w_.requests = requests;
+    s.total_arrivals_ = arrivals_of(s.w_);
+    // All requests arrived at step 0: a step that noted the arrivals noted all of them.
+    if (w_.arrivals != arrival_pattern::staggered && s.no_room_arrived_ == arrived_) s.no_room_arrived_ = requests;
+    s.o_ = o;
+    s.result_.visits = 0;
+    s.fork_ = nullptr;
+    return s;
   }
 
   sim_result run() {
-    std::int64_t step = 0;
-    std::int64_t steady = 0;
-    std::int64_t idle = 0;  // consecutive steps that scheduled nothing
-    std::vector<sim_sched> prev;
-    std::vector<sim_sched> cur;
-    // While one steady schedule lasts, the steps it certainly lasts shrink by one a step: once too
-    // few for a jump, none is possible until the schedule changes.
-    bool no_room = false;
-    std::int64_t no_room_arrived = 0;
-    prev.reserve(static_cast<std::size_t>(std::min<std::int64_t>(w_.requests, 1 << 16)));
-    cur.reserve(prev.capacity());
+    prev_.reserve(static_cast<std::size_t>(std::min<std::int64_t>(w_.requests, 1 << 16)));
+    cur_.reserve(prev_.capacity());
     // Every request finishes after at most (P + L) steps alone; a generous guard against a bug.
     while (finished_ < total_arrivals_ || zombies_ > 0) {  // every arrival finishes
-      arrive(step);
-      release_held(prev);
-      cur.clear();
-      bool event = schedule(cur, step);
+      if (fork_ != nullptr && at_fork()) {
+        fork_->emplace(*this);
+        (*fork_)->fork_ = nullptr;
+        fork_ = nullptr;
+      }
+      arrive(step_);
+      release_held(prev_);
+      cur_.clear();
+      bool event = schedule(cur_, step_);
       measure();
-      event |= advance(cur);
-      ++step;
+      event |= advance(cur_);
+      ++step_;
       ++result_.replayed_steps;
-      result_.visits += static_cast<std::int64_t>(cur.size()) + 1;
+      result_.visits += static_cast<std::int64_t>(cur_.size()) + 1;
       if (o_.max_visits > 0 && result_.visits > o_.max_visits) {
         result_.incomplete = true;
         break;
@@ -301,26 +329,27 @@ class simulator {
         result_.exceeded = true;
         break;
       }
-      if (o_.fast_forward && !event && !cur.empty() && zombies_ == 0 && cur == prev) {
-        ++steady;
-        if (no_room && arrived_ != no_room_arrived) no_room = false;  // a waiting arrival moves the next one
-        if (steady >= 2 && !no_room) {
-          const std::int64_t jumped = fast_forward(cur, step);
+      if (o_.fast_forward && !event && !cur_.empty() && zombies_ == 0 && cur_ == prev_) {
+        ++steady_;
+        if (no_room_ && arrived_ != no_room_arrived_) no_room_ = false;  // a waiting arrival moves the next one
+        if (steady_ >= 2 && !no_room_) {
+          const std::int64_t jumped = fast_forward(cur_, step_);
           if (jumped > 0) {
-            step += jumped;
-            steady = 0;
+            step_ += jumped;
+            steady_ = 0;
           }
-          no_room = jumped < 0;
-          no_room_arrived = arrived_;
+          no_room_ = jumped < 0;
+          no_room_arrived_ = arrived_;
         }
       } else {
-        steady = 0;
-        no_room = false;
+        steady_ = 0;
+        no_room_ = false;
       }
-      idle = cur.empty() && zombies_ == 0 ? idle + 1 : 0;
-      require(idle <= w_.arrival_gap_steps + 1, "simulation makes no progress (internal error)", {"step", step});
-      std::swap(prev, cur);
+      idle_ = cur_.empty() && zombies_ == 0 ? idle_ + 1 : 0;
+      require(idle_ <= w_.arrival_gap_steps + 1, "simulation makes no progress (internal error)", {"step", step_});
+      std::swap(prev_, cur_);
     }
+    const std::int64_t step = step_;
     result_.steps = step;
     result_.finished = finished_;
     result_.simulations = 1;
@@ -328,6 +357,16 @@ class simulator {
   }
 
  private:
+  /// Whether `run` is at its fork (see `keep_fork`).
+  [[nodiscard]] bool at_fork() const {
+    if (w_.arrivals == arrival_pattern::staggered)
+      return arrived_ >= 1 && arrived_ + 1 == total_arrivals_ && step_ == arrived_ * w_.arrival_gap_steps;
+    if (step_ == 0 || arrived_ != w_.requests || waiting_.empty() ||
+        static_cast<std::int64_t>(waiting_.size()) > admitted_last_)
+      return false;
+    return w_.arrivals == arrival_pattern::all_at_once || finished_ == 0;
+  }
+
   // ---- arrivals ----
   void arrive(std::int64_t step) {
     if (w_.arrivals == arrival_pattern::staggered) {
@@ -443,6 +482,7 @@ class simulator {
       out.push_back(sc);
     }
     const bool may_admit = p_.scheduler == scheduler_kind::running_first || prefill_only;
+    admitted_last_ = 0;
     while (may_admit && budget > 0 && !waiting_.empty()) {
       if (w_.max_running > 0 && static_cast<std::int64_t>(running_.size()) >= w_.max_running) break;
       if (shared_)
@@ -453,6 +493,7 @@ class simulator {
       sim_request& r = reqs_[i];
       r.phase = req_phase::prefill;
       running_.push_back(i);
+      ++admitted_last_;
       if (r.id > 0)  // staggered by g, request i arrives at step i x g: admitted no earlier iff g <= step / i
         result_.staggered_twin_gap = std::min(result_.staggered_twin_gap, step / r.id);
       sim_sched sc{.index = i, .first_chunk = true};
@@ -741,6 +782,18 @@ class simulator {
   std::vector<std::size_t> running_;
   std::vector<std::size_t> zombie_list_;
   sim_result result_;
+  // The loop of `run` (kept here so that a fork resumes it).
+  std::int64_t step_ = 0;
+  std::int64_t steady_ = 0;  ///< Steps the schedule has repeated.
+  std::int64_t idle_ = 0;    ///< Consecutive steps that scheduled nothing.
+  /// While one steady schedule lasts, the steps it certainly lasts shrink by one a step: once too
+  /// few for a jump, none is possible until the schedule changes.
+  bool no_room_ = false;
+  std::int64_t no_room_arrived_ = 0;
+  std::int64_t admitted_last_ = 0;  ///< Requests admitted in the last step.
+  std::vector<sim_sched> prev_;
+  std::vector<sim_sched> cur_;
+  std::optional<simulator>* fork_ = nullptr;  ///< Where `run` keeps its fork (see `keep_fork`), until it does.
 };
 
 }  // namespace detail
@@ -997,6 +1050,12 @@ class fit_prober {
 
   [[nodiscard]] std::size_t critical_count() const { return critical_.size(); }
 
+  /// Keeps each run's fork (simulator::keep_fork) after a probe that fits, and starts a run of
+  /// the same workload with more requests from it: for the request search, whose probes after
+  /// one that fits all have more requests. The answers are the same (a run from its fork is the
+  /// run from step 0).
+  void keep_forks() { keep_forks_ = true; }
+
   /// `simulated_fit`'s answer at (N, L): the critical workloads alone first (a cheap refusal),
   /// then every workload.
   bool fits(std::int64_t N, std::int64_t L) { return probe(N, L, true) && probe(N, L, false); }
@@ -1075,16 +1134,39 @@ class fit_prober {
     scores_.clear();
   }
 
+  /// `replay_order`, keeping its complete runs for the next probe and, when it fits, its forks.
+  bool replay(const std::vector<item>& all, const std::vector<std::size_t>& order, bool critical_only) {
+    pending_forks_.clear();
+    ran_now_.clear();
+    const bool ok = replay_order(all, order, critical_only);
+    ran_before_ = std::move(ran_now_);
+    ran_now_.clear();
+    if (ok) {  // the next probes of the request search are above this N
+      for (fork_entry& f : pending_forks_) {
+        std::erase_if(forks_, [&](const fork_entry& e) { return e.key == f.key && e.context == f.context; });
+        forks_.push_back(std::move(f));
+      }
+    }
+    pending_forks_.clear();
+    return ok;
+  }
+
   /// Replays `order`'s workloads; false at the first whose peaks (or the peaks together) pass
   /// the cap, or when the work budget runs out.
-  bool replay(const std::vector<item>& all, const std::vector<std::size_t>& order, bool critical_only) {
+  bool replay_order(const std::vector<item>& all, const std::vector<std::size_t>& order, bool critical_only) {
     sim_result worst;  // per table the largest peak pages (a parent arena's parents are of them)
     std::array<std::size_t, kMaxSimTables + 3> setter{};      // the workload that set each peak
     std::vector<std::pair<std::size_t, sim_result>> at_once;  // the all-at-once runs of this probe
+    // Forks for the request search's next probes, within kMaxForkBytes.
+    const bool forking = keep_forks_ && !all.empty() &&
+                         all.front().w.requests * static_cast<std::int64_t>(all.size()) <=
+                             kMaxForkBytes / static_cast<std::int64_t>(sizeof(sim_request));
     for (const std::size_t i : order) {
       sim_result r;
       if (const sim_result* twin = staggered_twin(all, i, at_once)) {
         r = *twin;  // the same run: its peaks, without the work
+      } else if (const sim_result* same = ran_before(all[i])) {
+        r = *same;  // the last probe (the critical workloads at the same N and L) ran it
       } else {
         sim_options o = search_.sim;
         if (budget_ != nullptr && budget_->limit > 0) {
@@ -1094,9 +1176,10 @@ class fit_prober {
           }
           o.max_visits = budget_->limit - budget_->spent;
         }
-        r = simulate(pools_, all[i].policy, all[i].w, o);
+        r = run(all[i], o, forking);
         if (budget_ != nullptr) budget_->spent += r.visits;
       }
+      if (!r.exceeded && !r.incomplete) ran_now_.push_back({all[i].key, all[i].w.context_tokens, all[i].w.requests, r});
       if (r.exceeded) {
         note_critical(all[i].key);
         return false;
@@ -1118,6 +1201,31 @@ class fit_prober {
     }
     if (!critical_only && !order.empty()) note_setters(all, worst, setter);
     return true;
+  }
+
+  /// The run of workload `x` under options `o`: from the fork of a run of it with fewer requests
+  /// when there is one (the one with the most), else from step 0; with `forking`, its own fork
+  /// joins `pending_forks_`.
+  sim_result run(const item& x, const sim_options& o, bool forking) {
+    const fork_entry* from = nullptr;
+    if (forking)
+      for (const fork_entry& e : forks_)
+        if (e.key == x.key && e.context == x.w.context_tokens && e.requests <= x.w.requests &&
+            (from == nullptr || e.requests > from->requests))
+          from = &e;
+    simulator s = from != nullptr ? from->state.resumed(x.w.requests, o) : simulator(pools_, x.policy, x.w, o);
+    std::optional<simulator> fork;
+    if (forking) s.keep_fork(&fork);
+    const sim_result r = s.run();
+    if (fork) pending_forks_.push_back({x.key, x.w.context_tokens, x.w.requests, std::move(*fork)});
+    return r;
+  }
+
+  /// The complete run of workload `x` (the same N and L) that the last probe made, or null.
+  [[nodiscard]] const sim_result* ran_before(const item& x) const {
+    for (const ran_entry& e : ran_before_)
+      if (e.key == x.key && e.context == x.w.context_tokens && e.requests == x.w.requests) return &e.result;
+    return nullptr;
   }
 
   /// The complete all-at-once run of `at_once` that is workload `i`'s run step for step (`i`
@@ -1183,6 +1291,27 @@ class fit_prober {
   sim_capacity cap_;
   sim_search search_;
   sim_work_budget* budget_;
+  /// A run's fork (simulator::keep_fork) for a workload of `requests` requests of `context` tokens.
+  struct fork_entry {
+    workload_key key;
+    std::int64_t context = 0;
+    std::int64_t requests = 0;
+    simulator state;
+  };
+  /// A complete run of one probe.
+  struct ran_entry {
+    workload_key key;
+    std::int64_t context = 0;
+    std::int64_t requests = 0;
+    sim_result result;
+  };
+  /// The forks kept of one probe at most: its requests x workloads x a request's state (bytes).
+  static constexpr std::int64_t kMaxForkBytes = std::int64_t{64} << 20;
+  bool keep_forks_ = false;
+  std::vector<fork_entry> forks_;          ///< Per workload and context, the fork of the last fitting probe.
+  std::vector<fork_entry> pending_forks_;  ///< The forks of the probe under way.
+  std::vector<ran_entry> ran_before_;      ///< The complete runs of the last probe.
+  std::vector<ran_entry> ran_now_;         ///< The complete runs of the probe under way.
   std::vector<workload_key> critical_;
   std::vector<std::pair<workload_key, std::int64_t>> scores_;  ///< The last whole probe's workloads and peaks.
 };
@@ -1218,6 +1347,7 @@ inline std::int64_t max_requests_simulated(const engine_pools& pools, const allo
   if (search.max_running > 0) max_requests = std::min(max_requests, search.max_running);
   if (max_requests < 1) return 0;
   detail::fit_prober prober(pools, p, s, B, cap, search, budget);
+  prober.keep_forks();
   const auto fits = [&](std::int64_t n) { return prober.fits(n, L); };
   std::int64_t lo = 0;  // fits (0: trivially)
   std::int64_t hi = 0;  // the largest N that may fit
