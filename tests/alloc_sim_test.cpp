@@ -441,6 +441,83 @@ TEST(AllocSimFast, ResumedForkIsTheRunFromStepZero) {
   for (const int c : resumed) EXPECT_GE(c, 40);
 }
 
+// A run resumed from the fork of a run with a shorter context (detail::simulator::keep_fork with
+// fork_kind::context, resumed_context: the context search's probes) has the peaks and steps of
+// the run from step 0; seeded random workloads, every arrival pattern, both replays.
+TEST(AllocSimFast, ResumedContextForkHasThePeaksOfTheRunFromStepZero) {
+  std::uint64_t x = 0xc0e741ULL;
+  const auto pick = [&](std::int64_t lo, std::int64_t hi) {  // uniform in [lo, hi]
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    return lo + static_cast<std::int64_t>((x >> 33) % static_cast<std::uint64_t>(hi - lo + 1));
+  };
+  const std::array<const model_config*, 3> models = {&deepseek_v4_flash, &deepseek_v4_pro, &deepseek_v4_1_flash};
+  const std::array<allocation_policy, 3> presets = {vllm_policy, tokenspeed_policy, tokenspeed_default_policy};
+  std::array<int, 3> resumed{};
+  int refused = 0;
+  for (int k = 0; k < 400; ++k) {
+    const model_config& m = *models[static_cast<std::size_t>(pick(0, 2))];
+    plan_options o;
+    o.policy = presets[static_cast<std::size_t>(pick(0, 2))];
+    o.policy.overlap = pick(0, 1) == 1;
+    o.pools = pick(0, 3) == 0 ? pools_choice::own : pools_choice::engine;
+    o.tokens_per_step = pick(1, 4);
+    o.context_tokens = std::max(o.tokens_per_step, pick(0, 3) == 0 ? pick(2, 600) : pick(600, 5000));
+    o.prefill_chunk_tokens = std::max(o.tokens_per_step, pick(0, 1) == 0 ? pick(1, 300) : pick(300, 2000));
+    o.max_running_requests = 160;
+    const memory_plan plan = build_memory_plan(m, o);
+    const policy_variants vs = concrete_variants(o.policy);
+    allocation_policy v = vs.items[static_cast<std::size_t>(pick(0, vs.count - 1))];
+    v.overlap = o.policy.overlap;
+    const std::int64_t n = pick(1, 40);
+    sim_workload w{.requests = n,
+                   .context_tokens = o.context_tokens,
+                   .tokens_per_step = o.tokens_per_step,
+                   .step_budget_tokens = o.prefill_chunk_tokens,
+                   .prompt_tokens = pick(1, std::min<std::int64_t>(o.context_tokens - 1, 700)),
+                   .accepted_tokens = pick(1, o.tokens_per_step),
+                   .arrivals = static_cast<arrival_pattern>(pick(0, 2)),
+                   .arrival_gap_steps = pick(1, 7),
+                   .completions = 0,
+                   .max_running = pick(0, 2) == 0 ? pick(1, 60) : 0};
+    const std::int64_t longer = w.context_tokens + pick(0, 3000);
+    const std::string what =
+        fmt::format("case {}: {} {} overlap={} pools={} N={} L={} -> {} s={} B={} P={} a={} arr={} gap={} cap={}", k,
+                    m.name.view(), to_string(v.engine), v.overlap, static_cast<int>(o.pools), n, w.context_tokens,
+                    longer, w.tokens_per_step, w.step_budget_tokens, w.prompt_tokens, w.accepted_tokens,
+                    to_string(w.arrivals), w.arrival_gap_steps, w.max_running);
+    for (const bool ff : {false, true}) {
+      std::optional<detail::simulator> fork;
+      sim_workload wl = w;
+      wl.context_tokens = longer;
+      sim_result want;
+      try {
+        detail::simulator first(plan.pools, v, w, {.fast_forward = ff});
+        first.keep_fork(&fork, detail::fork_kind::context);
+        (void)first.run();
+        want = simulate(plan.pools, v, wl, {.fast_forward = ff});
+      } catch (const std::invalid_argument&) {
+        ++refused;
+        break;  // a workload the simulator refuses (no progress): not a case
+      }
+      if (!fork) continue;
+      std::optional<detail::simulator> next = fork->resumed_context(longer, plan.pools, {.fast_forward = ff});
+      if (!next) continue;  // the longer context changes a table's rules
+      ++resumed[static_cast<std::size_t>(w.arrivals)];
+      const sim_result got = next->run();
+      ASSERT_EQ(got.peak_pages, want.peak_pages) << what << " ff " << ff;
+      ASSERT_EQ(got.peak_bytes, want.peak_bytes) << what << " ff " << ff;
+      ASSERT_EQ(got.peak_blocks, want.peak_blocks) << what << " ff " << ff;
+      ASSERT_EQ(got.peak_admission_blocks, want.peak_admission_blocks) << what << " ff " << ff;
+      ASSERT_EQ(got.steps, want.steps) << what << " ff " << ff;
+      ASSERT_EQ(got.finished, want.finished) << what << " ff " << ff;
+      if (!ff) {
+        ASSERT_EQ(got.replayed_steps, want.replayed_steps) << what;  // step for step
+      }
+    }
+  }
+  for (const int c : resumed) EXPECT_GE(c, 40) << refused << " refused";
+}
+
 // A probe past the capacity stops at its first failing workload, with the same verdict.
 TEST(AllocSimFast, StopAboveCapacityKeepsTheVerdict) {
   plan_options o;

@@ -150,7 +150,11 @@ struct sim_group {
   std::uint64_t layer_page_bytes = 0;  ///< One page of the table: page bytes x layers, or the blocks of a shared pool.
   std::int64_t multiplicity = 1;       ///< Shared pool: engine groups of this rule (blocks per page).
   std::int64_t admission_cap = 0;      ///< Shared pool, sliding: vLLM's per-request cap at admission; else 0.
+  friend bool operator==(const sim_group&, const sim_group&) = default;
 };
+
+/// What a run's fork (`simulator::keep_fork`) is resumed with: more requests, or a longer context.
+enum class fork_kind : std::uint8_t { requests, context };
 
 /// One request's page table in one group: table entries [0, length), the first `freed` freed.
 struct sim_table {
@@ -281,7 +285,36 @@ class simulator {
   /// earlier step saw the number of requests). All at once, or a closed loop before its first
   /// finish: a step that may admit the last waiting request (at most as many wait as the last step
   /// admitted); up to there the queue never ran dry, and nothing else sees its length.
-  void keep_fork(std::optional<simulator>* out) { fork_ = out; }
+  /// `fork_kind::context`: the first step after every arrival (before a closed loop's first
+  /// finish) while no request is within max(B, s) + 2s tokens of L and no table covers L: no
+  /// scheduling, extent, finish or memoized crossing has seen L yet (only the fast-forward's jump
+  /// lengths have, which change no peak); `resumed_context` continues it with a longer context.
+  void keep_fork(std::optional<simulator>* out, fork_kind kind = fork_kind::requests) {
+    fork_ = out;
+    fork_kind_ = kind;
+  }
+
+  /// This fork's run (see `keep_fork` with `fork_kind::context`) of its workload with a context of
+  /// `context` tokens (at least its own) on `pools` (its own) under options `o` (the same
+  /// `fast_forward`), or none when the longer context changes a table's rules (vLLM's admission
+  /// cap): the peaks and steps of `simulate` of that workload from step 0; its `visits` count the
+  /// steps from the fork on only. Throws as `simulate` for a context out of range.
+  [[nodiscard]] std::optional<simulator> resumed_context(std::int64_t context, const engine_pools& pools,
+                                                         const sim_options& o) const {
+    require(context >= w_.context_tokens, "a fork resumes with a context as long as its own or longer",
+            {"context_tokens", context});
+    require(o.fast_forward == o_.fast_forward, "a fork resumes with its own fast_forward switch");
+    sim_workload w = w_;
+    w.context_tokens = context;
+    const simulator fresh(pools, p_, w, o);
+    if (fresh.groups_ != groups_ || fresh.result_.num_groups != result_.num_groups) return std::nullopt;
+    simulator s = *this;
+    s.w_ = w;
+    s.o_ = o;
+    s.result_.visits = 0;
+    s.fork_ = nullptr;
+    return s;
+  }
 
   /// This fork's run (see `keep_fork`) of its workload with `requests` requests (at least its
   /// own) under options `o` (the same `fast_forward`): the same run as `simulate` of that
@@ -307,11 +340,7 @@ class simulator {
     cur_.reserve(prev_.capacity());
     // Every request finishes after at most (P + L) steps alone; a generous guard against a bug.
     while (finished_ < total_arrivals_ || zombies_ > 0) {  // every arrival finishes
-      if (fork_ != nullptr && at_fork()) {
-        fork_->emplace(*this);
-        (*fork_)->fork_ = nullptr;
-        fork_ = nullptr;
-      }
+      if (fork_ != nullptr) take_fork();
       arrive(step_);
       release_held(prev_);
       cur_.clear();
@@ -357,7 +386,42 @@ class simulator {
   }
 
  private:
-  /// Whether `run` is at its fork (see `keep_fork`).
+  /// At the top of a step: keeps the fork there (see `keep_fork`), or gives up on one.
+  void take_fork() {
+    if (fork_kind_ == fork_kind::context) {
+      if (finished_ > 0) fork_ = nullptr;  // too late (L decided a finish)
+      if (fork_ == nullptr || step_ == 0 || zombies_ > 0 || !waiting_.empty() ||
+          arrived_ != (w_.arrivals == arrival_pattern::staggered ? total_arrivals_ : w_.requests))
+        return;
+      if (!far_from_context()) {  // and from now on: computed tokens and tables only grow until a finish
+        fork_ = nullptr;
+        return;
+      }
+    } else if (!at_fork()) {
+      return;
+    }
+    fork_->emplace(*this);
+    (*fork_)->fork_ = nullptr;
+    fork_ = nullptr;
+  }
+
+  /// Whether no running request's next step reaches L (max(B, s) + 2s tokens: chunk or decode,
+  /// lookahead, a last chunk's reserve) and no table covers L: nothing has seen L yet.
+  [[nodiscard]] bool far_from_context() const {
+    const std::int64_t reach = std::max(w_.step_budget_tokens, w_.tokens_per_step) + 2 * w_.tokens_per_step;
+    for (const std::size_t i : running_) {
+      const sim_request& r = reqs_[i];
+      if (r.computed + reach >= w_.context_tokens) return false;
+      for (int g = 0; g < result_.num_groups; ++g) {
+        const sim_group& sg = groups_[static_cast<std::size_t>(g)];
+        if (!sg.ring && r.tables[static_cast<std::size_t>(g)].length * sg.page_tokens >= w_.context_tokens)
+          return false;
+      }
+    }
+    return true;
+  }
+
+  /// Whether `run` is at its fork for more requests (see `keep_fork`).
   [[nodiscard]] bool at_fork() const {
     if (w_.arrivals == arrival_pattern::staggered)
       return arrived_ >= 1 && arrived_ + 1 == total_arrivals_ && step_ == arrived_ * w_.arrival_gap_steps;
@@ -794,6 +858,7 @@ class simulator {
   std::vector<sim_sched> prev_;
   std::vector<sim_sched> cur_;
   std::optional<simulator>* fork_ = nullptr;  ///< Where `run` keeps its fork (see `keep_fork`), until it does.
+  fork_kind fork_kind_ = fork_kind::requests;
 };
 
 }  // namespace detail
@@ -1051,10 +1116,14 @@ class fit_prober {
   [[nodiscard]] std::size_t critical_count() const { return critical_.size(); }
 
   /// Keeps each run's fork (simulator::keep_fork) after a probe that fits, and starts a run of
-  /// the same workload with more requests from it: for the request search, whose probes after
-  /// one that fits all have more requests. The answers are the same (a run from its fork is the
-  /// run from step 0).
-  void keep_forks() { keep_forks_ = true; }
+  /// the same workload with more requests (`fork_kind::requests`) or a longer context
+  /// (`fork_kind::context`, prompts counted from the start only) from it: for the request and
+  /// context searches, whose probes after one that fits are all above it. The answers are the
+  /// same (a run from its fork has the peaks of the run from step 0).
+  void keep_forks(fork_kind kind) {
+    keep_forks_ = true;
+    fork_kind_ = kind;
+  }
 
   /// `simulated_fit`'s answer at (N, L): the critical workloads alone first (a cheap refusal),
   /// then every workload.
@@ -1141,9 +1210,9 @@ class fit_prober {
     const bool ok = replay_order(all, order, critical_only);
     ran_before_ = std::move(ran_now_);
     ran_now_.clear();
-    if (ok) {  // the next probes of the request search are above this N
-      for (fork_entry& f : pending_forks_) {
-        std::erase_if(forks_, [&](const fork_entry& e) { return e.key == f.key && e.context == f.context; });
+    if (ok) {                                 // the next probes of the request search are above this N
+      for (fork_entry& f : pending_forks_) {  // (one search: the other of N and L is the same)
+        std::erase_if(forks_, [&](const fork_entry& e) { return e.key == f.key; });
         forks_.push_back(std::move(f));
       }
     }
@@ -1207,16 +1276,22 @@ class fit_prober {
   /// when there is one (the one with the most), else from step 0; with `forking`, its own fork
   /// joins `pending_forks_`.
   sim_result run(const item& x, const sim_options& o, bool forking) {
-    const fork_entry* from = nullptr;
-    if (forking)
-      for (const fork_entry& e : forks_)
-        if (e.key == x.key && e.context == x.w.context_tokens && e.requests <= x.w.requests &&
-            (from == nullptr || e.requests > from->requests))
-          from = &e;
-    simulator s = from != nullptr ? from->state.resumed(x.w.requests, o) : simulator(pools_, x.policy, x.w, o);
+    std::optional<simulator> s;
+    for (const fork_entry& e : forks_) {
+      if (!forking) break;
+      if (!(e.key == x.key)) continue;
+      if (fork_kind_ == fork_kind::requests && e.context == x.w.context_tokens && e.requests <= x.w.requests) {
+        s = e.state.resumed(x.w.requests, o);
+      } else if (fork_kind_ == fork_kind::context && x.key.prompt >= 0 && e.requests == x.w.requests &&
+                 e.context <= x.w.context_tokens) {
+        s = e.state.resumed_context(x.w.context_tokens, pools_, o);
+      }
+      break;  // one fork per workload
+    }
+    if (!s) s.emplace(pools_, x.policy, x.w, o);
     std::optional<simulator> fork;
-    if (forking) s.keep_fork(&fork);
-    const sim_result r = s.run();
+    if (forking) s->keep_fork(&fork, fork_kind_);
+    const sim_result r = s->run();
     if (fork) pending_forks_.push_back({x.key, x.w.context_tokens, x.w.requests, std::move(*fork)});
     return r;
   }
@@ -1308,6 +1383,7 @@ class fit_prober {
   /// The forks kept of one probe at most: its requests x workloads x a request's state (bytes).
   static constexpr std::int64_t kMaxForkBytes = std::int64_t{64} << 20;
   bool keep_forks_ = false;
+  fork_kind fork_kind_ = fork_kind::requests;
   std::vector<fork_entry> forks_;          ///< Per workload and context, the fork of the last fitting probe.
   std::vector<fork_entry> pending_forks_;  ///< The forks of the probe under way.
   std::vector<ran_entry> ran_before_;      ///< The complete runs of the last probe.
@@ -1347,7 +1423,7 @@ inline std::int64_t max_requests_simulated(const engine_pools& pools, const allo
   if (search.max_running > 0) max_requests = std::min(max_requests, search.max_running);
   if (max_requests < 1) return 0;
   detail::fit_prober prober(pools, p, s, B, cap, search, budget);
-  prober.keep_forks();
+  prober.keep_forks(detail::fork_kind::requests);
   const auto fits = [&](std::int64_t n) { return prober.fits(n, L); };
   std::int64_t lo = 0;  // fits (0: trivially)
   std::int64_t hi = 0;  // the largest N that may fit
@@ -1380,6 +1456,7 @@ std::int64_t max_context_simulated(
     std::int64_t B, const sim_capacity& cap, const sim_search& search = {},
     Starts starts = [](std::int64_t /*L*/) { return true; }, sim_work_budget* budget = nullptr) {
   detail::fit_prober prober(pools, p, s, B, cap, search, budget);
+  prober.keep_forks(detail::fork_kind::context);
   const auto fits = [&](std::int64_t L) { return starts(L) && prober.fits(N, L); };
   const std::int64_t lo = std::max<std::int64_t>(2, s);
   if (lo > max_context || !fits(lo)) return 0;
