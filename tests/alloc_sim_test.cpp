@@ -518,6 +518,80 @@ TEST(AllocSimFast, ResumedContextForkHasThePeaksOfTheRunFromStepZero) {
   for (const int c : resumed) EXPECT_GE(c, 40) << refused << " refused";
 }
 
+// A run stopped once settled (sim_options::stop_when_settled: no later step can raise the peak a
+// capacity bounds) has that peak of the whole run: a shared pool's blocks (and admission blocks),
+// a parent arena's pages of every table, own pools' bytes; seeded random workloads, every arrival
+// pattern, both replays.
+TEST(AllocSimFast, SettledRunHasTheWholeRunsBoundPeak) {
+  std::uint64_t x = 0x5e7741ULL;
+  const auto pick = [&](std::int64_t lo, std::int64_t hi) {  // uniform in [lo, hi]
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    return lo + static_cast<std::int64_t>((x >> 33) % static_cast<std::uint64_t>(hi - lo + 1));
+  };
+  const std::array<const model_config*, 3> models = {&deepseek_v4_flash, &deepseek_v4_pro, &deepseek_v4_1_flash};
+  const std::array<allocation_policy, 3> presets = {vllm_policy, tokenspeed_policy, tokenspeed_default_policy};
+  std::array<int, 3> settled{};
+  std::int64_t saved = 0;
+  for (int k = 0; k < 500; ++k) {
+    const model_config& m = *models[static_cast<std::size_t>(pick(0, 2))];
+    plan_options o;
+    o.policy = presets[static_cast<std::size_t>(pick(0, 2))];
+    o.policy.overlap = pick(0, 1) == 1;
+    o.pools = pick(0, 3) == 0 ? pools_choice::own : pools_choice::engine;
+    o.tokens_per_step = pick(1, 4);
+    o.context_tokens = std::max(o.tokens_per_step, pick(0, 3) == 0 ? pick(2, 600) : pick(600, 6000));
+    o.prefill_chunk_tokens = std::max(o.tokens_per_step, pick(0, 1) == 0 ? pick(1, 600) : pick(600, 9000));
+    o.max_running_requests = 160;
+    const memory_plan plan = build_memory_plan(m, o);
+    const policy_variants vs = concrete_variants(o.policy);
+    allocation_policy v = vs.items[static_cast<std::size_t>(pick(0, vs.count - 1))];
+    v.overlap = o.policy.overlap;
+    const std::int64_t n = pick(1, 60);
+    sim_workload w{.requests = n,
+                   .context_tokens = o.context_tokens,
+                   .tokens_per_step = o.tokens_per_step,
+                   .step_budget_tokens = o.prefill_chunk_tokens,
+                   .prompt_tokens = pick(1, o.context_tokens - 1),
+                   .accepted_tokens = pick(1, o.tokens_per_step),
+                   .arrivals = static_cast<arrival_pattern>(pick(0, 2)),
+                   .arrival_gap_steps = pick(1, 7),
+                   .completions = 0,
+                   .max_running = pick(0, 2) == 0 ? pick(1, n) : 0};
+    const std::string what =
+        fmt::format("case {}: {} {} overlap={} pools={} N={} L={} s={} B={} P={} a={} arr={} gap={} cap={}", k,
+                    m.name.view(), to_string(v.engine), v.overlap, to_string(plan.pools.structure), n, w.context_tokens,
+                    w.tokens_per_step, w.step_budget_tokens, w.prompt_tokens, w.accepted_tokens, to_string(w.arrivals),
+                    w.arrival_gap_steps, w.max_running);
+    for (const bool ff : {false, true}) {
+      sim_result whole;
+      try {
+        whole = simulate(plan.pools, v, w, {.fast_forward = ff});
+      } catch (const std::invalid_argument&) {
+        break;  // a workload the simulator refuses (no progress): not a case
+      }
+      const sim_result r = simulate(plan.pools, v, w, {.fast_forward = ff, .stop_when_settled = true});
+      ASSERT_FALSE(r.exceeded || r.incomplete) << what;
+      if (!r.settled) {
+        ASSERT_EQ(r.visits, whole.visits) << what;
+        continue;
+      }
+      ++settled[static_cast<std::size_t>(w.arrivals)];
+      saved += whole.visits - r.visits;
+      ASSERT_EQ(r.peak_admission_blocks, whole.peak_admission_blocks) << what << " ff " << ff;
+      if (plan.pools.structure == pool_structure::shared_block_pool) {
+        ASSERT_EQ(r.peak_blocks, whole.peak_blocks) << what << " ff " << ff;
+      } else if (plan.pools.structure == pool_structure::parent_arena) {
+        ASSERT_EQ(r.peak_pages, whole.peak_pages) << what << " ff " << ff;
+      } else {
+        ASSERT_EQ(r.peak_bytes, whole.peak_bytes) << what << " ff " << ff;
+      }
+    }
+  }
+  EXPECT_GE(settled[0], 40);
+  EXPECT_GE(settled[1], 40);
+  EXPECT_GT(saved, 0);
+}
+
 // A probe past the capacity stops at its first failing workload, with the same verdict.
 TEST(AllocSimFast, StopAboveCapacityKeepsTheVerdict) {
   plan_options o;

@@ -120,6 +120,9 @@ struct sim_result {
   /// Stopped because a peak passed `sim_options::stop_above` (the peaks are of a part only, and
   /// already above it): the workload does not fit that capacity.
   bool exceeded = false;
+  /// Stopped at `sim_options::stop_when_settled`: the peak a capacity bounds is the whole run's
+  /// (the other peaks, `steps` and `finished` are of the part replayed).
+  bool settled = false;
 };
 
 /// Simulator switches.
@@ -136,6 +139,12 @@ struct sim_options {
   /// A parent arena: stop once sum over engine groups of ceil(peak pages / pages_per_block)
   /// (`sim_peak_parents`) passes this (0: no bound).
   std::int64_t stop_above_parents = 0;
+  /// Stop once no later step can raise the peak a capacity bounds (a shared pool's blocks, a
+  /// parent arena's peak pages of every table, own pools' bytes), marking the result `settled`:
+  /// every request arrived and admitted, every running one decoding, and the running requests,
+  /// each at the most pages it can hold in a table until it finishes, within that peak. The fit
+  /// searches use it (the drain after the last admission, one finish a step, is most of a run).
+  bool stop_when_settled = false;
 };
 
 namespace detail {
@@ -226,6 +235,7 @@ class simulator {
 
     require(w.max_running >= 0, "max_running must be >= 0 (0: no cap)", {"max_running", w.max_running});
     shared_ = pools.structure == pool_structure::shared_block_pool;
+    structure_ = pools.structure;
     page_token_lcm_ = 1;
     const std::int64_t in_flight = vllm_in_flight_tokens(w.step_budget_tokens, p.overlap);
     for (int e = 0; e < pools.num_groups; ++e) {
@@ -356,6 +366,10 @@ class simulator {
       }
       if (above_stop()) {
         result_.exceeded = true;
+        break;
+      }
+      if (o_.stop_when_settled && settled()) {
+        result_.settled = true;
         break;
       }
       if (o_.fast_forward && !event && !cur_.empty() && zombies_ == 0 && cur_ == prev_) {
@@ -675,6 +689,86 @@ class simulator {
     r.quiet_lookahead = sc.lookahead;
   }
 
+  /// Whether no later step can raise the peak a capacity bounds (`sim_options::stop_when_settled`).
+  /// With nothing left to arrive or wait and every running request decoding, a request holds at
+  /// most `settle_pages_[g]` pages of table g until it finishes (if it holds no more now): a
+  /// full-history table grows to cover at most L - 2 + s + lookahead tokens, a ring holds one
+  /// page, and a sliding table holds at most max over c of pages_for(c + s + lookahead) -
+  /// expired_pages(its expiry position at c - lag) (lag: the tokens a step keeps under overlap,
+  /// whose frees reach the pool a step late; periodic in c with period R once c >= c_min), since
+  /// its length is the largest extent allocated and its freed prefix at least the last expiry's.
+  /// Zombies are gone by the next step.
+  [[nodiscard]] bool settled() {
+    if (arrived_ < total_arrivals_ || !waiting_.empty() || running_.empty()) return false;
+    if (settle_skip_ > 0) {
+      --settle_skip_;
+      return false;
+    }
+    if (settle_pages_[0] < 0) settle_bounds();
+    const auto n = static_cast<std::int64_t>(running_.size());
+    if (structure_ == pool_structure::shared_block_pool) {
+      std::int64_t blocks = 0;
+      for (int g = 0; g < result_.num_groups; ++g) {
+        const auto gi = static_cast<std::size_t>(g);
+        blocks += n * settle_pages_[gi] * groups_[gi].multiplicity;
+      }
+      if (blocks > result_.peak_blocks) return false;
+    } else if (structure_ == pool_structure::parent_arena) {
+      for (int g = 0; g < result_.num_groups; ++g)
+        if (n * settle_pages_[static_cast<std::size_t>(g)] > result_.peak_pages[static_cast<std::size_t>(g)])
+          return false;
+    } else {
+      std::uint64_t bytes = null_bytes_;
+      for (int g = 0; g < result_.num_groups; ++g) {
+        const auto gi = static_cast<std::size_t>(g);
+        bytes = checked_add(
+            bytes, checked_mul(static_cast<std::uint64_t>(n * settle_pages_[gi]), groups_[gi].layer_page_bytes));
+      }
+      if (bytes > result_.peak_bytes) return false;
+    }
+    for (const std::size_t i : running_) {
+      const sim_request& r = reqs_[i];
+      bool within = r.phase == req_phase::decode && r.computed >= settle_min_computed_;
+      for (int g = 0; g < result_.num_groups && within; ++g) {
+        const auto gi = static_cast<std::size_t>(g);
+        within = held(r.tables[gi]) <= settle_pages_[gi];
+      }
+      if (!within) {
+        settle_skip_ = n;  // not before many steps
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /// `settle_pages_` and `settle_min_computed_` (see `settled`).
+  void settle_bounds() {
+    const std::int64_t s = w_.tokens_per_step;
+    const std::int64_t lookahead = p_.running_lookahead ? s - 1 : 0;
+    const std::int64_t lag = p_.overlap ? w_.accepted_tokens : 0;
+    const std::int64_t admission_shift = p_.expiry == expiry_timing::own_admission ? s - 1 : 0;
+    settle_min_computed_ = 0;
+    for (int g = 0; g < result_.num_groups; ++g) {
+      const sim_group& sg = groups_[static_cast<std::size_t>(g)];
+      if (sg.sliding)
+        settle_min_computed_ = std::max(settle_min_computed_, sg.window + lag + admission_shift + sg.page_tokens);
+    }
+    for (int g = 0; g < result_.num_groups; ++g) {
+      const sim_group& sg = groups_[static_cast<std::size_t>(g)];
+      std::int64_t pages = 0;
+      if (sg.ring) {
+        pages = 1;
+      } else if (!sg.sliding) {
+        const std::int64_t e = w_.context_tokens - 2 + s + lookahead;
+        pages = pages_for(sg, p_.extent_capped ? std::min(e, w_.context_tokens) : e);
+      } else {
+        for (std::int64_t c = settle_min_computed_; c < settle_min_computed_ + sg.page_tokens; ++c)
+          pages = std::max(pages, pages_for(sg, c + s + lookahead) - expired_pages(sg, c - lag - admission_shift));
+      }
+      settle_pages_[static_cast<std::size_t>(g)] = pages;
+    }
+  }
+
   /// Whether the peaks passed `sim_options::stop_above_*`.
   [[nodiscard]] bool above_stop() const {
     if (o_.stop_above_blocks > 0 && std::max(result_.peak_blocks, result_.peak_admission_blocks) > o_.stop_above_blocks)
@@ -859,6 +953,16 @@ class simulator {
   std::vector<sim_sched> cur_;
   std::optional<simulator>* fork_ = nullptr;  ///< Where `run` keeps its fork (see `keep_fork`), until it does.
   fork_kind fork_kind_ = fork_kind::requests;
+  pool_structure structure_ = pool_structure::own_pools;
+  /// `settled`: per table the most pages a decoding request holds until it finishes (-1: not
+  /// computed yet), from `settle_min_computed_` computed tokens on; steps before the next check.
+  std::array<std::int64_t, kMaxSimTables> settle_pages_ = [] {
+    std::array<std::int64_t, kMaxSimTables> a{};
+    a.fill(-1);
+    return a;
+  }();
+  std::int64_t settle_min_computed_ = 0;
+  std::int64_t settle_skip_ = 0;
 };
 
 }  // namespace detail
@@ -1104,6 +1208,7 @@ class fit_prober {
   fit_prober(const engine_pools& pools, const allocation_policy& p, std::int64_t s, std::int64_t B,
              const sim_capacity& cap, const sim_search& search, sim_work_budget* budget)
       : pools_(pools), p_(p), s_(s), B_(B), cap_(cap), search_(search), budget_(budget) {
+    search_.sim.stop_when_settled = true;  // the probes need the peak the capacity bounds only
     if (pools.structure == pool_structure::shared_block_pool) {
       if (cap.usable_blocks > 0) search_.sim.stop_above_blocks = cap.usable_blocks;
     } else if (pools.structure == pool_structure::own_pools) {
