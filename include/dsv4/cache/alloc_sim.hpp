@@ -37,6 +37,15 @@
 // same sliding pages and at least the full-history pages of every skipped step.
 // `simulate(..., {.fast_forward = false})` replays every step; a test runs both and compares
 // every peak.
+//
+// Fit searches (`max_requests_simulated`, `max_context_simulated`, issue 41) replay the same
+// workloads at many N or L, and skip work that cannot change an answer: a staggered workload
+// whose all-at-once twin admitted every request no earlier than it would arrive is that run
+// (`sim_result::staggered_twin_gap`); a probe resumes each run from the fork of the same
+// workload's run in the last probe that fitted (`simulator::keep_fork`: the state up to which
+// more requests, or a longer context, change nothing); a run stops once no later step can raise
+// the peak the capacity bounds (`sim_options::stop_when_settled`). Property tests compare each
+// with whole runs (tests/alloc_sim_test.cpp, AllocSimFast.*).
 #pragma once
 
 #include <algorithm>
@@ -697,7 +706,8 @@ class simulator {
   /// expired_pages(its expiry position at c - lag) (lag: the tokens a step keeps under overlap,
   /// whose frees reach the pool a step late; periodic in c with period R once c >= c_min), since
   /// its length is the largest extent allocated and its freed prefix at least the last expiry's.
-  /// Zombies are gone by the next step.
+  /// Zombies are gone by the next step. A request settles once it kept a decode (the lag is then
+  /// a decode's).
   [[nodiscard]] bool settled() {
     if (arrived_ < total_arrivals_ || !waiting_.empty() || running_.empty()) return false;
     if (settle_skip_ > 0) {
@@ -728,7 +738,9 @@ class simulator {
     }
     for (const std::size_t i : running_) {
       const sim_request& r = reqs_[i];
-      bool within = r.phase == req_phase::decode && r.computed >= settle_min_computed_;
+      // (a decode kept since the prompt: the last allocation was a decode's, whose frees the next
+      // step's pool sees; the last chunk's expiry lags further behind)
+      bool within = r.phase == req_phase::decode && r.computed > w_.prompt_tokens && r.computed >= settle_min_computed_;
       for (int g = 0; g < result_.num_groups && within; ++g) {
         const auto gi = static_cast<std::size_t>(g);
         within = held(r.tables[gi]) <= settle_pages_[gi];
@@ -1308,14 +1320,18 @@ class fit_prober {
     scores_.clear();
   }
 
-  /// `replay_order`, keeping its complete runs for the next probe and, when it fits, its forks.
+  /// `replay_order`, keeping its complete runs for the next probe and, once a whole probe fits,
+  /// its forks and those of the critical probe before it at the same N and L (whose runs it
+  /// takes): the next probes of a search are above a probe that fits, and may be below one that
+  /// does not.
   bool replay(const std::vector<item>& all, const std::vector<std::size_t>& order, bool critical_only) {
-    pending_forks_.clear();
+    if (critical_only) pending_forks_.clear();
     ran_now_.clear();
     const bool ok = replay_order(all, order, critical_only);
     ran_before_ = std::move(ran_now_);
     ran_now_.clear();
-    if (ok) {                                 // the next probes of the request search are above this N
+    if (ok && critical_only) return true;  // its forks wait for the whole probe
+    if (ok) {
       for (fork_entry& f : pending_forks_) {  // (one search: the other of N and L is the same)
         std::erase_if(forks_, [&](const fork_entry& e) { return e.key == f.key; });
         forks_.push_back(std::move(f));
