@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -290,6 +291,305 @@ TEST(AllocSimFast, RandomWorkloadsHaveTheReferencePeaks) {
   }
   EXPECT_GE(compared, 300) << refused << " refused";
   EXPECT_GT(skipped, 0);
+}
+
+// The staggered twin of an all-at-once run (`sim_result::staggered_twin_gap`, which the fit
+// searches use to skip a staggered workload): every request i admitted at step i x g or later
+// makes the staggered run with gap g (and any smaller one) the same run, with the same peaks, the
+// step-by-step reference's; seeded random workloads under the running-first schedulers.
+TEST(AllocSimFast, StaggeredTwinHasTheAllAtOncePeaks) {
+  std::uint64_t x = 0x7a1541ULL;
+  const auto pick = [&](std::int64_t lo, std::int64_t hi) {  // uniform in [lo, hi]
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    return lo + static_cast<std::int64_t>((x >> 33) % static_cast<std::uint64_t>(hi - lo + 1));
+  };
+  const std::array<const model_config*, 3> models = {&deepseek_v4_flash, &deepseek_v4_pro, &deepseek_v4_1_flash};
+  const std::array<allocation_policy, 3> presets = {vllm_policy, tokenspeed_policy, tokenspeed_default_policy};
+  int twins = 0;
+  int others = 0;
+  for (int k = 0; k < 300; ++k) {
+    const model_config& m = *models[static_cast<std::size_t>(pick(0, 2))];
+    plan_options o;
+    o.policy = presets[static_cast<std::size_t>(pick(0, 2))];
+    o.policy.overlap = pick(0, 1) == 1;
+    o.pools = pick(0, 3) == 0 ? pools_choice::own : pools_choice::engine;
+    o.tokens_per_step = pick(1, 4);
+    o.context_tokens = std::max(o.tokens_per_step, pick(0, 3) == 0 ? pick(2, 300) : pick(300, 4000));
+    o.prefill_chunk_tokens = std::max(o.tokens_per_step, pick(0, 1) == 0 ? pick(1, 600) : pick(600, 9000));
+    o.max_running_requests = 160;
+    const memory_plan plan = build_memory_plan(m, o);
+    const policy_variants vs = concrete_variants(o.policy);
+    allocation_policy v = vs.items[static_cast<std::size_t>(pick(0, vs.count - 1))];
+    v.overlap = o.policy.overlap;
+    const std::int64_t n = pick(2, 40);
+    sim_workload w{.requests = n,
+                   .context_tokens = o.context_tokens,
+                   .tokens_per_step = o.tokens_per_step,
+                   .step_budget_tokens = o.prefill_chunk_tokens,
+                   .prompt_tokens = pick(1, o.context_tokens - 1),
+                   .accepted_tokens = pick(1, o.tokens_per_step),
+                   .max_running = pick(0, 2) == 0 ? pick(1, n) : 0};
+    const std::string what =
+        fmt::format("case {}: {} {} overlap={} N={} L={} s={} B={} P={} a={} cap={}", k, m.name.view(),
+                    to_string(v.engine), v.overlap, n, w.context_tokens, w.tokens_per_step, w.step_budget_tokens,
+                    w.prompt_tokens, w.accepted_tokens, w.max_running);
+    sim_result exact;
+    try {
+      exact = simulate(plan.pools, v, w, {.fast_forward = false});
+    } catch (const std::invalid_argument&) {
+      continue;  // a workload the reference refuses (no progress): not a case
+    }
+    const sim_result fast = simulate(plan.pools, v, w);
+    ASSERT_EQ(fast.staggered_twin_gap, exact.staggered_twin_gap) << what;
+    if (v.scheduler != scheduler_kind::running_first) {
+      EXPECT_EQ(exact.staggered_twin_gap, 0) << what;
+      continue;
+    }
+    if (exact.staggered_twin_gap < 1) {
+      ++others;
+      continue;
+    }
+    ++twins;
+    w.arrivals = arrival_pattern::staggered;
+    w.arrival_gap_steps = std::min<std::int64_t>(exact.staggered_twin_gap, pick(1, 3));
+    for (const bool ff : {false, true}) {
+      const sim_result twin = simulate(plan.pools, v, w, {.fast_forward = ff});
+      ASSERT_EQ(twin.peak_pages, exact.peak_pages) << what << " gap " << w.arrival_gap_steps << " ff " << ff;
+      ASSERT_EQ(twin.peak_bytes, exact.peak_bytes) << what;
+      ASSERT_EQ(twin.peak_blocks, exact.peak_blocks) << what;
+      ASSERT_EQ(twin.peak_admission_blocks, exact.peak_admission_blocks) << what;
+      ASSERT_EQ(twin.steps, exact.steps) << what;
+      ASSERT_EQ(twin.finished, exact.finished) << what;
+      if (!ff) {
+        EXPECT_EQ(twin.visits, exact.visits) << what;  // step for step
+      }
+    }
+  }
+  EXPECT_GE(twins, 40);
+  EXPECT_GE(others, 10);
+}
+
+// A run resumed from the fork of a run with fewer requests (detail::simulator::keep_fork /
+// resumed, the request search's probes) is the run from step 0: every peak, step and replayed
+// step the same; seeded random workloads, every arrival pattern, both replays.
+TEST(AllocSimFast, ResumedForkIsTheRunFromStepZero) {
+  std::uint64_t x = 0xf04c41ULL;
+  const auto pick = [&](std::int64_t lo, std::int64_t hi) {  // uniform in [lo, hi]
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    return lo + static_cast<std::int64_t>((x >> 33) % static_cast<std::uint64_t>(hi - lo + 1));
+  };
+  const std::array<const model_config*, 3> models = {&deepseek_v4_flash, &deepseek_v4_pro, &deepseek_v4_1_flash};
+  const std::array<allocation_policy, 3> presets = {vllm_policy, tokenspeed_policy, tokenspeed_default_policy};
+  std::array<int, 3> resumed{};
+  for (int k = 0; k < 300; ++k) {
+    const model_config& m = *models[static_cast<std::size_t>(pick(0, 2))];
+    plan_options o;
+    o.policy = presets[static_cast<std::size_t>(pick(0, 2))];
+    o.policy.overlap = pick(0, 1) == 1;
+    o.pools = pick(0, 3) == 0 ? pools_choice::own : pools_choice::engine;
+    o.tokens_per_step = pick(1, 4);
+    o.context_tokens = std::max(o.tokens_per_step, pick(0, 3) == 0 ? pick(2, 300) : pick(300, 4000));
+    o.prefill_chunk_tokens = std::max(o.tokens_per_step, pick(0, 1) == 0 ? pick(1, 600) : pick(600, 9000));
+    o.max_running_requests = 160;
+    const memory_plan plan = build_memory_plan(m, o);
+    const policy_variants vs = concrete_variants(o.policy);
+    allocation_policy v = vs.items[static_cast<std::size_t>(pick(0, vs.count - 1))];
+    v.overlap = o.policy.overlap;
+    const std::int64_t n = pick(1, 40);
+    sim_workload w{.requests = n,
+                   .context_tokens = o.context_tokens,
+                   .tokens_per_step = o.tokens_per_step,
+                   .step_budget_tokens = o.prefill_chunk_tokens,
+                   .prompt_tokens = pick(1, o.context_tokens - 1),
+                   .accepted_tokens = pick(1, o.tokens_per_step),
+                   .arrivals = static_cast<arrival_pattern>(pick(0, 2)),
+                   .arrival_gap_steps = pick(1, 7),
+                   .completions = 0,
+                   .max_running = pick(0, 2) == 0 ? pick(1, 60) : 0};
+    const std::int64_t more = n + pick(0, 12);
+    const std::string what = fmt::format(
+        "case {}: {} {} overlap={} N={} -> {} L={} s={} B={} P={} a={} arr={} gap={} cap={}", k, m.name.view(),
+        to_string(v.engine), v.overlap, n, more, w.context_tokens, w.tokens_per_step, w.step_budget_tokens,
+        w.prompt_tokens, w.accepted_tokens, to_string(w.arrivals), w.arrival_gap_steps, w.max_running);
+    for (const bool ff : {false, true}) {
+      std::optional<detail::simulator> fork;
+      sim_workload wm = w;
+      wm.requests = more;
+      sim_result want;
+      try {
+        detail::simulator first(plan.pools, v, w, {.fast_forward = ff});
+        first.keep_fork(&fork);
+        (void)first.run();
+        want = simulate(plan.pools, v, wm, {.fast_forward = ff});
+      } catch (const std::invalid_argument&) {
+        break;  // a workload the simulator refuses (no progress): not a case
+      }
+      if (!fork) continue;
+      ++resumed[static_cast<std::size_t>(w.arrivals)];
+      const sim_result got = fork->resumed(more, {.fast_forward = ff}).run();
+      ASSERT_EQ(got.peak_pages, want.peak_pages) << what << " ff " << ff;
+      ASSERT_EQ(got.peak_bytes, want.peak_bytes) << what << " ff " << ff;
+      ASSERT_EQ(got.peak_blocks, want.peak_blocks) << what << " ff " << ff;
+      ASSERT_EQ(got.peak_admission_blocks, want.peak_admission_blocks) << what << " ff " << ff;
+      ASSERT_EQ(got.steps, want.steps) << what << " ff " << ff;
+      ASSERT_EQ(got.replayed_steps, want.replayed_steps) << what << " ff " << ff;
+      ASSERT_EQ(got.finished, want.finished) << what << " ff " << ff;
+      ASSERT_EQ(got.staggered_twin_gap, want.staggered_twin_gap) << what << " ff " << ff;
+      ASSERT_LE(got.visits, want.visits) << what << " ff " << ff;
+    }
+  }
+  for (const int c : resumed) EXPECT_GE(c, 40);
+}
+
+// A run resumed from the fork of a run with a shorter context (detail::simulator::keep_fork with
+// fork_kind::context, resumed_context: the context search's probes) has the peaks and steps of
+// the run from step 0; seeded random workloads, every arrival pattern, both replays.
+TEST(AllocSimFast, ResumedContextForkHasThePeaksOfTheRunFromStepZero) {
+  std::uint64_t x = 0xc0e741ULL;
+  const auto pick = [&](std::int64_t lo, std::int64_t hi) {  // uniform in [lo, hi]
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    return lo + static_cast<std::int64_t>((x >> 33) % static_cast<std::uint64_t>(hi - lo + 1));
+  };
+  const std::array<const model_config*, 3> models = {&deepseek_v4_flash, &deepseek_v4_pro, &deepseek_v4_1_flash};
+  const std::array<allocation_policy, 3> presets = {vllm_policy, tokenspeed_policy, tokenspeed_default_policy};
+  std::array<int, 3> resumed{};
+  int refused = 0;
+  for (int k = 0; k < 400; ++k) {
+    const model_config& m = *models[static_cast<std::size_t>(pick(0, 2))];
+    plan_options o;
+    o.policy = presets[static_cast<std::size_t>(pick(0, 2))];
+    o.policy.overlap = pick(0, 1) == 1;
+    o.pools = pick(0, 3) == 0 ? pools_choice::own : pools_choice::engine;
+    o.tokens_per_step = pick(1, 4);
+    o.context_tokens = std::max(o.tokens_per_step, pick(0, 3) == 0 ? pick(2, 600) : pick(600, 5000));
+    o.prefill_chunk_tokens = std::max(o.tokens_per_step, pick(0, 1) == 0 ? pick(1, 300) : pick(300, 2000));
+    o.max_running_requests = 160;
+    const memory_plan plan = build_memory_plan(m, o);
+    const policy_variants vs = concrete_variants(o.policy);
+    allocation_policy v = vs.items[static_cast<std::size_t>(pick(0, vs.count - 1))];
+    v.overlap = o.policy.overlap;
+    const std::int64_t n = pick(1, 40);
+    sim_workload w{.requests = n,
+                   .context_tokens = o.context_tokens,
+                   .tokens_per_step = o.tokens_per_step,
+                   .step_budget_tokens = o.prefill_chunk_tokens,
+                   .prompt_tokens = pick(1, std::min<std::int64_t>(o.context_tokens - 1, 700)),
+                   .accepted_tokens = pick(1, o.tokens_per_step),
+                   .arrivals = static_cast<arrival_pattern>(pick(0, 2)),
+                   .arrival_gap_steps = pick(1, 7),
+                   .completions = 0,
+                   .max_running = pick(0, 2) == 0 ? pick(1, 60) : 0};
+    const std::int64_t longer = w.context_tokens + pick(0, 3000);
+    const std::string what =
+        fmt::format("case {}: {} {} overlap={} pools={} N={} L={} -> {} s={} B={} P={} a={} arr={} gap={} cap={}", k,
+                    m.name.view(), to_string(v.engine), v.overlap, static_cast<int>(o.pools), n, w.context_tokens,
+                    longer, w.tokens_per_step, w.step_budget_tokens, w.prompt_tokens, w.accepted_tokens,
+                    to_string(w.arrivals), w.arrival_gap_steps, w.max_running);
+    for (const bool ff : {false, true}) {
+      std::optional<detail::simulator> fork;
+      sim_workload wl = w;
+      wl.context_tokens = longer;
+      sim_result want;
+      try {
+        detail::simulator first(plan.pools, v, w, {.fast_forward = ff});
+        first.keep_fork(&fork, detail::fork_kind::context);
+        (void)first.run();
+        want = simulate(plan.pools, v, wl, {.fast_forward = ff});
+      } catch (const std::invalid_argument&) {
+        ++refused;
+        break;  // a workload the simulator refuses (no progress): not a case
+      }
+      if (!fork) continue;
+      std::optional<detail::simulator> next = fork->resumed_context(longer, plan.pools, {.fast_forward = ff});
+      if (!next) continue;  // the longer context changes a table's rules
+      ++resumed[static_cast<std::size_t>(w.arrivals)];
+      const sim_result got = next->run();
+      ASSERT_EQ(got.peak_pages, want.peak_pages) << what << " ff " << ff;
+      ASSERT_EQ(got.peak_bytes, want.peak_bytes) << what << " ff " << ff;
+      ASSERT_EQ(got.peak_blocks, want.peak_blocks) << what << " ff " << ff;
+      ASSERT_EQ(got.peak_admission_blocks, want.peak_admission_blocks) << what << " ff " << ff;
+      ASSERT_EQ(got.steps, want.steps) << what << " ff " << ff;
+      ASSERT_EQ(got.finished, want.finished) << what << " ff " << ff;
+      if (!ff) {
+        ASSERT_EQ(got.replayed_steps, want.replayed_steps) << what;  // step for step
+      }
+    }
+  }
+  for (const int c : resumed) EXPECT_GE(c, 40) << refused << " refused";
+}
+
+// A run stopped once settled (sim_options::stop_when_settled: no later step can raise the peak a
+// capacity bounds) has that peak of the whole run: a shared pool's blocks (and admission blocks),
+// a parent arena's pages of every table, own pools' bytes; seeded random workloads, every arrival
+// pattern, both replays.
+TEST(AllocSimFast, SettledRunHasTheWholeRunsBoundPeak) {
+  std::uint64_t x = 0x5e7741ULL;
+  const auto pick = [&](std::int64_t lo, std::int64_t hi) {  // uniform in [lo, hi]
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    return lo + static_cast<std::int64_t>((x >> 33) % static_cast<std::uint64_t>(hi - lo + 1));
+  };
+  const std::array<const model_config*, 3> models = {&deepseek_v4_flash, &deepseek_v4_pro, &deepseek_v4_1_flash};
+  const std::array<allocation_policy, 3> presets = {vllm_policy, tokenspeed_policy, tokenspeed_default_policy};
+  std::array<int, 3> settled{};
+  std::int64_t saved = 0;
+  for (int k = 0; k < 500; ++k) {
+    const model_config& m = *models[static_cast<std::size_t>(pick(0, 2))];
+    plan_options o;
+    o.policy = presets[static_cast<std::size_t>(pick(0, 2))];
+    o.policy.overlap = pick(0, 1) == 1;
+    o.pools = pick(0, 3) == 0 ? pools_choice::own : pools_choice::engine;
+    o.tokens_per_step = pick(1, 4);
+    o.context_tokens = std::max(o.tokens_per_step, pick(0, 3) == 0 ? pick(2, 600) : pick(600, 6000));
+    o.prefill_chunk_tokens = std::max(o.tokens_per_step, pick(0, 1) == 0 ? pick(1, 600) : pick(600, 9000));
+    o.max_running_requests = 160;
+    const memory_plan plan = build_memory_plan(m, o);
+    const policy_variants vs = concrete_variants(o.policy);
+    allocation_policy v = vs.items[static_cast<std::size_t>(pick(0, vs.count - 1))];
+    v.overlap = o.policy.overlap;
+    const std::int64_t n = pick(1, 60);
+    sim_workload w{.requests = n,
+                   .context_tokens = o.context_tokens,
+                   .tokens_per_step = o.tokens_per_step,
+                   .step_budget_tokens = o.prefill_chunk_tokens,
+                   .prompt_tokens = pick(1, o.context_tokens - 1),
+                   .accepted_tokens = pick(1, o.tokens_per_step),
+                   .arrivals = static_cast<arrival_pattern>(pick(0, 2)),
+                   .arrival_gap_steps = pick(1, 7),
+                   .completions = 0,
+                   .max_running = pick(0, 2) == 0 ? pick(1, n) : 0};
+    const std::string what =
+        fmt::format("case {}: {} {} overlap={} pools={} N={} L={} s={} B={} P={} a={} arr={} gap={} cap={}", k,
+                    m.name.view(), to_string(v.engine), v.overlap, to_string(plan.pools.structure), n, w.context_tokens,
+                    w.tokens_per_step, w.step_budget_tokens, w.prompt_tokens, w.accepted_tokens, to_string(w.arrivals),
+                    w.arrival_gap_steps, w.max_running);
+    for (const bool ff : {false, true}) {
+      sim_result whole;
+      try {
+        whole = simulate(plan.pools, v, w, {.fast_forward = ff});
+      } catch (const std::invalid_argument&) {
+        break;  // a workload the simulator refuses (no progress): not a case
+      }
+      const sim_result r = simulate(plan.pools, v, w, {.fast_forward = ff, .stop_when_settled = true});
+      ASSERT_FALSE(r.exceeded || r.incomplete) << what;
+      if (!r.settled) {
+        ASSERT_EQ(r.visits, whole.visits) << what;
+        continue;
+      }
+      ++settled[static_cast<std::size_t>(w.arrivals)];
+      saved += whole.visits - r.visits;
+      ASSERT_EQ(r.peak_admission_blocks, whole.peak_admission_blocks) << what << " ff " << ff;
+      if (plan.pools.structure == pool_structure::shared_block_pool) {
+        ASSERT_EQ(r.peak_blocks, whole.peak_blocks) << what << " ff " << ff;
+      } else if (plan.pools.structure == pool_structure::parent_arena) {
+        ASSERT_EQ(r.peak_pages, whole.peak_pages) << what << " ff " << ff;
+      } else {
+        ASSERT_EQ(r.peak_bytes, whole.peak_bytes) << what << " ff " << ff;
+      }
+    }
+  }
+  EXPECT_GE(settled[0], 40);
+  EXPECT_GE(settled[1], 40);
+  EXPECT_GT(saved, 0);
 }
 
 // A probe past the capacity stops at its first failing workload, with the same verdict.

@@ -37,6 +37,15 @@
 // same sliding pages and at least the full-history pages of every skipped step.
 // `simulate(..., {.fast_forward = false})` replays every step; a test runs both and compares
 // every peak.
+//
+// Fit searches (`max_requests_simulated`, `max_context_simulated`, issue 41) replay the same
+// workloads at many N or L, and skip work that cannot change an answer: a staggered workload
+// whose all-at-once twin admitted every request no earlier than it would arrive is that run
+// (`sim_result::staggered_twin_gap`); a probe resumes each run from the fork of the same
+// workload's run in the last probe that fitted (`simulator::keep_fork`: the state up to which
+// more requests, or a longer context, change nothing); a run stops once no later step can raise
+// the peak the capacity bounds (`sim_options::stop_when_settled`). Property tests compare each
+// with whole runs (tests/alloc_sim_test.cpp, AllocSimFast.*).
 #pragma once
 
 #include <algorithm>
@@ -46,6 +55,7 @@
 #include <deque>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -109,9 +119,19 @@ struct sim_result {
   std::int64_t simulations = 0;     ///< Workloads simulated (1 for `simulate`).
   std::int64_t visits = 0;          ///< Request visits made (scheduled requests over replayed steps).
   bool incomplete = false;          ///< Stopped at `sim_options::max_visits`: the peaks are of a part only.
+  /// All requests at once under a running-first scheduler: the largest arrival gap g (steps) for
+  /// which the staggered workload of the same requests (request i arriving at step i x g) is this
+  /// run step for step, i.e. every request i was admitted at step i x g or later (it waited in
+  /// both, and nothing else sees the queue); its peaks are this run's. INT64_MAX when no request
+  /// after the first was admitted; 0 for other workloads and schedulers. Of the replayed part only
+  /// when `incomplete` or `exceeded`.
+  std::int64_t staggered_twin_gap = 0;
   /// Stopped because a peak passed `sim_options::stop_above` (the peaks are of a part only, and
   /// already above it): the workload does not fit that capacity.
   bool exceeded = false;
+  /// Stopped at `sim_options::stop_when_settled`: the peak a capacity bounds is the whole run's
+  /// (the other peaks, `steps` and `finished` are of the part replayed).
+  bool settled = false;
 };
 
 /// Simulator switches.
@@ -128,6 +148,12 @@ struct sim_options {
   /// A parent arena: stop once sum over engine groups of ceil(peak pages / pages_per_block)
   /// (`sim_peak_parents`) passes this (0: no bound).
   std::int64_t stop_above_parents = 0;
+  /// Stop once no later step can raise the peak a capacity bounds (a shared pool's blocks, a
+  /// parent arena's peak pages of every table, own pools' bytes), marking the result `settled`:
+  /// every request arrived and admitted, every running one decoding, and the running requests,
+  /// each at the most pages it can hold in a table until it finishes, within that peak. The fit
+  /// searches use it (the drain after the last admission, one finish a step, is most of a run).
+  bool stop_when_settled = false;
 };
 
 namespace detail {
@@ -142,7 +168,11 @@ struct sim_group {
   std::uint64_t layer_page_bytes = 0;  ///< One page of the table: page bytes x layers, or the blocks of a shared pool.
   std::int64_t multiplicity = 1;       ///< Shared pool: engine groups of this rule (blocks per page).
   std::int64_t admission_cap = 0;      ///< Shared pool, sliding: vLLM's per-request cap at admission; else 0.
+  friend bool operator==(const sim_group&, const sim_group&) = default;
 };
+
+/// What a run's fork (`simulator::keep_fork`) is resumed with: more requests, or a longer context.
+enum class fork_kind : std::uint8_t { requests, context };
 
 /// One request's page table in one group: table entries [0, length), the first `freed` freed.
 struct sim_table {
@@ -214,6 +244,7 @@ class simulator {
 
     require(w.max_running >= 0, "max_running must be >= 0 (0: no cap)", {"max_running", w.max_running});
     shared_ = pools.structure == pool_structure::shared_block_pool;
+    structure_ = pools.structure;
     page_token_lcm_ = 1;
     const std::int64_t in_flight = vllm_in_flight_tokens(w.step_budget_tokens, p.overlap);
     for (int e = 0; e < pools.num_groups; ++e) {
@@ -256,34 +287,88 @@ class simulator {
       for (int g = 0; g < result_.num_groups; ++g)
         null_bytes_ = checked_add(null_bytes_, groups_[static_cast<std::size_t>(g)].layer_page_bytes);
     }
-    total_arrivals_ = w.arrivals == arrival_pattern::closed_loop
-                          ? (w.completions > 0 ? std::max(w.completions, w.requests) : 2 * w.requests)
-                          : w.requests;
+    if (w.arrivals == arrival_pattern::all_at_once && p.scheduler == scheduler_kind::running_first)
+      result_.staggered_twin_gap = std::numeric_limits<std::int64_t>::max();
+    total_arrivals_ = arrivals_of(w);
+  }
+
+  /// Requests that arrive in workload `w`: N, or a closed loop's completions.
+  [[nodiscard]] static std::int64_t arrivals_of(const sim_workload& w) {
+    if (w.arrivals != arrival_pattern::closed_loop) return w.requests;
+    return w.completions > 0 ? std::max(w.completions, w.requests) : 2 * w.requests;
+  }
+
+  /// `run` keeps in `out` a copy of itself at its fork, when it reaches one: the top of a step
+  /// (before its arrivals) where the state is also that of the same workload with more requests,
+  /// which `resumed` continues. Staggered arrivals: the step the last request arrives at (no
+  /// earlier step saw the number of requests). All at once, or a closed loop before its first
+  /// finish: a step that may admit the last waiting request (at most as many wait as the last step
+  /// admitted); up to there the queue never ran dry, and nothing else sees its length.
+  /// `fork_kind::context`: the first step after every arrival (before a closed loop's first
+  /// finish) while no request is within max(B, s) + 2s tokens of L and no table covers L: no
+  /// scheduling, extent, finish or memoized crossing has seen L yet (only the fast-forward's jump
+  /// lengths have, which change no peak); `resumed_context` continues it with a longer context.
+  void keep_fork(std::optional<simulator>* out, fork_kind kind = fork_kind::requests) {
+    fork_ = out;
+    fork_kind_ = kind;
+  }
+
+  /// This fork's run (see `keep_fork` with `fork_kind::context`) of its workload with a context of
+  /// `context` tokens (at least its own) on `pools` (its own) under options `o` (the same
+  /// `fast_forward`), or none when the longer context changes a table's rules (vLLM's admission
+  /// cap): the peaks and steps of `simulate` of that workload from step 0; its `visits` count the
+  /// steps from the fork on only. Throws as `simulate` for a context out of range.
+  [[nodiscard]] std::optional<simulator> resumed_context(std::int64_t context, const engine_pools& pools,
+                                                         const sim_options& o) const {
+    require(context >= w_.context_tokens, "a fork resumes with a context as long as its own or longer",
+            {"context_tokens", context});
+    require(o.fast_forward == o_.fast_forward, "a fork resumes with its own fast_forward switch");
+    sim_workload w = w_;
+    w.context_tokens = context;
+    const simulator fresh(pools, p_, w, o);
+    if (fresh.groups_ != groups_ || fresh.result_.num_groups != result_.num_groups) return std::nullopt;
+    simulator s = *this;
+    s.w_ = w;
+    s.o_ = o;
+    s.result_.visits = 0;
+    s.fork_ = nullptr;
+    return s;
+  }
+
+  /// This fork's run (see `keep_fork`) of its workload with `requests` requests (at least its
+  /// own) under options `o` (the same `fast_forward`): the same run as `simulate` of that
+  /// workload from step 0, every peak and step the same; its `visits` count the steps from the
+  /// fork on only.
+  [[nodiscard]] simulator resumed(std::int64_t requests, const sim_options& o) const {
+    require(requests >= w_.requests && requests <= (std::int64_t{1} << 20),
+            "a fork resumes with as many requests as its own or more, at most 2^20", {"requests", requests});
+    require(o.fast_forward == o_.fast_forward, "a fork resumes with its own fast_forward switch");
+    simulator s = *this;
+    s.w_.requests = requests;
+    s.total_arrivals_ = arrivals_of(s.w_);
+    // All requests arrived at step 0: a step that noted the arrivals noted all of them.
+    if (w_.arrivals != arrival_pattern::staggered && s.no_room_arrived_ == arrived_) s.no_room_arrived_ = requests;
+    s.o_ = o;
+    s.result_.visits = 0;
+    s.fork_ = nullptr;
+    return s;
   }
 
   sim_result run() {
-    std::int64_t step = 0;
-    std::int64_t steady = 0;
-    std::int64_t idle = 0;  // consecutive steps that scheduled nothing
-    std::vector<sim_sched> prev;
-    std::vector<sim_sched> cur;
-    // While one steady schedule lasts, the steps it certainly lasts shrink by one a step: once too
-    // few for a jump, none is possible until the schedule changes.
-    bool no_room = false;
-    std::int64_t no_room_arrived = 0;
-    prev.reserve(static_cast<std::size_t>(std::min<std::int64_t>(w_.requests, 1 << 16)));
-    cur.reserve(prev.capacity());
+    prev_.reserve(static_cast<std::size_t>(std::min<std::int64_t>(w_.requests, 1 << 16)));
+    cur_.reserve(prev_.capacity());
     // Every request finishes after at most (P + L) steps alone; a generous guard against a bug.
     while (finished_ < total_arrivals_ || zombies_ > 0) {  // every arrival finishes
-      arrive(step);
-      release_held(prev);
-      cur.clear();
-      bool event = schedule(cur);
+      if (fork_ != nullptr) take_fork();
+      arrive(step_);
+      release_held(prev_);
+      cur_.clear();
+      bool event = schedule(cur_, step_);
       measure();
-      event |= advance(cur);
-      ++step;
+      event |= advance(cur_);
+      ++step_;
       ++result_.replayed_steps;
-      result_.visits += static_cast<std::int64_t>(cur.size()) + 1;
+      result_.visits += static_cast<std::int64_t>(cur_.size()) + 1;
       if (o_.max_visits > 0 && result_.visits > o_.max_visits) {
         result_.incomplete = true;
         break;
@@ -292,26 +377,31 @@ class simulator {
         result_.exceeded = true;
         break;
       }
-      if (o_.fast_forward && !event && !cur.empty() && zombies_ == 0 && cur == prev) {
-        ++steady;
-        if (no_room && arrived_ != no_room_arrived) no_room = false;  // a waiting arrival moves the next one
-        if (steady >= 2 && !no_room) {
-          const std::int64_t jumped = fast_forward(cur, step);
+      if (o_.stop_when_settled && settled()) {
+        result_.settled = true;
+        break;
+      }
+      if (o_.fast_forward && !event && !cur_.empty() && zombies_ == 0 && cur_ == prev_) {
+        ++steady_;
+        if (no_room_ && arrived_ != no_room_arrived_) no_room_ = false;  // a waiting arrival moves the next one
+        if (steady_ >= 2 && !no_room_) {
+          const std::int64_t jumped = fast_forward(cur_, step_);
           if (jumped > 0) {
-            step += jumped;
-            steady = 0;
+            step_ += jumped;
+            steady_ = 0;
           }
-          no_room = jumped < 0;
-          no_room_arrived = arrived_;
+          no_room_ = jumped < 0;
+          no_room_arrived_ = arrived_;
         }
       } else {
-        steady = 0;
-        no_room = false;
+        steady_ = 0;
+        no_room_ = false;
       }
-      idle = cur.empty() && zombies_ == 0 ? idle + 1 : 0;
-      require(idle <= w_.arrival_gap_steps + 1, "simulation makes no progress (internal error)", {"step", step});
-      std::swap(prev, cur);
+      idle_ = cur_.empty() && zombies_ == 0 ? idle_ + 1 : 0;
+      require(idle_ <= w_.arrival_gap_steps + 1, "simulation makes no progress (internal error)", {"step", step_});
+      std::swap(prev_, cur_);
     }
+    const std::int64_t step = step_;
     result_.steps = step;
     result_.finished = finished_;
     result_.simulations = 1;
@@ -319,6 +409,51 @@ class simulator {
   }
 
  private:
+  /// At the top of a step: keeps the fork there (see `keep_fork`), or gives up on one.
+  void take_fork() {
+    if (fork_kind_ == fork_kind::context) {
+      if (finished_ > 0) fork_ = nullptr;  // too late (L decided a finish)
+      if (fork_ == nullptr || step_ == 0 || zombies_ > 0 || !waiting_.empty() ||
+          arrived_ != (w_.arrivals == arrival_pattern::staggered ? total_arrivals_ : w_.requests))
+        return;
+      if (!far_from_context()) {  // and from now on: computed tokens and tables only grow until a finish
+        fork_ = nullptr;
+        return;
+      }
+    } else if (!at_fork()) {
+      return;
+    }
+    fork_->emplace(*this);
+    (*fork_)->fork_ = nullptr;
+    fork_ = nullptr;
+  }
+
+  /// Whether no running request's next step reaches L (max(B, s) + 2s tokens: chunk or decode,
+  /// lookahead, a last chunk's reserve) and no table covers L: nothing has seen L yet.
+  [[nodiscard]] bool far_from_context() const {
+    const std::int64_t reach = std::max(w_.step_budget_tokens, w_.tokens_per_step) + 2 * w_.tokens_per_step;
+    for (const std::size_t i : running_) {
+      const sim_request& r = reqs_[i];
+      if (r.computed + reach >= w_.context_tokens) return false;
+      for (int g = 0; g < result_.num_groups; ++g) {
+        const sim_group& sg = groups_[static_cast<std::size_t>(g)];
+        if (!sg.ring && r.tables[static_cast<std::size_t>(g)].length * sg.page_tokens >= w_.context_tokens)
+          return false;
+      }
+    }
+    return true;
+  }
+
+  /// Whether `run` is at its fork for more requests (see `keep_fork`).
+  [[nodiscard]] bool at_fork() const {
+    if (w_.arrivals == arrival_pattern::staggered)
+      return arrived_ >= 1 && arrived_ + 1 == total_arrivals_ && step_ == arrived_ * w_.arrival_gap_steps;
+    if (step_ == 0 || arrived_ != w_.requests || waiting_.empty() ||
+        static_cast<std::int64_t>(waiting_.size()) > admitted_last_)
+      return false;
+    return w_.arrivals == arrival_pattern::all_at_once || finished_ == 0;
+  }
+
   // ---- arrivals ----
   void arrive(std::int64_t step) {
     if (w_.arrivals == arrival_pattern::staggered) {
@@ -400,9 +535,9 @@ class simulator {
   }
 
   // ---- scheduling ----
-  /// Fills `out` with this step's scheduled requests and allocates their pages. Returns true
+  /// Fills `out` with step `step`'s scheduled requests and allocates their pages. Returns true
   /// if anything but steady work happened (an admission).
-  bool schedule(std::vector<sim_sched>& out) {
+  bool schedule(std::vector<sim_sched>& out, std::int64_t step) {
     const std::int64_t s = w_.tokens_per_step;
     const std::int64_t L = w_.context_tokens;
     std::int64_t budget = w_.step_budget_tokens;
@@ -434,6 +569,7 @@ class simulator {
       out.push_back(sc);
     }
     const bool may_admit = p_.scheduler == scheduler_kind::running_first || prefill_only;
+    admitted_last_ = 0;
     while (may_admit && budget > 0 && !waiting_.empty()) {
       if (w_.max_running > 0 && static_cast<std::int64_t>(running_.size()) >= w_.max_running) break;
       if (shared_)
@@ -444,6 +580,9 @@ class simulator {
       sim_request& r = reqs_[i];
       r.phase = req_phase::prefill;
       running_.push_back(i);
+      ++admitted_last_;
+      if (r.id > 0)  // staggered by g, request i arrives at step i x g: admitted no earlier iff g <= step / i
+        result_.staggered_twin_gap = std::min(result_.staggered_twin_gap, step / r.id);
       sim_sched sc{.index = i, .first_chunk = true};
       sc.tokens = std::min(w_.prompt_tokens, budget);
       sc.lookahead = p_.has(first_chunk_lookahead::spec) ? s - 1 : 0;
@@ -557,6 +696,89 @@ class simulator {
     r.quiet_until = until;
     r.quiet_tokens = sc.tokens;
     r.quiet_lookahead = sc.lookahead;
+  }
+
+  /// Whether no later step can raise the peak a capacity bounds (`sim_options::stop_when_settled`).
+  /// With nothing left to arrive or wait and every running request decoding, a request holds at
+  /// most `settle_pages_[g]` pages of table g until it finishes (if it holds no more now): a
+  /// full-history table grows to cover at most L - 2 + s + lookahead tokens, a ring holds one
+  /// page, and a sliding table holds at most max over c of pages_for(c + s + lookahead) -
+  /// expired_pages(its expiry position at c - lag) (lag: the tokens a step keeps under overlap,
+  /// whose frees reach the pool a step late; periodic in c with period R once c >= c_min), since
+  /// its length is the largest extent allocated and its freed prefix at least the last expiry's.
+  /// Zombies are gone by the next step. A request settles once it kept a decode (the lag is then
+  /// a decode's).
+  [[nodiscard]] bool settled() {
+    if (arrived_ < total_arrivals_ || !waiting_.empty() || running_.empty()) return false;
+    if (settle_skip_ > 0) {
+      --settle_skip_;
+      return false;
+    }
+    if (settle_pages_[0] < 0) settle_bounds();
+    const auto n = static_cast<std::int64_t>(running_.size());
+    if (structure_ == pool_structure::shared_block_pool) {
+      std::int64_t blocks = 0;
+      for (int g = 0; g < result_.num_groups; ++g) {
+        const auto gi = static_cast<std::size_t>(g);
+        blocks += n * settle_pages_[gi] * groups_[gi].multiplicity;
+      }
+      if (blocks > result_.peak_blocks) return false;
+    } else if (structure_ == pool_structure::parent_arena) {
+      for (int g = 0; g < result_.num_groups; ++g)
+        if (n * settle_pages_[static_cast<std::size_t>(g)] > result_.peak_pages[static_cast<std::size_t>(g)])
+          return false;
+    } else {
+      std::uint64_t bytes = null_bytes_;
+      for (int g = 0; g < result_.num_groups; ++g) {
+        const auto gi = static_cast<std::size_t>(g);
+        bytes = checked_add(
+            bytes, checked_mul(static_cast<std::uint64_t>(n * settle_pages_[gi]), groups_[gi].layer_page_bytes));
+      }
+      if (bytes > result_.peak_bytes) return false;
+    }
+    for (const std::size_t i : running_) {
+      const sim_request& r = reqs_[i];
+      // (a decode kept since the prompt: the last allocation was a decode's, whose frees the next
+      // step's pool sees; the last chunk's expiry lags further behind)
+      bool within = r.phase == req_phase::decode && r.computed > w_.prompt_tokens && r.computed >= settle_min_computed_;
+      for (int g = 0; g < result_.num_groups && within; ++g) {
+        const auto gi = static_cast<std::size_t>(g);
+        within = held(r.tables[gi]) <= settle_pages_[gi];
+      }
+      if (!within) {
+        settle_skip_ = n;  // not before many steps
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /// `settle_pages_` and `settle_min_computed_` (see `settled`).
+  void settle_bounds() {
+    const std::int64_t s = w_.tokens_per_step;
+    const std::int64_t lookahead = p_.running_lookahead ? s - 1 : 0;
+    const std::int64_t lag = p_.overlap ? w_.accepted_tokens : 0;
+    const std::int64_t admission_shift = p_.expiry == expiry_timing::own_admission ? s - 1 : 0;
+    settle_min_computed_ = 0;
+    for (int g = 0; g < result_.num_groups; ++g) {
+      const sim_group& sg = groups_[static_cast<std::size_t>(g)];
+      if (sg.sliding)
+        settle_min_computed_ = std::max(settle_min_computed_, sg.window + lag + admission_shift + sg.page_tokens);
+    }
+    for (int g = 0; g < result_.num_groups; ++g) {
+      const sim_group& sg = groups_[static_cast<std::size_t>(g)];
+      std::int64_t pages = 0;
+      if (sg.ring) {
+        pages = 1;
+      } else if (!sg.sliding) {
+        const std::int64_t e = w_.context_tokens - 2 + s + lookahead;
+        pages = pages_for(sg, p_.extent_capped ? std::min(e, w_.context_tokens) : e);
+      } else {
+        for (std::int64_t c = settle_min_computed_; c < settle_min_computed_ + sg.page_tokens; ++c)
+          pages = std::max(pages, pages_for(sg, c + s + lookahead) - expired_pages(sg, c - lag - admission_shift));
+      }
+      settle_pages_[static_cast<std::size_t>(g)] = pages;
+    }
   }
 
   /// Whether the peaks passed `sim_options::stop_above_*`.
@@ -730,6 +952,29 @@ class simulator {
   std::vector<std::size_t> running_;
   std::vector<std::size_t> zombie_list_;
   sim_result result_;
+  // The loop of `run` (kept here so that a fork resumes it).
+  std::int64_t step_ = 0;
+  std::int64_t steady_ = 0;  ///< Steps the schedule has repeated.
+  std::int64_t idle_ = 0;    ///< Consecutive steps that scheduled nothing.
+  /// While one steady schedule lasts, the steps it certainly lasts shrink by one a step: once too
+  /// few for a jump, none is possible until the schedule changes.
+  bool no_room_ = false;
+  std::int64_t no_room_arrived_ = 0;
+  std::int64_t admitted_last_ = 0;  ///< Requests admitted in the last step.
+  std::vector<sim_sched> prev_;
+  std::vector<sim_sched> cur_;
+  std::optional<simulator>* fork_ = nullptr;  ///< Where `run` keeps its fork (see `keep_fork`), until it does.
+  fork_kind fork_kind_ = fork_kind::requests;
+  pool_structure structure_ = pool_structure::own_pools;
+  /// `settled`: per table the most pages a decoding request holds until it finishes (-1: not
+  /// computed yet), from `settle_min_computed_` computed tokens on; steps before the next check.
+  std::array<std::int64_t, kMaxSimTables> settle_pages_ = [] {
+    std::array<std::int64_t, kMaxSimTables> a{};
+    a.fill(-1);
+    return a;
+  }();
+  std::int64_t settle_min_computed_ = 0;
+  std::int64_t settle_skip_ = 0;
 };
 
 }  // namespace detail
@@ -975,6 +1220,7 @@ class fit_prober {
   fit_prober(const engine_pools& pools, const allocation_policy& p, std::int64_t s, std::int64_t B,
              const sim_capacity& cap, const sim_search& search, sim_work_budget* budget)
       : pools_(pools), p_(p), s_(s), B_(B), cap_(cap), search_(search), budget_(budget) {
+    search_.sim.stop_when_settled = true;  // the probes need the peak the capacity bounds only
     if (pools.structure == pool_structure::shared_block_pool) {
       if (cap.usable_blocks > 0) search_.sim.stop_above_blocks = cap.usable_blocks;
     } else if (pools.structure == pool_structure::own_pools) {
@@ -985,6 +1231,16 @@ class fit_prober {
   }
 
   [[nodiscard]] std::size_t critical_count() const { return critical_.size(); }
+
+  /// Keeps each run's fork (simulator::keep_fork) after a probe that fits, and starts a run of
+  /// the same workload with more requests (`fork_kind::requests`) or a longer context
+  /// (`fork_kind::context`, prompts counted from the start only) from it: for the request and
+  /// context searches, whose probes after one that fits are all above it. The answers are the
+  /// same (a run from its fork has the peaks of the run from step 0).
+  void keep_forks(fork_kind kind) {
+    keep_forks_ = true;
+    fork_kind_ = kind;
+  }
 
   /// `simulated_fit`'s answer at (N, L): the critical workloads alone first (a cheap refusal),
   /// then every workload.
@@ -1064,22 +1320,56 @@ class fit_prober {
     scores_.clear();
   }
 
+  /// `replay_order`, keeping its complete runs for the next probe and, once a whole probe fits,
+  /// its forks and those of the critical probe before it at the same N and L (whose runs it
+  /// takes): the next probes of a search are above a probe that fits, and may be below one that
+  /// does not.
+  bool replay(const std::vector<item>& all, const std::vector<std::size_t>& order, bool critical_only) {
+    if (critical_only) pending_forks_.clear();
+    ran_now_.clear();
+    const bool ok = replay_order(all, order, critical_only);
+    ran_before_ = std::move(ran_now_);
+    ran_now_.clear();
+    if (ok && critical_only) return true;  // its forks wait for the whole probe
+    if (ok) {
+      for (fork_entry& f : pending_forks_) {  // (one search: the other of N and L is the same)
+        std::erase_if(forks_, [&](const fork_entry& e) { return e.key == f.key; });
+        forks_.push_back(std::move(f));
+      }
+    }
+    pending_forks_.clear();
+    return ok;
+  }
+
   /// Replays `order`'s workloads; false at the first whose peaks (or the peaks together) pass
   /// the cap, or when the work budget runs out.
-  bool replay(const std::vector<item>& all, const std::vector<std::size_t>& order, bool critical_only) {
+  bool replay_order(const std::vector<item>& all, const std::vector<std::size_t>& order, bool critical_only) {
     sim_result worst;  // per table the largest peak pages (a parent arena's parents are of them)
-    std::array<std::size_t, kMaxSimTables + 3> setter{};  // the workload that set each peak
+    std::array<std::size_t, kMaxSimTables + 3> setter{};      // the workload that set each peak
+    std::vector<std::pair<std::size_t, sim_result>> at_once;  // the all-at-once runs of this probe
+    // Forks for the request search's next probes, within kMaxForkBytes.
+    const bool forking = keep_forks_ && !all.empty() &&
+                         all.front().w.requests * static_cast<std::int64_t>(all.size()) <=
+                             kMaxForkBytes / static_cast<std::int64_t>(sizeof(sim_request));
     for (const std::size_t i : order) {
-      sim_options o = search_.sim;
-      if (budget_ != nullptr && budget_->limit > 0) {
-        if (budget_->spent >= budget_->limit) {
-          budget_->exhausted = true;
-          return false;
+      sim_result r;
+      if (const sim_result* twin = staggered_twin(all, i, at_once)) {
+        r = *twin;  // the same run: its peaks, without the work
+      } else if (const sim_result* same = ran_before(all[i])) {
+        r = *same;  // the last probe (the critical workloads at the same N and L) ran it
+      } else {
+        sim_options o = search_.sim;
+        if (budget_ != nullptr && budget_->limit > 0) {
+          if (budget_->spent >= budget_->limit) {
+            budget_->exhausted = true;
+            return false;
+          }
+          o.max_visits = budget_->limit - budget_->spent;
         }
-        o.max_visits = budget_->limit - budget_->spent;
+        r = run(all[i], o, forking);
+        if (budget_ != nullptr) budget_->spent += r.visits;
       }
-      const sim_result r = simulate(pools_, all[i].policy, all[i].w, o);
-      if (budget_ != nullptr) budget_->spent += r.visits;
+      if (!r.exceeded && !r.incomplete) ran_now_.push_back({all[i].key, all[i].w.context_tokens, all[i].w.requests, r});
       if (r.exceeded) {
         note_critical(all[i].key);
         return false;
@@ -1089,6 +1379,8 @@ class fit_prober {
         return false;
       }
       if (!critical_only) scores_.emplace_back(all[i].key, binding(r));
+      if (all[i].w.arrivals == arrival_pattern::all_at_once && r.staggered_twin_gap > 0 && !r.incomplete)
+        at_once.emplace_back(i, r);
       take_peaks(r, i, worst, setter);
       if (!fits(worst)) {
         note_critical(all[i].key);
@@ -1099,6 +1391,53 @@ class fit_prober {
     }
     if (!critical_only && !order.empty()) note_setters(all, worst, setter);
     return true;
+  }
+
+  /// The run of workload `x` under options `o`: from the fork of a run of it with fewer requests
+  /// when there is one (the one with the most), else from step 0; with `forking`, its own fork
+  /// joins `pending_forks_`.
+  sim_result run(const item& x, const sim_options& o, bool forking) {
+    std::optional<simulator> s;
+    for (const fork_entry& e : forks_) {
+      if (!forking) break;
+      if (!(e.key == x.key)) continue;
+      if (fork_kind_ == fork_kind::requests && e.context == x.w.context_tokens && e.requests <= x.w.requests) {
+        s = e.state.resumed(x.w.requests, o);
+      } else if (fork_kind_ == fork_kind::context && x.key.prompt >= 0 && e.requests == x.w.requests &&
+                 e.context <= x.w.context_tokens) {
+        s = e.state.resumed_context(x.w.context_tokens, pools_, o);
+      }
+      break;  // one fork per workload
+    }
+    if (!s) s.emplace(pools_, x.policy, x.w, o);
+    std::optional<simulator> fork;
+    if (forking) s->keep_fork(&fork, fork_kind_);
+    const sim_result r = s->run();
+    if (fork) pending_forks_.push_back({x.key, x.w.context_tokens, x.w.requests, std::move(*fork)});
+    return r;
+  }
+
+  /// The complete run of workload `x` (the same N and L) that the last probe made, or null.
+  [[nodiscard]] const sim_result* ran_before(const item& x) const {
+    for (const ran_entry& e : ran_before_)
+      if (e.key == x.key && e.context == x.w.context_tokens && e.requests == x.w.requests) return &e.result;
+    return nullptr;
+  }
+
+  /// The complete all-at-once run of `at_once` that is workload `i`'s run step for step (`i`
+  /// staggered by a gap within its `sim_result::staggered_twin_gap`, every other input the same),
+  /// or null.
+  [[nodiscard]] static const sim_result* staggered_twin(
+      const std::vector<item>& all, std::size_t i, const std::vector<std::pair<std::size_t, sim_result>>& at_once) {
+    const item& x = all[i];
+    if (x.w.arrivals != arrival_pattern::staggered) return nullptr;
+    for (const auto& [j, r] : at_once) {
+      const workload_key& k = all[j].key;
+      if (k.variant == x.key.variant && k.accepted == x.key.accepted && k.prompt == x.key.prompt &&
+          x.w.arrival_gap_steps <= r.staggered_twin_gap)
+        return &r;
+    }
+    return nullptr;
   }
 
   /// Folds one workload's peaks into `worst`, remembering which workload set each.
@@ -1148,6 +1487,28 @@ class fit_prober {
   sim_capacity cap_;
   sim_search search_;
   sim_work_budget* budget_;
+  /// A run's fork (simulator::keep_fork) for a workload of `requests` requests of `context` tokens.
+  struct fork_entry {
+    workload_key key;
+    std::int64_t context = 0;
+    std::int64_t requests = 0;
+    simulator state;
+  };
+  /// A complete run of one probe.
+  struct ran_entry {
+    workload_key key;
+    std::int64_t context = 0;
+    std::int64_t requests = 0;
+    sim_result result;
+  };
+  /// The forks kept of one probe at most: its requests x workloads x a request's state (bytes).
+  static constexpr std::int64_t kMaxForkBytes = std::int64_t{64} << 20;
+  bool keep_forks_ = false;
+  fork_kind fork_kind_ = fork_kind::requests;
+  std::vector<fork_entry> forks_;          ///< Per workload and context, the fork of the last fitting probe.
+  std::vector<fork_entry> pending_forks_;  ///< The forks of the probe under way.
+  std::vector<ran_entry> ran_before_;      ///< The complete runs of the last probe.
+  std::vector<ran_entry> ran_now_;         ///< The complete runs of the probe under way.
   std::vector<workload_key> critical_;
   std::vector<std::pair<workload_key, std::int64_t>> scores_;  ///< The last whole probe's workloads and peaks.
 };
@@ -1183,6 +1544,7 @@ inline std::int64_t max_requests_simulated(const engine_pools& pools, const allo
   if (search.max_running > 0) max_requests = std::min(max_requests, search.max_running);
   if (max_requests < 1) return 0;
   detail::fit_prober prober(pools, p, s, B, cap, search, budget);
+  prober.keep_forks(detail::fork_kind::requests);
   const auto fits = [&](std::int64_t n) { return prober.fits(n, L); };
   std::int64_t lo = 0;  // fits (0: trivially)
   std::int64_t hi = 0;  // the largest N that may fit
@@ -1215,6 +1577,7 @@ std::int64_t max_context_simulated(
     std::int64_t B, const sim_capacity& cap, const sim_search& search = {},
     Starts starts = [](std::int64_t /*L*/) { return true; }, sim_work_budget* budget = nullptr) {
   detail::fit_prober prober(pools, p, s, B, cap, search, budget);
+  prober.keep_forks(detail::fork_kind::context);
   const auto fits = [&](std::int64_t L) { return starts(L) && prober.fits(N, L); };
   const std::int64_t lo = std::max<std::int64_t>(2, s);
   if (lo > max_context || !fits(lo)) return 0;
