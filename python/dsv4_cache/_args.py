@@ -177,6 +177,8 @@ def fill(args: _core.PlanArgs, params: Mapping[str, Any], allowed: Iterable[str]
         elif name == "pp_layers":
             if isinstance(value, str):
                 layers = text(name, value)
+            elif isinstance(value, (bytes, bytearray, Mapping)) or not isinstance(value, Iterable):
+                raise ValueError(f"pp_layers must be a str or a list of int layer counts, got {value!r}")
             else:
                 try:
                     items = list(value)

@@ -50,12 +50,14 @@ class Plan:
 
     @property
     def memory_plan(self) -> _core.MemoryPlan:
-        """The C++ memory_plan (`MemoryPlan`): total_bytes, groups (`GroupPlan`), blocks; per GPU."""
+        """The C++ memory_plan (`MemoryPlan`) of the whole model on one GPU: total_bytes, groups
+        (`GroupPlan`), blocks (each rank's: `rank_plans`)."""
         return self._result.plan
 
     @property
     def total_bytes(self) -> int:
-        """Bytes the plan holds per GPU (rank 0's with parallel flags: see `rank_plans`)."""
+        """Bytes of the plan of the whole model on one GPU (dsv4-cache-plan --json `plan.total_bytes`;
+        with parallel flags each rank's are in `rank_plans`, the worst in `cluster`)."""
         return self._result.plan.total_bytes
 
     @property

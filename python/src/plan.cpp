@@ -360,14 +360,14 @@ void bind_results(nb::module_& m) {
             return nb::bool_(cache::canonical_layout(a).view() ==
                              cache::canonical_layout(nb::cast<const cache_layout&>(b)).view());
           },
-          nb::sig("def __eq__(self, other: object, /) -> bool"))
+          nb::arg("other").none(), nb::sig("def __eq__(self, other: object, /) -> bool"))
       .def("__hash__", [](const cache_layout& l) { return cache::fingerprint(l); });
 
   nb::class_<planner_result>(m, "PlanResult",
                              "A computed plan (C++ planner_result): the model, the memory plan, the engine report, the "
                              "ranks, the verdict; json() / screen() / summary() / tables() / svg() render it as "
                              "dsv4-cache-plan does.")
-      .def_ro("plan", &planner_result::plan, "the MemoryPlan (per GPU; rank 0's shape with parallel fields)")
+      .def_ro("plan", &planner_result::plan, "the MemoryPlan of the whole model on one GPU (each rank's: `ranks`)")
       .def_ro("report", &planner_result::report, "the EngineReport (None for own pools)")
       .def_ro("budget_bytes", &planner_result::budget_bytes, "the KV budget per GPU, bytes (None without one)")
       .def_ro("max_running", &planner_result::max_running, "the engine's running cap, requests")
@@ -441,6 +441,7 @@ void register_plan(nb::module_& m) {
       "svg",
       [](const planner_args& a, planner_result r) {
         const nb::gil_scoped_release release;
+        cache::cli::check_values(a);  // the curves compute from `a`: the flags' rules first
         r.curves = cache::cli::capacity_curves(a, r.model);
         return cache::cli::plan_svg(r);
       },

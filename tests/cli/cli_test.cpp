@@ -1254,6 +1254,10 @@ TEST(CliHygiene, MessagesEchoTheUserNotTheLibrary) {
       {{"--memory-gib", "0.0000000001"}, "got 0.107 B"},  // 1e-10 GiB = 0.107374 B (2^30 x 1e-10)
       {{"--preset", "v4.1-flash", "--engine", "sglang"},
        "--preset v4.1-flash: SGLang 0.5.23's DeepSeek V4 pools are modelled for V4 models only"},
+      // Its replay used to loop forever: SGLang truncates a prefill chunk to whole 256-token pages.
+      {{"--preset", "v4-pro", "--engine", "sglang", "--context", "8192", "--prefill-chunk", "128", "--memory-gib",
+        "60"},
+       "--engine sglang: --prefill-chunk 128 is below SGLang's page of 256 tokens"},
   });
   for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
            {"--requests", "-1"},

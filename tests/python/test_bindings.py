@@ -207,3 +207,25 @@ def test_the_package_and_a_user_type_check_against_the_stubs(tmp_path):
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 1 and "user.py:10: error: Incompatible types in assignment" in r.stdout, r.stdout
     assert r.stdout.count("error:") == 1, r.stdout
+
+
+def test_what_a_hostile_run_found():
+    """Each case a hostile run of the typed API found (issue 44): refused with ValueError naming
+    the value, or answered; none hangs, crashes or raises another exception."""
+    flash = d.Model.preset("v4-flash")
+    with pytest.raises(ValueError, match=r"^engine sglang: prefill_chunk 128 is below SGLang's page of 256 tokens"):
+        d.plan(d.Model.preset("v4-pro"), engine="sglang", context=8192, prefill_chunk=128, memory_gib=60)
+    lay = d.layout(flash)
+    assert (lay == None) is False and (lay != None) is True and lay not in [None, 3]  # noqa: E711
+    for bad in (b"30,31", bytearray(b"1"), {30: 1, 31: 2}, 5):
+        with pytest.raises(ValueError, match=r"pp_layers must be a str or a list of int layer counts"):
+            d.plan(flash, pp=2, pp_layers=bad)
+    a = _core.PlanArgs()
+    a.kv_format = "v4.fp8\x00_ds_mla"
+    with pytest.raises(ValueError, match=r"^--kv-format: must not hold a NUL byte, got 'v4.fp8.x00_ds_mla'$"):
+        _core.compute(a)
+    good = _core.compute(_core.PlanArgs())
+    b = _core.PlanArgs()
+    b.tp = -5
+    with pytest.raises(ValueError, match=r"^--tp: '-5' must be at least 1$"):
+        _core.svg(b, good)

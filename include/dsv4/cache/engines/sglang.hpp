@@ -2,54 +2,9 @@
 // becomes a number of "full tokens" and pools sized as ratios of it), the bytes its pools really
 // allocate, and its occupancy of each pool at run time (what really fits).
 //
-// Pinned: sgl-project/sglang cce0a1244b5a3ee60411fb403f65f856a1d012f0 (2026-08-23, "[G]"; read
-// from the fork snapshot HaiShaw/sglang, which holds that upstream commit). Paths are relative to
-// python/sglang/srt/; line numbers are [G]'s. docs/engines/sglang-pools.md has the reading.
-//
-//   defaults  arg_groups/overrides.py:1139-1167 `_deepseek_v4_overrides`: page_size 256,
-//             swa_full_tokens_ratio 0.1 (when left at the class default 0.8);
-//             arg_groups/deepseek_v4_hook.py:138-142: max_running_requests 256 when unset (the
-//             configurator's own [2048, 4096] estimate is then never reached for V4).
-//   layers    model_executor/pool_configurator.py:767-813 `DSV4PoolConfigurator`: the stage's
-//             compress_ratios[start_layer:end_layer] of the main layers (the MTP entry is not
-//             counted): L layers, L4 with ratio 4 (CSA), L128 with ratio 128 (HCA).
-//   rings     mem_cache/deepseek_v4_memory_pool.py:34-56 `get_compress_state_ring_size`: 8 (CSA)
-//             and 128 (HCA); 16 and 256 with speculative decoding (online c128 off).
-//   per token pool_configurator.py:881-921 `_get_bytes_per_full_token`, in float, in this order:
-//               r x 584 x L + 1/4 x 584 x L4 + 1/128 x 584 x L128 + 1/4 x 132 x L4
-//               + r x (ring4 / 128) x 8,192 x L4 + r x (ring4 / 128) x 2,048 x L4
-//             r = swa_full_tokens_ratio, 584 = nope + 2 x rope + 8, 132 = index keys + scales,
-//             8,192 / 2,048 = fp32 CSA KV / indexer state rows (2 x 2 x head x 4); the HCA state
-//             is request-scoped (not per token). Speculative: x (L + 1) / L (lines 821-829).
-//   fixed     lines 940-973: the HCA state for (mrr // attn_dp + 1) request slots,
-//             ceil(((slots x ring128) + ring128 + 1) / 128) x 128 rows x 4,096 B x L128.
-//   sizes     lines 1006-1034 `calculate_pool_sizes`: full = int(max(avail - fixed, 0) / bpft)
-//             floored to the page (256); swa = int(full x r) floored to the page; c4 = full // 4;
-//             c128 = full // 128; c4_state = swa // 128 x ring4 (128: the window, not the page the
-//             state is addressed by: half its rows are never used, #30371 / #40337);
-//             c128_state = (mrr + 1) x ring128 (finalize, lines 995-1004).
-//   requests  mem_cache/kv_cache_configurator.py:1935-1988 `resolve_max_num_reqs`:
-//             min(mrr // attn_dp, full // 2).
-//   refusals  pool_configurator.py:73-78: full <= 0 -> RuntimeError "Not enough memory. Please
-//             try to increase --mem-fraction-static."; kv_cache_configurator.py:1085-1086: page
-//             size 256 only. [G] has no SWA-pool floor for DeepSeek V4 (#37610 added one later).
-//
-// Release 0.5.23 (PyPI sglang-0.5.23, 2026-10; wheel sglang/srt/, `sglang_pool_rules`): two
-// rules changed since [G], kept as the preset's data (`sglang_rules_0_5_23`):
-//   rows      model_executor/pool_configurator.py `_get_paged_kv_bytes_per_token`: a row is
-//             priced as the pool allocates it, `layout.page_bytes(page) / page` (a page rounded up
-//             to 576 B): SWA and CSA KV 585 B per token (256 x 584 -> 149,760; 64 x 584 -> 37,440),
-//             HCA KV 864 B (2 x 584 = 1,168 -> 1,728).
-//   c4 state  `_get_bytes_per_swa_token` / `_compute_dsv4_sizes`: ring / page (8 / 256), and
-//             c4_state = swa // page x ring4 (the later fix #40337); the bytes per full token are
-//             r x (585 x L + 8 / 256 x (8,192 + 2,048) x L4) + the compressed terms (same order).
-//   The release sizes the SWA pool by a cap (`_resolve_swa_cap_tokens`) unless
-//   --swa-full-tokens-ratio is given; the preset models the ratio sizing (r = 0.1 as given).
-//
-// Not modelled (named, refused or left to the report): the FP4 indexer (the configurator still
-// charges 132 B), HiSparse (c4 shrink), online c128 compression, PD decode's extra slots,
-// `--max-total-tokens`, the later configurator's cap mode for the SWA pool, V4.1 (ratio 2 rings
-// are not in [G]) and V3.2 (another configurator).
+// Every rule with its source (repository, file, commit, function) and what is not modelled:
+// docs/engines/sglang.md; each function below cites the rule it implements. [G]: the pin,
+// sgl-project/sglang cce0a1244b5a3ee60411fb403f65f856a1d012f0, paths relative to python/sglang/srt/.
 #pragma once
 
 #include <algorithm>

@@ -1,49 +1,9 @@
 // dsv4-cache: SGLang's occupancy of its DeepSeek V4 pools, replayed step by step (what really
 // fits beside the pool sizes its configurator computes, engines/sglang.hpp).
 //
-// Rules read at sgl-project/sglang cce0a1244b5a3ee60411fb403f65f856a1d012f0 ([G]); paths relative
-// to python/sglang/srt/, docs/engines/sglang-pools.md 6 has them with line numbers. The default
-// V4 setup on CUDA: radix cache, overlap scheduler, page 256, window 128.
-//   pools      two token allocators in lockstep: the full index space (`full` tokens, the
-//              compressed CSA / HCA rows map onto it) and the SWA pool (`swa` tokens), each in
-//              pages of 256, every `size / 256` page usable (allocator/paged.py, allocator/swa.py).
-//   scheduler  prefill first (scheduler.py:3191-3198): while a prompt waits, a prefill batch of
-//              at most `chunked_prefill_size` (C) tokens and max_prefill_tokens (16,384), several
-//              prompts FCFS, the chunked request first, a prompt over the budget truncated to
-//              whole pages (schedule_policy.py:852-903); at most max_running_requests running.
-//   admission  full: refused if extend + min(max_new, 4096) + 256 >= rem_total, rem_total = free
-//              tokens - sum over running of min(max_new - out, 4096) x 0.7 - what the batch
-//              admitted so far (ceil256(extend) + min(max_new, 4096) + 256 each); SWA, on the
-//              prompt rounded up to the page: refused if max(alloc - 128, 0) + min(extend +
-//              max_new, 128) + 256 >= free and evictable SWA tokens - the batch's needs
-//              (schedule_policy.py:661-770, 884, 1224-1282).
-//   SWA frees  chunked prompt: when chunk k + 1 is scheduled, slots below kC - 512 are freed
-//              (unified_radix_cache.py:877-884); a prefilled prompt of P tokens keeps
-//              [floor((P - 257) / 256) x 256, P) once its result is processed, one iteration
-//              late under overlap, and [0, floor256(P)) then belongs to the radix tree, its last
-//              256-token leaf SWA-locked for the request's life (the rest evictable: room);
-//              decode: from the second decode step, when seqlen - 1 - 128 >=
-//              evicted + 128 the slots below floor((seqlen - 1 - 256) / 256) x 256 are freed
-//              (schedule_batch.py:3346-3407, mem_cache/common.py:52-104), seqlen lagging the
-//              committed KV by one token under overlap.
-//   decode     one slot per request per step, a new page in both pools at a page boundary, one
-//              more step than tokens after the prefill's (under overlap the finish is processed
-//              a step late: the KV reaches L);
-//              `check_decode_mem` needs a free page per request at a boundary in both pools,
-//              else `retract_decode` (schedule_batch.py:2802-2825).
-// A workload fits when every request is admitted the first time it is considered (no gate holds
-// one back, no continuing chunk is capped), no allocation fails and nothing is retracted: SGLang
-// then runs it as replayed. Not modelled: prefix hits (every prompt distinct), speculative
-// decoding, `--disable-overlap-schedule`, `--disable-radix-cache`, PD disaggregation, the
-// new-token ratio's decay (0.7 kept: the largest reservation), priorities.
-//
-// Checked against tests/oracle/sglang_occupancy_oracle.py, an independent replay written from
-// SGLang's code (tests/sglang_engine_test.cpp `SglangSim.AgreesWithTheIndependentOccupancyOracle`).
-//
-// Workload: N requests of L tokens (prompt P, max_new_tokens L - P) arrive at once; the worst
-// case tries prompt lengths around the page, the chunk and L. All N prompts are prefilled before
-// any decode (prefill first) and then decode in lockstep; the decode phase is periodic in 256
-// tokens past its first pages, so whole periods are skipped (full pages grow one per period).
+// Every rule with its source (repository, file, commit, function) and what is not modelled:
+// docs/engines/sglang.md; each function below cites the rule it implements. [G]: the pin,
+// sgl-project/sglang cce0a1244b5a3ee60411fb403f65f856a1d012f0, paths relative to python/sglang/srt/.
 #pragma once
 
 #include <algorithm>

@@ -1,86 +1,8 @@
 // dsv4-cache: tokenspeed as an engine value: its allocation policies (policy.hpp, with their
 // sources), its parent arena (the pool structure) and its startup figures (`Cache profile`).
 //
-// tokenspeed (lightseekorg/tokenspeed, read whole at f4d8ec6e039c028c7ee71317ccfb84e56ae2b45c,
-// 2026-08-22) sizes ONE arena of parent ("LCM") blocks for every cache group of DeepSeek V4.
-// Paths below are relative to python/tokenspeed/runtime/layers/attention/ ("recipes/" is
-// kv_cache/recipes/); each rule names the file, function and the commit that last touched it.
-//
-//   groups   recipes/deepseek_v4.py @ c731cb88 `DeepseekV4Recipe.groups`: the library's six V4
-//            groups with the same ids and page geometry (64-row SWA pages, 256-token compressed
-//            pages, 4- and 8-row fp32 states); a layer's field of a group sits on plane
-//            "unit.<slot>", slot = the layer's rank among the group's layers, and the index keys
-//            of a CSA layer on plane "unit.<n4 + slot>" (n4: CSA layers), so the groups alias
-//            one parent's planes. MTP layers only with a draft model (recipes/base.py
-//            `num_draft_layers`).
-//   fields   deepseek_v4_geometry.py @ 6083537e: KV pages round_up(rows x 584, 576) B (the
-//            library's v4.fp8_ds_mla pages), page stride alignment 576; index keys rows x 132 B
-//            (MXFP4: 68); fp32 states rows x row B, element size 4.
-//   packing  `DeepseekV4Recipe.packing`: K(g) = the largest power of two <= max_raw // raw(g),
-//            raw(g) = the bytes of one page of g over all its layers (V4-Flash: swa 1, c4kv 1,
-//            c4st 2, idxst 8, c128kv 32, c128st 2): a parent holds K(g) pages of g.
-//   parent   recipes/plan.py @ 6083537e `pack` (alignment 256, recipes/base.py
-//            `CacheRecipe.alignment`; padding limit 2.0, deepseek_v4.py
-//            `_MAX_PADDING_FRACTION`): each plane is max over its groups of K x field bytes,
-//            rounded up to lcm(256, K x element size, K x stride alignment); the parent is the
-//            planes' sum rounded up to lcm(256, every K). V4-Flash: 2,403,072 B (2,442,240
-//            with the MTP layer).
-//   demand   recipes/spec.py @ c731cb88 `compute_cache_group_page_counts` at the scheduler
-//            limits (recipes/base.py `CacheRecipe.scheduler_limits`): N = max_num_seqs, C = the
-//            chunked-prefill size, d = decode input tokens, o = overlap depth (0 or 1),
-//            protected = N x ceil(o x d / b) for a group of b tokens per page:
-//              full history  ceil(T / b) + N + protected + 1
-//              sliding       N x ceil(min(W - 1, ctx) / b) + ceil(min(C, T) / b) + N + protected + 1
-//            parents_needed(T) = sum over groups of ceil((count - 1) / K) (page 0: null).
-//   startup  `DeepseekV4Recipe.num_lcm_blocks` / recipes/base.py `_capacity_from_parents`,
-//            `CacheRecipe.setup`: budgeted = budget // parent_bytes - 1 (one null parent);
-//            cap(n) = the largest T in [1, n x max K x 256] with parents_needed(T) <= n;
-//            parents = parents_needed(cap(budgeted)) (can be below budgeted);
-//            token_capacity = cap(parents). The arena is (parents + 1) parents.
-//   request  tokenspeed-scheduler/csrc/scheduler/scheduler.cpp
-//            `calculateMaxSingleRequestTokens`: the longest request admitted is the largest L
-//            whose own pages (below, `tokenspeed_request_parents`) fit the parents; a longer
-//            one is refused at submission ("request token limit exceeds cache capacity").
-//   runtime  cache/core/block_pool.h `BlockPool`: a parent is bound to one group while any of
-//            its K slots is used; pages of one group from several requests share it; a group
-//            fills its partly used parents before it binds a free one, so the parents a group
-//            holds never exceed ceil(its peak pages / K). The scheduler admits against the
-//            parents, not against token_capacity (which is only logged).
-//   log      registry.py @ 074049d4 `create_attn_components`: "Cache profile:
-//            parent_bytes=%d, P=%d, parents=%d, token_capacity=%d, layers=%d (draft %d),
-//            groups=%s" (the packing as a Python dict, group ids sorted).
-//   defaults utils/server_args.py @ eaf9e503: max_num_seqs 160 (80 with speculative
-//            decoding), chunked prefill 8192, overlap scheduling on (engine/scheduler_utils.py
-//            @ 6083537e: off only with --disable-overlap-schedule or for PD prefill); P = 256 for
-//            DeepSeek V4 (configs/model_config.py @ 6083537e).
-//
-// tokenspeed 0.1.1 (the released wheel tokenspeed-0.1.1-py3-none-any.whl on PyPI, 2026-10; paths
-// below relative to tokenspeed/runtime/layers/attention/ in the wheel; `tokenspeed_rules_0_1_1`,
-// the default `--engine tokenspeed`) changes three rules of the pin; the rest reads as above
-// (recipes/plan.py `pack` and DeepseekV4Recipe.packing unchanged, the geometry the same):
-//   groups   recipes/deepseek_v4.py `v4_indexer_kv_spec`, `DeepseekV4Recipe.groups`: the index
-//            keys of a CSA layer are a group of their own, "v4.c4a.indexer_kv"
-//            (deepseek_v4_geometry.py V4_INDEXER_KV_GROUP_ID; full history, 64 rows of 4 tokens
-//            per page), each on plane "unit.<its slot in that group>"; v4.c4a.compressed_kv holds
-//            the compressed KV alone. V4-Flash packs c4kv 2 and the index keys 8: parent
-//            2,780,928 B (V4-Pro 4,013,568; the pin 2,403,072 and 3,460,608).
-//   windows  recipes/deepseek_v4.py `v4_compressor_state_spec`, `v4_indexer_state_spec`: the CSA
-//            states keep V4_COMPRESSOR_STATE_WINDOW_TOKENS[4] = 8 tokens at any decode width (the
-//            pin's `v4_c4_state_window`, max(8, 4 + d), is gone).
-//   refusal  recipes/base.py `CacheRecipe._budgeted_parents`: "deepseek_v4 cache budget must hold
-//            a null parent and one usable LCM parent".
-// Its demand (`parents_needed`, recipes/base.py) is no longer Python: it asks the compiled
-// tokenspeed-scheduler wheel's `CapacityModel` (recipes/scheduler_bridge.py; 0.1.1 requires
-// tokenspeed-scheduler>=0.1.25), not run here: the 0.1.1 presets assume the pin's demand and
-// capacity model above (recipes/spec.py @ c731cb88), as their registry source says. Pipeline
-// stages under 0.1.1 keep the whole model's parent geometry and drop the other stages' planes
-// (recipes/plan.py `CacheMemoryPlan.narrow_to_layers`): not modelled, the planner refuses --pp
-// for the 0.1.1 arena (the library's rank_plan still plans each stage as its own arena, the
-// pin's reading).
-//
-// Not modelled: the budget tokenspeed measures (gpu_memory_utilization profiling: give the KV
-// budget), data-parallel attention (max_num_seqs / dp), `--max-total-tokens`, DeepSeek V4.1 and
-// V3.2 (no tokenspeed code for them at f4d8ec6e: own pools).
+// Every rule with its source (repository, file, commit, function) and what is not modelled:
+// docs/engines/tokenspeed.md; each function below cites the rule it implements.
 #pragma once
 
 #include <array>

@@ -1,6 +1,9 @@
 // dsv4-cache: vLLM v1 as an engine value: its allocation policy, its shared block pool, and the
 // figures it logs at startup.
 //
+// Every rule with its source (repository, file, commit, function) and what is not modelled:
+// docs/engines/vllm.md; each function below cites the rule it implements by the file's letter:
+//
 // Pinned version (preset "2026.11", the default `vllm`): vLLM main as read in 2026-11, file by
 // file (the commit of each file read is cited; a rule read from a stored copy without a commit
 // cites its pull request):
@@ -13,48 +16,6 @@
 //   M  vllm/v1/core/kv_cache_manager.py           @ 003df2961dd8830c317a61f9745ccd557da9fa06
 //   U  vllm/v1/core/kv_cache_utils.py (`update_kv_cache_capacity`, @ 22df3a3 as quoted in
 //      vLLM issue #54662; the per-group block sum is PR #48317)
-//
-// Cache tensors of a DeepSeek V4 layer, in registration order (A `DeepseekV4Attention.__init__`):
-// the indexer's key cache and its compressor state (CSA layers), the SWA cache, the compressed KV
-// (CSA, HCA), the compressor state (CSA, HCA). Specs:
-//   SWA             SlidingWindowMLASpec, 64-token blocks, window 128 (S `DeepseekV4SWACache`)
-//   compressed KV   MLAAttentionSpec, block = cache_config.block_size = 256 tokens (256 / ratio
-//                   rows of 584 B) (A `get_kv_cache_spec`)
-//   index keys      MLAAttentionSpec, 256-token blocks, 64 rows of 132 B (FP8) or 68 B (MXFP4)
-//   states          SlidingWindowMLASpec, 4-token blocks and window 8 (ratio 4, and the indexer's
-//                   state), 8-token blocks and window 128 (ratio 128) (C `CompressorStateCache`:
-//                   window (1 + overlap) x ratio)
-//   every page      rounded up to a multiple of 576 B with the fp8_ds_mla layout, which vLLM
-//                   forces for DeepSeek V4 (I `_apply_alignment_padding`; A
-//                   `_resolve_dsv4_kv_cache_dtype`): 37,376 -> 37,440; 1,168 -> 1,728;
-//                   8,448 -> 8,640; 4,352 -> 4,608; 32,768 -> 32,832; 8,192 -> 8,640.
-// The MTP layer is a separate draft model, allocated only with speculative decoding: its SWA
-// cache joins the SWA bucket (`--no-mtp` leaves it out).
-//
-// Groups (K `_get_packed_kv_cache_groups`): tensors go, in registration order, into the first
-// bucket of one spec type (the same block size; full attention, or sliding with the same window);
-// a bucket is balanced when each of its page sizes has as many tensors; balanced buckets are
-// split into cdiv(max tensors per page size, d) groups of pattern repeats i, i + n, ..., with
-// d = `_approximate_gcd` over the balanced buckets' counts, bounded below by the largest
-// multi-size balanced bucket; unbalanced buckets stay whole. V4-Flash: SWA 22 + 21 (22 + 22 with
-// MTP), the full-history group (21 CSA KV + 20 HCA KV + 21 index keys), the 4-token states
-// (21 + 21), the 8-token states (20).
-// Pool (K `get_kv_cache_config_from_groups`): bytes_per_block = the widest group's sum of page
-// bytes (V4-Flash: 1,002,240 with FP8 keys, 917,568 with MXFP4); num_blocks = available //
-// bytes_per_block; block 0 is the null block, never handed out.
-// Startup (K `get_kv_cache_configs`, `_check_enough_kv_cache_memory`): one request of
-// max_model_len L needs bytes_per_block x the sum over groups of its per-request blocks:
-// full history cdiv(L, block); sliding cdiv(min(W - 1 + max_in_flight, L), block) + 1 (I
-// `SlidingWindowSpec.max_admission_blocks_per_request`), max_in_flight = max_concurrent_batches
-// x max_num_batched_tokens, 2 x B with async scheduling, B without (V); startup fails when that
-// exceeds available - bytes_per_block. Async scheduling is ON by default in this version (V
-// `VllmConfig.__post_init__`); the planner's `--overlap` selects it.
-// Log (U): "GPU KV cache size: {int(c x L):,} tokens, Maximum concurrency for {L:,} tokens per
-// request: {c:.2f}x", c = num_blocks / per-request blocks (the null block not removed).
-// Admission (M `allocate_slots`, full_sequence_must_fit, the default
-// `scheduler_reserve_full_isl`): a waiting request is admitted only if the free blocks cover the
-// blocks of its whole prompt, min(cdiv(P, block), the per-request cap) in sliding groups; then
-// the step's own blocks. A running request that finds no block is preempted (recomputed).
 #pragma once
 
 #include <algorithm>

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <exception>
+#include <initializer_list>
 #include <limits>
 #include <optional>
 #include <ostream>
@@ -268,6 +269,14 @@ inline void check_sglang_flags(const planner_args& a) {
     throw std::invalid_argument(
         "--engine sglang: --no-overlap (SGLang's --disable-overlap-schedule) is not modelled: its overlap scheduler, "
         "its default, always is");
+  // SGLang's prefill truncates a chunk that does not hold a whole prompt to whole pages
+  // (schedule_policy.py PrefillAdder: trunc_len = rem_chunk_tokens // page_size * page_size): a
+  // step budget below one page admits no longer prompt, and the server never progresses.
+  if (const std::int64_t page = sglang_options{}.page_size; a.prefill_chunk && *a.prefill_chunk < page)
+    throw std::invalid_argument(fmt::format(
+        "--engine sglang: --prefill-chunk {} is below SGLang's page of {} tokens: its chunked prefill truncates a "
+        "chunk to whole pages, so a longer prompt would never be admitted; give at least {}",
+        *a.prefill_chunk, page, page));
   if (a.simulate)
     throw std::invalid_argument(
         "--engine sglang: --simulate replays vLLM's and tokenspeed's block tables; SGLang's occupancy is replayed "
@@ -378,6 +387,24 @@ inline void check_values(const planner_args& a) {
   number("--mem-fraction-static", a.mem_fraction_static);
   number("--swa-full-tokens-ratio", a.swa_ratio);
   if (a.engine.empty()) throw std::invalid_argument("--engine: must not be empty");
+  // A NUL would end the message that names the value (the text flags cannot hold one).
+  for (const auto& [flag, v] :
+       std::initializer_list<std::pair<std::string_view, const std::string*>>{{"--preset", &a.preset},
+                                                                              {"--config", &a.config_path},
+                                                                              {"--engine", &a.engine},
+                                                                              {"--gpu", &a.gpu},
+                                                                              {"--kv-format", &a.kv_format},
+                                                                              {"--indexer-format", &a.indexer_format},
+                                                                              {"--format-set", &a.format_set},
+                                                                              {"--pp-layers", &a.pp_layers},
+                                                                              {"--pools", &a.pools},
+                                                                              {"--role", &a.role},
+                                                                              {"--svg", &a.svg_path}})
+    if (v->find('\0') != std::string::npos)
+      throw std::invalid_argument(fmt::format("{}: must not hold a NUL byte, got '{}'", flag, one_line(*v)));
+  for (const std::string& f : a.group_formats)
+    if (f.find('\0') != std::string::npos)
+      throw std::invalid_argument(fmt::format("--format: must not hold a NUL byte, got '{}'", one_line(f)));
   for (const std::string& f : a.group_formats)
     if (f.empty()) throw std::invalid_argument("--format: must not be empty");
 }
