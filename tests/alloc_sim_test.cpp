@@ -269,7 +269,7 @@ TEST(AllocSimFast, RandomWorkloadsHaveTheReferencePeaks) {
                    .max_running = pick(0, 2) == 0 ? pick(1, n) : 0};
     const std::string what =
         fmt::format("case {}: {} {} overlap={} pools={} N={} L={} s={} B={} P={} a={} arr={} cap={}", k, m.name.view(),
-                    to_string(v.engine), v.overlap, static_cast<int>(o.pools), n, w.context_tokens, w.tokens_per_step,
+                    v.engine, v.overlap, static_cast<int>(o.pools), n, w.context_tokens, w.tokens_per_step,
                     w.step_budget_tokens, w.prompt_tokens, w.accepted_tokens, to_string(w.arrivals), w.max_running);
     sim_result exact;
     try {
@@ -331,7 +331,7 @@ TEST(AllocSimFast, StaggeredTwinHasTheAllAtOncePeaks) {
                    .max_running = pick(0, 2) == 0 ? pick(1, n) : 0};
     const std::string what =
         fmt::format("case {}: {} {} overlap={} N={} L={} s={} B={} P={} a={} cap={}", k, m.name.view(),
-                    to_string(v.engine), v.overlap, n, w.context_tokens, w.tokens_per_step, w.step_budget_tokens,
+                    v.engine, v.overlap, n, w.context_tokens, w.tokens_per_step, w.step_budget_tokens,
                     w.prompt_tokens, w.accepted_tokens, w.max_running);
     sim_result exact;
     try {
@@ -409,7 +409,7 @@ TEST(AllocSimFast, ResumedForkIsTheRunFromStepZero) {
     const std::int64_t more = n + pick(0, 12);
     const std::string what = fmt::format(
         "case {}: {} {} overlap={} N={} -> {} L={} s={} B={} P={} a={} arr={} gap={} cap={}", k, m.name.view(),
-        to_string(v.engine), v.overlap, n, more, w.context_tokens, w.tokens_per_step, w.step_budget_tokens,
+        v.engine, v.overlap, n, more, w.context_tokens, w.tokens_per_step, w.step_budget_tokens,
         w.prompt_tokens, w.accepted_tokens, to_string(w.arrivals), w.arrival_gap_steps, w.max_running);
     for (const bool ff : {false, true}) {
       std::optional<detail::simulator> fork;
@@ -482,7 +482,7 @@ TEST(AllocSimFast, ResumedContextForkHasThePeaksOfTheRunFromStepZero) {
     const std::int64_t longer = w.context_tokens + pick(0, 3000);
     const std::string what =
         fmt::format("case {}: {} {} overlap={} pools={} N={} L={} -> {} s={} B={} P={} a={} arr={} gap={} cap={}", k,
-                    m.name.view(), to_string(v.engine), v.overlap, static_cast<int>(o.pools), n, w.context_tokens,
+                    m.name.view(), v.engine, v.overlap, static_cast<int>(o.pools), n, w.context_tokens,
                     longer, w.tokens_per_step, w.step_budget_tokens, w.prompt_tokens, w.accepted_tokens,
                     to_string(w.arrivals), w.arrival_gap_steps, w.max_running);
     for (const bool ff : {false, true}) {
@@ -559,7 +559,7 @@ TEST(AllocSimFast, SettledRunHasTheWholeRunsBoundPeak) {
                    .max_running = pick(0, 2) == 0 ? pick(1, n) : 0};
     const std::string what =
         fmt::format("case {}: {} {} overlap={} pools={} N={} L={} s={} B={} P={} a={} arr={} gap={} cap={}", k,
-                    m.name.view(), to_string(v.engine), v.overlap, to_string(plan.pools.structure), n, w.context_tokens,
+                    m.name.view(), v.engine, v.overlap, to_string(plan.pools.structure), n, w.context_tokens,
                     w.tokens_per_step, w.step_budget_tokens, w.prompt_tokens, w.accepted_tokens, to_string(w.arrivals),
                     w.arrival_gap_steps, w.max_running);
     for (const bool ff : {false, true}) {
@@ -673,13 +673,13 @@ TEST(AllocSimFast, FitSearchesAnswerAsWholeWorstCases) {
           }
           const std::int64_t want_n = lo < hi ? detail::largest_fitting(lo, hi, fits) : lo;
           EXPECT_EQ(max_requests_simulated(plan.pools, policy, l, 1, 512, cap, search, hint, top), want_n)
-              << to_string(policy.engine) << " own=" << own << " L=" << l << " scale=" << scale;
+              << policy.engine << " own=" << own << " L=" << l << " scale=" << scale;
           const auto fits_l = [&](std::int64_t x) {
             return reference_fit(plan.pools, policy, 8, x, 1, 512, cap, search);
           };
           const std::int64_t want_l = fits_l(2) ? detail::largest_fitting(2, 2 * l, fits_l) : 0;
           EXPECT_EQ(max_context_simulated(plan.pools, policy, 8, 2 * l, 1, 512, cap, search), want_l)
-              << to_string(policy.engine) << " own=" << own << " L=" << l << " scale=" << scale;
+              << policy.engine << " own=" << own << " L=" << l << " scale=" << scale;
           ++cases;
         }
       }

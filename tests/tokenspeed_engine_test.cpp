@@ -26,7 +26,7 @@ constexpr std::uint64_t kGiB = std::uint64_t{1} << 30;
 plan_options ts_options(bool mtp = false, bool overlap = false,
                         const tokenspeed_pool_rules& rules = tokenspeed_rules_f4d8ec6e) {
   plan_options o;
-  o.policy = policy_for(engine_kind::tokenspeed, overlap);
+  o.policy = policy_for("tokenspeed", overlap);
   o.tokenspeed_pools = rules;
   o.cache_mtp = mtp;
   o.context_tokens = 1'048'576;

@@ -121,7 +121,7 @@ void check_grid(const model_config& model, const allocation_policy& policy, pool
   std::printf(
       "%s, %s%s, %s pools: %zu cells (%d skipped: B < s never decodes), plan / simulated peak %s: min %.3f, p10 "
       "%.3f, median %.3f, p90 %.3f, max %.3f\n",
-      std::string(model.name.view()).c_str(), std::string(to_string(policy.engine)).c_str(),
+      std::string(model.name.view()).c_str(), std::string(policy.engine).c_str(),
       policy.overlap ? " with overlap" : "", std::string(to_string(pools)).c_str(), cells.size(), skipped,
       pools == pools_choice::engine ? "blocks (parents)" : "bytes", sorted.front(), at(0.1), at(0.5), at(0.9),
       sorted.back());
@@ -137,7 +137,7 @@ TEST(PlanSafetyGrid, Vllm) { check_grid(deepseek_v4_flash, vllm_policy); }
 // vLLM's own structure: one shared block pool (engines/vllm.hpp), in blocks, with and without async scheduling.
 TEST(PlanSafetyGrid, VllmSharedPool) { check_grid(deepseek_v4_flash, vllm_policy, pools_choice::engine); }
 TEST(PlanSafetyGrid, VllmSharedPoolAsync) {
-  check_grid(deepseek_v4_flash, policy_for(engine_kind::vllm, true), pools_choice::engine);
+  check_grid(deepseek_v4_flash, policy_for("vllm", true), pools_choice::engine);
 }
 TEST(PlanSafetyGrid, Tokenspeed) { check_grid(deepseek_v4_flash, tokenspeed_policy); }
 TEST(PlanSafetyGrid, TokenspeedDefault) { check_grid(deepseek_v4_flash, tokenspeed_default_policy); }

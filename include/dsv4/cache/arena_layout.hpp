@@ -197,7 +197,7 @@ constexpr arena_layout build_arena_layout(const model_config& c, const memory_pl
           "arena alignment must be a power of two and >= 16 bytes", {"alignment", alignment});
   require(plan.num_groups > 0 && plan.num_groups <= kMaxGroups, "memory plan has no groups",
           {"num_groups", plan.num_groups});
-  require(plan.pools.structure == pool_structure::own_pools,
+  require(traits_of(plan.pools.structure).laid_out,
           "the arena lays out own pools: plan with pools = pools_choice::own (a shared block pool or a parent arena is "
           "not laid out)");
   validate(c);

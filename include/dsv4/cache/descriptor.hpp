@@ -163,7 +163,7 @@ constexpr cache_layout describe_layout(const model_config& c, plan_options o, co
   o.sglang_pools = e.sglang;
   o.tokenspeed_pools = e.tokenspeed;
   cache_layout l = describe_layout(c, o);
-  if (plan_structure(o, c.family) == pool_structure::shared_block_pool)
+  if (traits_of(plan_structure(o, c.family)).placed)
     l.engine = {true, e.name, e.preset, plan_pools(c, l.groups, detail::resolve(c, o, 1))};
   return l;
 }
@@ -180,7 +180,7 @@ constexpr cache_layout describe_rank_layout(const model_config& c, plan_options 
   o.sglang_pools = e.sglang;
   o.tokenspeed_pools = e.tokenspeed;
   cache_layout l = describe_rank_layout(c, o, p, rank);
-  if (plan_structure(o, c.family) == pool_structure::shared_block_pool)
+  if (traits_of(plan_structure(o, c.family)).placed)
     l.engine = {true, e.name, e.preset, rank_plan(c, o, p, rank).plan.pools};
   return l;
 }

@@ -114,19 +114,19 @@ struct plan_options {
   double swa_full_tokens_ratio = 0.1;
 };
 
-/// The pool structure a plan of a `family` model with options `o` prices, with
-/// `pools_choice::engine`: vLLM's shared block pool for a vLLM policy; SGLang's ratio pools for
-/// SGLang's; tokenspeed's parent arena for a tokenspeed policy on DeepSeek V4 without DCP
-/// (`tokenspeed_arena_models`; its arena under DCP, V4.1 and V3.2 is not modelled); else (and
-/// with `pools_choice::own`) own pools.
+/// Whether a plan of a `family` model with options `o` prices the engine's own pool structure
+/// (`engine_spec::structure` of the engine `o.policy` names): with `pools_choice::engine` where
+/// the engine's structure is modelled for the family and DCP (`engine_traits::own_structure_models`:
+/// tokenspeed's parent arena for DeepSeek V4 without DCP only); else own pools. Throws as `engine_of`.
+constexpr bool plans_engine_structure(const plan_options& o, model_family family) {
+  const engine_spec& e = engine_of(o.policy.engine);
+  return o.pools == pools_choice::engine && e.traits.own_structure_models(family, o.dcp);
+}
+
+/// The pool structure a plan of a `family` model with options `o` prices: the engine's own where
+/// `plans_engine_structure`, else one pool per group (`own_pools_of`). Throws as `engine_of`.
 constexpr pool_structure plan_structure(const plan_options& o, model_family family) {
-  if (o.pools != pools_choice::engine) return pool_structure::own_pools;
-  if (o.policy.engine == engine_kind::vllm) return pool_structure::shared_block_pool;
-  if (o.policy.engine == engine_kind::sglang) return pool_structure::ratio_pools;
-  const bool tokenspeed =
-      o.policy.engine == engine_kind::tokenspeed || o.policy.engine == engine_kind::tokenspeed_default;
-  return tokenspeed && tokenspeed_arena_models(family) && o.dcp == 1 ? pool_structure::parent_arena
-                                                                     : pool_structure::own_pools;
+  return plans_engine_structure(o, family) ? engine_of(o.policy.engine).structure : engine_pools{}.structure;
 }
 
 /// One group's share of the plan.
@@ -632,17 +632,10 @@ constexpr plan_options resolve(const model_config& c, plan_options o, std::int64
           "this engine decodes only with a whole step of tokens_per_step tokens in the budget: "
           "prefill_chunk_tokens must be >= tokens_per_step",
           {"prefill_chunk_tokens", o.prefill_chunk_tokens}, {"tokens_per_step", o.tokens_per_step});
-  const bool sglang = plan_structure(o, c.family) == pool_structure::ratio_pools;
-  require(!sglang || o.dcp == 1, "SGLang's DeepSeek V4 pools under decode context parallelism are not modelled",
-          {"dcp", o.dcp});
-  require(!sglang || o.role == deployment_role::colocated,
-          "SGLang's DeepSeek V4 pools for a prefill or decode instance (PD disaggregation) are not modelled");
-  require(
-      o.dcp == 1 || plan_structure(o, c.family) != pool_structure::shared_block_pool || c.family == model_family::v3_2,
-      "vLLM rejects decode context parallelism for DeepSeek V4 and V4.1 (its sliding-window specs assert "
-      "decode_context_parallel_size == 1, kv_cache_interface.py SlidingWindowSpec.max_memory_usage_bytes); "
-      "plan own pools (--pools own) for tokenspeed's DCP rule",
-      {"dcp", o.dcp});
+  // The engine's own refusals of its pools (engines/: vLLM's DCP assert, SGLang's unmodelled cases).
+  if (plans_engine_structure(o, c.family))
+    if (const char* why = engine_of(o.policy.engine).traits.refusal(c.family, o.dcp, o.role == deployment_role::colocated))
+      fail(why, {"dcp", o.dcp});
   return o;
 }
 
@@ -733,7 +726,7 @@ constexpr request_capacity max_requests_for_budget(const model_config& c, plan_o
   r.bytes_per_request = ok0 && ok1 ? b1 - b0 : kSaturated;
   // A shared pool's fixed bytes hold vLLM's startup charge (a parent arena's, tokenspeed's startup
   // need): a request adds at most its own blocks (parents).
-  if (ok0 && ok1 && pools.structure != pool_structure::own_pools && pools.structure != pool_structure::ratio_pools)
+  if (ok0 && ok1 && traits_of(pools.structure).whole_blocks)
     r.bytes_per_request = detail::u(p.planned_blocks - planned0) * detail::u(pools.bytes_per_block);
   if (!ok0 || !ok1 || b1 > budget_bytes) return r;  // not even one request fits
   std::uint64_t bytes = 0;

@@ -55,9 +55,6 @@
 
 namespace dsv4::cache {
 
-/// The engine whose allocator a plan bounds.
-enum class engine_kind : std::uint8_t { vllm, tokenspeed, tokenspeed_default, sglang };
-
 /// Who gets a step's token budget.
 enum class scheduler_kind : std::uint8_t {
   running_first,  ///< vLLM v1, tokenspeed --enable-mixed-batch: running requests, then waiting FCFS until B is spent.
@@ -90,7 +87,9 @@ enum class state_ring_rule : std::uint8_t {
 
 /// How an engine allocates pages: the inputs of both the plan formula and the simulator.
 struct allocation_policy {
-  engine_kind engine = engine_kind::vllm;
+  /// The registry name of the engine whose rules these are (engines/registry.hpp `find_engine`):
+  /// the plan asks that engine value for its pool structure, titles and refusals.
+  std::string_view engine = "vllm";
   scheduler_kind scheduler = scheduler_kind::running_first;
   expiry_timing expiry = expiry_timing::every_allocation;
   std::uint8_t window_rules = static_cast<std::uint8_t>(window_rule::fixed);  ///< Set of `window_rule`.
@@ -113,17 +112,6 @@ struct allocation_policy {
     return s > std::numeric_limits<std::int64_t>::max() / 2 ? std::numeric_limits<std::int64_t>::max() : 2 * s;
   }
 };
-
-/// "vllm", "tokenspeed" or "tokenspeed-default" (the planner's --engine names).
-constexpr std::string_view to_string(engine_kind e) {
-  switch (e) {
-    case engine_kind::vllm: return "vllm";
-    case engine_kind::tokenspeed: return "tokenspeed";
-    case engine_kind::tokenspeed_default: return "tokenspeed-default";
-    case engine_kind::sglang: return "sglang";
-  }
-  return "?";
-}
 
 /// The concrete policies a preset stands for: one per combination of its rule sets (each with
 /// a single window rule and, for lookahead engines, a single first-chunk rule). At most 4.

@@ -36,6 +36,7 @@ struct engine_spec {
   std::string_view source_commit;  ///< The commit of the engine's core sizing file the preset pins.
   allocation_policy policy{};
   pool_structure structure = pool_structure::own_pools;
+  engine_traits traits{};  ///< Its name in a sentence, budget chain and refusals (engines/engine.hpp).
   vllm_pool_rules vllm{};  ///< shared_block_pool: vLLM's pool rules of this preset.
   /// What the engine does with every input left out, each with its source (engines/defaults.hpp):
   /// async / overlap scheduling, the draft layer, the running cap (vLLM max_num_seqs 1024 for
@@ -44,47 +45,59 @@ struct engine_spec {
   engine_defaults defaults{};
   sglang_pool_rules sglang{};          ///< ratio_pools: SGLang's rules of this preset (default: 0.5.23).
   tokenspeed_pool_rules tokenspeed{};  ///< parent_arena: tokenspeed's rules of this preset (default: 0.1.1).
+  /// Whether its own pools are modelled with pipeline stages (--pp), and what to say when not.
+  bool stages_modelled = true;
+  std::string_view stages_note{};
+  /// Refuses a model its pools are not modelled for, naming the preset's release (SGLang: V4 only);
+  /// nullptr: every model.
+  void (*check_model)(const model_config& m) = nullptr;
 };
 
 /// Every engine preset, the newest preset of an engine first among its presets: the first entry
 /// of a name is its default.
 inline constexpr std::array<engine_spec, 8> kEngines = {{
     {"vllm", "2026.11", "vllm-project/vllm main as read 2026-11, files and commits in engines/vllm.hpp",
-     "4253bd44243c89bb62c1898399f69236b2b5c721", vllm_policy, pool_structure::shared_block_pool, vllm_pool_rules{},
+     "4253bd44243c89bb62c1898399f69236b2b5c721", vllm_policy, pool_structure::shared_block_pool, vllm_traits, vllm_pool_rules{},
      vllm_defaults},
     {"vllm", "0.33.0",
      "vLLM 0.33.0 as released (wheel vllm-0.33.0, 2026-11): the rules of vllm@2026.11 (engines/vllm.hpp); its own "
      "sizing code run unchanged gives the planner's figures, 336 of 336 (issue 38)",
-     "", vllm_policy, pool_structure::shared_block_pool, vllm_pool_rules{}, vllm_defaults},
+     "", vllm_policy, pool_structure::shared_block_pool, vllm_traits, vllm_pool_rules{}, vllm_defaults},
     // The released tokenspeed is the default `--engine tokenspeed` (and tokenspeed-default).
     {"tokenspeed", "0.1.1",
      "tokenspeed 0.1.1 as released (wheel tokenspeed-0.1.1, 2026-10), files in engines/tokenspeed.hpp: the CSA "
      "index keys a cache group of their own; its token capacity (the compiled tokenspeed-scheduler wheel's "
      "CapacityModel, >=0.1.25) is not run: the planner's capacity model of f4d8ec6e (recipes/spec.py) is assumed",
-     "", tokenspeed_policy, pool_structure::parent_arena, vllm_pool_rules{}, tokenspeed_defaults, sglang_pool_rules{},
-     tokenspeed_rules_0_1_1},
+     "", tokenspeed_policy, pool_structure::parent_arena, tokenspeed_traits, vllm_pool_rules{}, tokenspeed_defaults, sglang_pool_rules{},
+     tokenspeed_rules_0_1_1, false,
+     " for tokenspeed 0.1.1, whose stages keep the whole model's parent geometry (recipes/plan.py "
+     "CacheMemoryPlan.narrow_to_layers); plan the pin's per-stage arenas with --engine tokenspeed@f4d8ec6e"},
     {"tokenspeed", "f4d8ec6e",
      "lightseekorg/tokenspeed main as read 2026-08-22, files and commits in engines/tokenspeed.hpp",
-     "f4d8ec6e039c028c7ee71317ccfb84e56ae2b45c", tokenspeed_policy, pool_structure::parent_arena, vllm_pool_rules{},
+     "f4d8ec6e039c028c7ee71317ccfb84e56ae2b45c", tokenspeed_policy, pool_structure::parent_arena, tokenspeed_traits, vllm_pool_rules{},
      tokenspeed_defaults, sglang_pool_rules{}, tokenspeed_rules_f4d8ec6e},
     {"tokenspeed-default", "0.1.1",
      "tokenspeed 0.1.1 as released (wheel tokenspeed-0.1.1, 2026-10), files in engines/tokenspeed.hpp: the CSA "
      "index keys a cache group of their own; its token capacity (the compiled tokenspeed-scheduler wheel's "
      "CapacityModel, >=0.1.25) is not run: the planner's capacity model of f4d8ec6e (recipes/spec.py) is assumed",
-     "", tokenspeed_default_policy, pool_structure::parent_arena, vllm_pool_rules{}, tokenspeed_defaults,
-     sglang_pool_rules{}, tokenspeed_rules_0_1_1},
+     "", tokenspeed_default_policy, pool_structure::parent_arena, tokenspeed_traits, vllm_pool_rules{}, tokenspeed_defaults,
+     sglang_pool_rules{}, tokenspeed_rules_0_1_1, false,
+     " for tokenspeed 0.1.1, whose stages keep the whole model's parent geometry (recipes/plan.py "
+     "CacheMemoryPlan.narrow_to_layers); plan the pin's per-stage arenas with --engine tokenspeed@f4d8ec6e"},
     {"tokenspeed-default", "f4d8ec6e",
      "lightseekorg/tokenspeed main as read 2026-08-22, files and commits in engines/tokenspeed.hpp",
-     "f4d8ec6e039c028c7ee71317ccfb84e56ae2b45c", tokenspeed_default_policy, pool_structure::parent_arena,
+     "f4d8ec6e039c028c7ee71317ccfb84e56ae2b45c", tokenspeed_default_policy, pool_structure::parent_arena, tokenspeed_traits,
      vllm_pool_rules{}, tokenspeed_defaults, sglang_pool_rules{}, tokenspeed_rules_f4d8ec6e},
     // The released SGLang is the default `--engine sglang`.
     {"sglang", "0.5.23",
      "SGLang 0.5.23 as released (wheel sglang-0.5.23, 2026-10), files in engines/sglang.hpp; its SWA pool sized by "
      "--swa-full-tokens-ratio (its cap sizing, used when the flag is left out, is not modelled)",
-     "", sglang_policy, pool_structure::ratio_pools, vllm_pool_rules{}, sglang_defaults, sglang_rules_0_5_23},
+     "", sglang_policy, pool_structure::ratio_pools, sglang_traits, vllm_pool_rules{}, sglang_defaults, sglang_rules_0_5_23, tokenspeed_pool_rules{}, false, {},
+     [](const model_config& m) { (void)sglang_geometry_of(m, false, 0, -1, sglang_rules_0_5_23); }},
     {"sglang", "cce0a124", "sgl-project/sglang cce0a124 (2026-08-23), files and lines in engines/sglang.hpp",
-     "cce0a1244b5a3ee60411fb403f65f856a1d012f0", sglang_policy, pool_structure::ratio_pools, vllm_pool_rules{},
-     sglang_defaults, sglang_rules_cce0a124},
+     "cce0a1244b5a3ee60411fb403f65f856a1d012f0", sglang_policy, pool_structure::ratio_pools, sglang_traits, vllm_pool_rules{},
+     sglang_defaults, sglang_rules_cce0a124, tokenspeed_pool_rules{}, false, {},
+     [](const model_config& m) { (void)sglang_geometry_of(m, false, 0, -1, sglang_rules_cce0a124); }},
 }};
 
 /// The engine named `name` ("vllm", the newest preset) or `name@preset` ("vllm@2026.11");
@@ -99,11 +112,12 @@ constexpr const engine_spec* find_engine(std::string_view name) {
   return nullptr;
 }
 
-/// The engine of kind `k` (its newest preset).
-constexpr const engine_spec& engine_of(engine_kind k) {
+/// The engine whose policy names `name` (`allocation_policy::engine`; its newest preset). Throws
+/// std::invalid_argument if none is registered under that name.
+constexpr const engine_spec& engine_of(std::string_view name) {
   for (const engine_spec& e : kEngines)
-    if (e.policy.engine == k) return e;
-  fail("no engine of this kind is registered", {"engine_kind", static_cast<int>(k)});
+    if (e.policy.engine == name) return e;
+  fail("no engine of this name is registered (engines/registry.hpp)");
 }
 
 /// "name@preset" (or the name alone for an engine of one version).
@@ -123,8 +137,8 @@ inline std::string engine_names() {
   return s;
 }
 
-/// The allocation policy of engine kind `e`'s newest preset, with `overlap` set as given.
-constexpr allocation_policy policy_for(engine_kind e, bool overlap = false) {
+/// The allocation policy of engine `e`'s newest preset, with `overlap` set as given. Throws as `engine_of`.
+constexpr allocation_policy policy_for(std::string_view e, bool overlap = false) {
   allocation_policy p = engine_of(e).policy;
   p.overlap = overlap;
   return p;

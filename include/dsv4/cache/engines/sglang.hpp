@@ -13,7 +13,9 @@
 
 #include "dsv4/cache/checked.hpp"
 #include "dsv4/cache/engines/defaults.hpp"
+#include "dsv4/cache/engines/traits.hpp"
 #include "dsv4/cache/group_spec.hpp"
+#include "dsv4/cache/kv_budget.hpp"
 #include "dsv4/cache/layer_schedule.hpp"
 #include "dsv4/cache/model.hpp"
 #include "dsv4/cache/policy.hpp"
@@ -25,7 +27,7 @@ namespace dsv4::cache {
 /// none of the window or lookahead rules: they are SGLang's own (`sglang_plan_demand` below,
 /// engines/sglang_sim.hpp).
 inline constexpr allocation_policy sglang_policy{
-    .engine = engine_kind::sglang,
+    .engine = "sglang",
     .scheduler = scheduler_kind::prefill_first,
     .expiry = expiry_timing::every_allocation,
     .window_rules = static_cast<std::uint8_t>(window_rule::fixed),
@@ -467,5 +469,39 @@ constexpr std::uint64_t sglang_group_charge(const sglang_geometry& g, const sgla
     default: return 0;
   }
 }
+
+/// SGLang as the planner names it, derives its budget and refuses (engines/engine.hpp): its ratio
+/// pools without pipeline stages, DCP or PD disaggregation, its overlap scheduler on, a step budget
+/// of at least one 256-token page (its chunked prefill truncates a chunk to whole pages:
+/// schedule_policy.py PrefillAdder, trunc_len = rem_chunk_tokens // page_size * page_size).
+inline constexpr engine_traits sglang_traits{
+    .title = "SGLang",
+    .running_cap = "SGLang's max_running_requests",
+    .weights = weight_engine::sglang,
+    .fraction_flag = "--mem-fraction-static",
+    .fraction_reference = "sgl-project/sglang python/sglang/srt/server_args.py@cce0a124:5006-5041",
+    .default_fraction =
+        [](const budget_inputs& in) {
+          return sglang_default_mem_fraction_static(in.gpu_mib, in.tp, in.pp, in.prefill_chunk, in.dp_attention);
+        },
+    .takes_swa_ratio = true,
+    .running_cap_per_attention_dp = true,
+    .models_dcp = false,
+    .models_pd = false,
+    .simulates = false,
+    .overlap_off_flag = "SGLang's --disable-overlap-schedule",
+    .min_prefill_chunk = 256,
+    .min_prefill_chunk_reason = "its chunked prefill truncates a chunk to whole pages, so a longer prompt would never "
+                                "be admitted",
+    .simulate_refusal = "--simulate replays vLLM's and tokenspeed's block tables; SGLang's occupancy is replayed in "
+                        "the engine report when a budget is given (--memory-gib)",
+    .own_structure_models = [](model_family, std::int64_t) { return true; },
+    .refusal = [](model_family, std::int64_t dcp, bool colocated) -> const char* {
+      if (dcp != 1) return "SGLang's DeepSeek V4 pools under decode context parallelism are not modelled";
+      if (!colocated)
+        return "SGLang's DeepSeek V4 pools for a prefill or decode instance (PD disaggregation) are not modelled";
+      return nullptr;
+    },
+    .format_mismatch = sglang_format_mismatch};
 
 }  // namespace dsv4::cache

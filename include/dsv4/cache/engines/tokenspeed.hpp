@@ -16,7 +16,9 @@
 
 #include "dsv4/cache/checked.hpp"
 #include "dsv4/cache/engines/engine.hpp"
+#include "dsv4/cache/engines/traits.hpp"
 #include "dsv4/cache/group_spec.hpp"
+#include "dsv4/cache/kv_budget.hpp"
 #include "dsv4/cache/policy.hpp"
 
 namespace dsv4::cache {
@@ -25,7 +27,7 @@ namespace dsv4::cache {
 /// (`CacheCoordinator::Admit`), extents past the context, a decode needs all s tokens of the
 /// step's budget; bounds both CSA-state window rules (max(8, 4 + s), and 8 since PR #1612).
 inline constexpr allocation_policy tokenspeed_policy{
-    .engine = engine_kind::tokenspeed,
+    .engine = "tokenspeed",
     .scheduler = scheduler_kind::running_first,
     .expiry = expiry_timing::own_admission,
     .window_rules =
@@ -40,7 +42,7 @@ inline constexpr allocation_policy tokenspeed_policy{
 /// tokenspeed's default scheduler (no mixed batches): as `tokenspeed_policy`, prefill first.
 inline constexpr allocation_policy tokenspeed_default_policy = [] {
   allocation_policy p = tokenspeed_policy;
-  p.engine = engine_kind::tokenspeed_default;
+  p.engine = "tokenspeed-default";
   p.scheduler = scheduler_kind::prefill_first;
   return p;
 }();
@@ -520,5 +522,22 @@ constexpr std::int64_t tokenspeed_budgeted_parents_for(const engine_pools& pools
   }
   return -1;  // not within 4,096 parents past `need` (never for the demand's unit steps)
 }
+
+/// tokenspeed as the planner names it, derives its budget and refuses (engines/engine.hpp): its
+/// parent arena is modelled for DeepSeek V4 without DCP (else own pools).
+inline constexpr engine_traits tokenspeed_traits{
+    .title = "tokenspeed",
+    .running_cap = "tokenspeed's max_num_seqs",
+    .weights = weight_engine::tokenspeed,
+    .fraction_flag = "--gpu-memory-utilization",
+    .fraction_reference =
+        "lightseekorg/tokenspeed python/tokenspeed/runtime/utils/server_args.py@f4d8ec6e:461-474 (by world size)",
+    .default_fraction = [](const budget_inputs& in) { return tokenspeed_default_gpu_memory_utilization(in.world); },
+    .own_structure_models = [](model_family family, std::int64_t dcp) {
+      return tokenspeed_arena_models(family) && dcp == 1;
+    },
+    .own_structure_scope = "tokenspeed's parent arena is modelled for DeepSeek V4 without DCP only",
+    .refusal = [](model_family, std::int64_t, bool) -> const char* { return nullptr; },
+    .format_mismatch = tokenspeed_format_mismatch};
 
 }  // namespace dsv4::cache

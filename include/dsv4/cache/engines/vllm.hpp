@@ -28,7 +28,9 @@
 #include <string_view>
 
 #include "dsv4/cache/engines/engine.hpp"
+#include "dsv4/cache/engines/traits.hpp"
 #include "dsv4/cache/group_spec.hpp"
+#include "dsv4/cache/kv_budget.hpp"
 #include "dsv4/cache/policy.hpp"
 
 namespace dsv4::cache {
@@ -37,7 +39,7 @@ namespace dsv4::cache {
 /// until the step's budget is spent; expiry before every allocation; extents capped at
 /// max_model_len; lookahead s - 1 (both first-chunk rules bounded).
 inline constexpr allocation_policy vllm_policy{
-    .engine = engine_kind::vllm,
+    .engine = "vllm",
     .scheduler = scheduler_kind::running_first,
     .expiry = expiry_timing::every_allocation,
     .window_rules = static_cast<std::uint8_t>(window_rule::fixed),
@@ -637,5 +639,25 @@ inline vllm_startup_report vllm_startup(const engine_pools& pools, std::span<con
                vllm_thousands(L) + " tokens per request: " + conc + "x";
   return r;
 }
+
+/// vLLM as the planner names it, derives its budget and refuses (engines/engine.hpp).
+inline constexpr engine_traits vllm_traits{
+    .title = "vLLM",
+    .running_cap = "vLLM's max_num_seqs",
+    .weights = weight_engine::vllm,
+    .fraction_flag = "--gpu-memory-utilization",
+    .fraction_reference = "vllm-project/vllm vllm/config/cache.py@002f10e0 CacheConfig.gpu_memory_utilization",
+    .fraction_of_total = true,
+    .fixed_kv_bytes = true,
+    .default_fraction = [](const budget_inputs&) { return kVllmDefaultGpuMemoryUtilization; },
+    .own_structure_models = [](model_family, std::int64_t) { return true; },
+    .refusal = [](model_family family, std::int64_t dcp, bool) -> const char* {
+      if (dcp != 1 && family != model_family::v3_2)
+        return "vLLM rejects decode context parallelism for DeepSeek V4 and V4.1 (its sliding-window specs assert "
+               "decode_context_parallel_size == 1, kv_cache_interface.py SlidingWindowSpec.max_memory_usage_bytes); "
+               "plan own pools (--pools own) for tokenspeed's DCP rule";
+      return nullptr;
+    },
+    .format_mismatch = vllm_format_mismatch};
 
 }  // namespace dsv4::cache

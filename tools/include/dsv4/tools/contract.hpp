@@ -154,7 +154,7 @@ inline nlohmann::ordered_json descriptor_json(const cache::cache_layout& l, cons
     if (g.spec.has_sliding_window()) windows[cache::to_string(g.spec.id)] = g.window_tokens;
   d["info"] = {{"model", std::string(r.model.name.view())},
                {"engine", r.engine != nullptr ? cache::engine_label(*r.engine)
-                                              : std::string(cache::to_string(r.plan.options.policy.engine))},
+                                              : std::string(r.plan.options.policy.engine)},
                {"windows", windows},
                {"requests", r.plan.options.requests},
                {"context_tokens", r.plan.options.context_tokens},
@@ -304,7 +304,8 @@ inline std::string first_wrong_engine(const ojson& e, const ojson& groups, std::
   const cache::engine_spec* spec = cache::find_engine(name + "@" + preset);
   if (spec == nullptr)
     return fmt::format("{}: engine '{}' preset '{}' is not registered ({})", ep, name, preset, cache::engine_names());
-  if (spec->structure != cache::pool_structure::shared_block_pool || str_at(e, "structure", ep) != "shared_block_pool")
+  if (!cache::traits_of(spec->structure).placed ||
+      str_at(e, "structure", ep) != cache::traits_of(spec->structure).name)
     return fmt::format("{}.structure: '{}', but {} places pages in {}", ep, str_at(e, "structure", ep),
                        cache::engine_label(*spec), cache::to_string(spec->structure));
   // Unknown keys are refused before this (check_keys, as bad input).

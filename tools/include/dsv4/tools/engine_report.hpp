@@ -178,7 +178,7 @@ inline engine_fit sglang_fit(const sglang_engine_report& r, const model_config& 
 /// The engine report of a plan.
 struct engine_report {
   const engine_spec* engine = nullptr;
-  pool_structure structure = pool_structure::own_pools;
+  pool_structure structure = engine_pools{}.structure;  ///< The library's own pools unless the engine's.
   bool async_scheduling = false;     ///< As planned (--overlap).
   std::int64_t max_running = 0;      ///< The cap on running requests the simulation applies (0: none).
   std::int64_t dp = 1;               ///< Engines (data-parallel ranks) the requests are split over.
@@ -658,10 +658,9 @@ inline std::string engine_report_text(const engine_report& r, const memory_plan&
       fmt::format_to(out, "  tokenspeed refuses to start: ValueError: {}\n", t.refusal);
     }
   } else if (!r.vllm) {
-    const bool ts = e.policy.engine == engine_kind::tokenspeed || e.policy.engine == engine_kind::tokenspeed_default;
     fmt::format_to(out, "  own pools: every group's pages in a pool of its own{}\n",
-                   ts && o.pools == pools_choice::engine
-                       ? " (tokenspeed's parent arena is modelled for DeepSeek V4 without DCP only)"
+                   !e.traits.own_structure_scope.empty() && o.pools == pools_choice::engine
+                       ? fmt::format(" ({})", e.traits.own_structure_scope)
                        : std::string());
   } else {
     const vllm_startup_report& v = *r.vllm;

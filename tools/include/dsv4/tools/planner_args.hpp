@@ -254,33 +254,28 @@ inline std::optional<std::uint64_t> budget_from(const planner_args& a) {
   return gib_to_bytes(*a.gpu_memory_gib - reserved, "--gpu-memory-gib minus --reserved-gib");
 }
 
-/// The flags SGLang's modelled pools refuse or ignore under --engine sglang (its own pools):
-/// pipeline stages, decode context parallelism and PD roles are not modelled, --overlap is its
-/// default already, and --simulate replays block tables SGLang does not have (its occupancy is
-/// replayed in the engine report with a budget).
-inline void check_sglang_flags(const planner_args& a) {
-  const auto refuse = [](const std::string& what) {
-    throw std::invalid_argument("--engine sglang: " + what + "; plan it with --pools own (or another engine)");
+/// Refuses the flags engine `e`'s own pools are not modelled with (engines/engine.hpp
+/// `engine_traits`, `engine_spec::stages_modelled`), naming the flag, the engine and the reason.
+inline void check_engine_flags(const planner_args& a, const engine_spec& e) {
+  const engine_traits& t = e.traits;
+  const std::string label = a.engine.empty() ? std::string(e.name) : a.engine;  // as the user gave it
+  const auto refuse = [&](const std::string& what) {
+    throw std::invalid_argument("--engine " + label + ": " + what + "; plan it with --pools own (or another engine)");
   };
-  if (a.pp != 1 || !a.pp_layers.empty()) refuse(fmt::format("--pp {} (pipeline stages) is not modelled", a.pp));
-  if (a.dcp != 1) refuse(fmt::format("--dcp {} (decode context parallelism) is not modelled", a.dcp));
-  if (a.role != "colocated") refuse("--role " + a.role + " (PD disaggregation) is not modelled");
-  if (a.no_overlap)
-    throw std::invalid_argument(
-        "--engine sglang: --no-overlap (SGLang's --disable-overlap-schedule) is not modelled: its overlap scheduler, "
-        "its default, always is");
-  // SGLang's prefill truncates a chunk that does not hold a whole prompt to whole pages
-  // (schedule_policy.py PrefillAdder: trunc_len = rem_chunk_tokens // page_size * page_size): a
-  // step budget below one page admits no longer prompt, and the server never progresses.
-  if (const std::int64_t page = sglang_options{}.page_size; a.prefill_chunk && *a.prefill_chunk < page)
+  if (!e.stages_modelled && (a.pp != 1 || !a.pp_layers.empty()))
+    refuse(fmt::format("--pp {} (pipeline stages) is not modelled{}", a.pp, e.stages_note));
+  if (!t.models_dcp && a.dcp != 1) refuse(fmt::format("--dcp {} (decode context parallelism) is not modelled", a.dcp));
+  if (!t.models_pd && a.role != "colocated") refuse("--role " + a.role + " (PD disaggregation) is not modelled");
+  if (!e.defaults.overlap_off_modelled && a.no_overlap)
     throw std::invalid_argument(fmt::format(
-        "--engine sglang: --prefill-chunk {} is below SGLang's page of {} tokens: its chunked prefill truncates a "
-        "chunk to whole pages, so a longer prompt would never be admitted; give at least {}",
-        *a.prefill_chunk, page, page));
-  if (a.simulate)
-    throw std::invalid_argument(
-        "--engine sglang: --simulate replays vLLM's and tokenspeed's block tables; SGLang's occupancy is replayed "
-        "in the engine report when a budget is given (--memory-gib)");
+        "--engine {}: --no-overlap ({}) is not modelled: its {}, its default, always is", label, t.overlap_off_flag,
+        e.defaults.overlap_name));
+  if (a.prefill_chunk && *a.prefill_chunk < t.min_prefill_chunk)
+    throw std::invalid_argument(fmt::format("--engine {}: --prefill-chunk {} is below {}'s page of {} tokens: {}; give "
+                                            "at least {}",
+                                            label, *a.prefill_chunk, t.title, t.min_prefill_chunk,
+                                            t.min_prefill_chunk_reason, t.min_prefill_chunk));
+  if (!t.simulates && a.simulate) throw std::invalid_argument("--engine " + label + ": " + std::string(t.simulate_refusal));
 }
 
 /// The GPU --gpu names (gpu_catalog.hpp: its memory and compute capability; case, spaces and '-'

@@ -142,10 +142,8 @@ struct assumption {
   std::string text;  ///< For the screen: "async scheduling (vLLM's default)".
 };
 
-/// What one engine calls itself in a sentence ("vLLM", "tokenspeed", "SGLang").
-inline std::string engine_title_of(engine_kind k) {
-  return k == engine_kind::vllm ? "vLLM" : k == engine_kind::sglang ? "SGLang" : "tokenspeed";
-}
+/// What the engine a plan's policy names calls itself in a sentence ("vLLM", "tokenspeed", "SGLang").
+inline std::string engine_title_of(const allocation_policy& p) { return std::string(engine_of(p.engine).traits.title); }
 
 /// The KV budget per GPU as the engine derives it from the GPU it runs on (issue 42; the chain
 /// and each default's source: docs/engines/budget.md): the GPU's memory as the runtime reports it
@@ -245,7 +243,8 @@ inline std::optional<plan_hint> hint_of(const planner_result& r) {
                        sr.better_ratio_requests * r.report->dp,
                        "SGLang's SWA pool is a share of its full tokens, not what N requests' windows need"};
     }
-    if (o.pools != pools_choice::engine && o.policy.engine == engine_kind::sglang) return std::nullopt;
+    // An engine whose lever is its SWA ratio (SGLang) has no step-budget hint for own pools either.
+    if (o.pools != pools_choice::engine && engine_of(o.policy.engine).traits.takes_swa_ratio) return std::nullopt;
     if (o.prefill_chunk_tokens <= kHintPrefillChunk || o.tokens_per_step > kHintPrefillChunk) return std::nullopt;
     plan_options smaller = o;
     smaller.prefill_chunk_tokens = kHintPrefillChunk;
@@ -280,14 +279,19 @@ inline bool chain_flags_given(const planner_args& a) {
 inline budget_derivation derive_budget(const planner_args& a, const model_config& m, const engine_spec& e,
                                        const gpu_entry& gpu, bool mtp_loaded, std::int64_t max_batched_tokens,
                                        std::int64_t max_seqs) {
-  const engine_kind k = e.policy.engine;
-  const std::string title = engine_title_of(k);
-  if (a.mem_fraction_static && k != engine_kind::sglang)
-    throw std::invalid_argument(
-        fmt::format("--mem-fraction-static is SGLang's flag; {}'s memory fraction is --gpu-memory-utilization", title));
-  if (a.gpu_memory_utilization && k == engine_kind::sglang)
-    throw std::invalid_argument("--gpu-memory-utilization: SGLang's memory fraction is --mem-fraction-static");
-  if (a.kv_cache_memory_bytes && k != engine_kind::vllm)
+  const engine_traits& t = e.traits;
+  const std::string title(t.title);
+  // A memory-fraction or budget flag of another engine is refused, naming the engine's own.
+  for (const auto& [flag, given] : {std::pair{std::string_view("--gpu-memory-utilization"), a.gpu_memory_utilization.has_value()},
+                                    std::pair{std::string_view("--mem-fraction-static"), a.mem_fraction_static.has_value()}})
+    if (given && flag != t.fraction_flag) {
+      const auto owner = std::find_if(kEngines.begin(), kEngines.end(),
+                                      [&](const engine_spec& x) { return x.traits.fraction_flag == flag; });
+      throw std::invalid_argument(fmt::format("{} is {}'s flag; {}'s memory fraction is {}", flag,
+                                              owner != kEngines.end() ? owner->traits.title : "another engine",
+                                              title, t.fraction_flag));
+    }
+  if (a.kv_cache_memory_bytes && !t.fixed_kv_bytes)
     throw std::invalid_argument(
         fmt::format("--kv-cache-memory-bytes is vLLM's flag; give {}'s budget with --memory-gib", title));
   if (a.ep < 1) throw std::invalid_argument(fmt::format("--ep must be >= 1, got {}", a.ep));
@@ -308,9 +312,7 @@ inline budget_derivation derive_budget(const planner_args& a, const model_config
                                   "; give it with --memory-gib");
     if (!a.kv_cache_memory_bytes) return b;
   }
-  const weight_engine we = k == engine_kind::vllm     ? weight_engine::vllm
-                           : k == engine_kind::sglang ? weight_engine::sglang
-                                                      : weight_engine::tokenspeed;
+  const weight_engine we = t.weights;
   const auto narrow = [](std::int64_t v, const char* flag) {
     if (v < 1 || v > 1'000'000) throw std::invalid_argument(fmt::format("{} must be in [1, 1000000], got {}", flag, v));
     return static_cast<int>(v);
@@ -337,35 +339,21 @@ inline budget_derivation derive_budget(const planner_args& a, const model_config
   b.reserve = estimate_runtime_reserve(m, max_batched_tokens, max_seqs);
   const std::int64_t reserve = b.reserve.total();
   b.derived = true;
-  if (k == engine_kind::vllm) {
-    b.fraction_flag = "--gpu-memory-utilization";
-    b.fraction_source = a.gpu_memory_utilization ? "flag" : "engine default";
-    b.fraction_reference = "vllm-project/vllm vllm/config/cache.py@002f10e0 CacheConfig.gpu_memory_utilization";
-    b.chain = vllm_kv_budget(gpu.bytes, a.gpu_memory_utilization.value_or(kVllmDefaultGpuMemoryUtilization), weights,
-                             reserve);
-  } else if (k == engine_kind::sglang) {
-    b.fraction_flag = "--mem-fraction-static";
-    b.fraction_source = a.mem_fraction_static ? "flag" : "engine default";
-    b.fraction_reference = "sgl-project/sglang python/sglang/srt/server_args.py@cce0a124:5006-5041";
-    const double f =
-        a.mem_fraction_static
-            ? *a.mem_fraction_static
-            : sglang_default_mem_fraction_static(
-                  static_cast<double>(gpu.bytes) / 1048576.0, par.tp, par.pp,
-                  static_cast<int>(std::min<std::int64_t>(a.prefill_chunk.value_or(0), 1 << 30)), a.dp_attention);
-    b.chain = free_fraction_kv_budget(gpu.bytes, f, weights, reserve);
-  } else {
-    b.fraction_flag = "--gpu-memory-utilization";
-    b.fraction_source = a.gpu_memory_utilization ? "flag" : "engine default";
-    b.fraction_reference =
-        "lightseekorg/tokenspeed python/tokenspeed/runtime/utils/server_args.py@f4d8ec6e:461-474 (by world size)";
-    const std::int64_t world = a.tp * a.dp * a.pp;
-    const double f =
-        a.gpu_memory_utilization
-            ? *a.gpu_memory_utilization
-            : tokenspeed_default_gpu_memory_utilization(static_cast<int>(std::min<std::int64_t>(world, 1 << 30)));
-    b.chain = free_fraction_kv_budget(gpu.bytes, f, weights, reserve);
-  }
+  const std::optional<double>& given =
+      t.fraction_flag == "--mem-fraction-static" ? a.mem_fraction_static : a.gpu_memory_utilization;
+  b.fraction_flag = std::string(t.fraction_flag);
+  b.fraction_source = given ? "flag" : "engine default";
+  b.fraction_reference = std::string(t.fraction_reference);
+  budget_inputs in;
+  in.gpu_mib = static_cast<double>(gpu.bytes) / 1048576.0;
+  in.tp = par.tp;
+  in.pp = par.pp;
+  in.world = static_cast<int>(std::min<std::int64_t>(a.tp * a.dp * a.pp, 1 << 30));
+  in.prefill_chunk = static_cast<int>(std::min<std::int64_t>(a.prefill_chunk.value_or(0), 1 << 30));
+  in.dp_attention = a.dp_attention;
+  const double f = given ? *given : t.default_fraction(in);
+  b.chain = t.fraction_of_total ? vllm_kv_budget(gpu.bytes, f, weights, reserve)
+                                : free_fraction_kv_budget(gpu.bytes, f, weights, reserve);
   return b;
 }
 
@@ -392,7 +380,7 @@ inline planner_result compute(const planner_args& a, bool with_engine_report = t
   r.engine = &engine_from(a.engine);
   const engine_defaults& d = r.engine->defaults;
   const gpu_entry& gpu = gpu_from(a.gpu);
-  const std::string title = engine_title_of(r.engine->policy.engine);
+  const std::string title(r.engine->traits.title);
   const auto said = [&](std::string key, assumption_value v, bool given, std::string_view ref, std::string text) {
     r.assumptions.push_back({std::move(key), std::move(v), given ? "flag" : "engine default",
                              given ? std::string() : std::string(ref), std::move(text)});
@@ -572,7 +560,10 @@ inline planner_result compute(const planner_args& a, bool with_engine_report = t
   std::stable_sort(r.assumptions.begin(), r.assumptions.end(),
                    [&](const assumption& x, const assumption& y) { return rank_of(x) < rank_of(y); });
   o.max_running_requests = r.max_running;  // tokenspeed sizes its arena's windows for max_num_seqs
-  if (a.swa_ratio && !(o.policy.engine == engine_kind::sglang && o.pools == pools_choice::engine))
+  // The engine's own pools as planned (tokenspeed's arena: DeepSeek V4 without DCP; else own pools).
+  const bool engine_structure =
+      o.pools == pools_choice::engine && r.engine->traits.own_structure_models(r.model.family, a.dcp);
+  if (a.swa_ratio && !(r.engine->traits.takes_swa_ratio && o.pools == pools_choice::engine))
     throw std::invalid_argument(
         "--swa-full-tokens-ratio has no effect without --engine sglang (and its own pools, --pools engine)");
   if (a.swa_ratio) {
@@ -582,28 +573,17 @@ inline planner_result compute(const planner_args& a, bool with_engine_report = t
     // (arg_groups/overrides.py:1139-1167, server_args.py:931-943).
     o.swa_full_tokens_ratio = *a.swa_ratio == 0.8 ? 0.1 : *a.swa_ratio;
   }
-  // tokenspeed 0.1.1's pipeline stages keep the whole model's parent geometry
-  // (engines/tokenspeed.hpp `tokenspeed_pool_rules::stage_own_arena`): not modelled.
-  const bool ts_engine =
-      o.policy.engine == engine_kind::tokenspeed || o.policy.engine == engine_kind::tokenspeed_default;
-  if (ts_engine && o.pools == pools_choice::engine && r.model.family == model_family::v4 && a.dcp == 1 &&
-      !r.engine->tokenspeed.stage_own_arena && (a.pp != 1 || !a.pp_layers.empty()))
-    throw std::invalid_argument(fmt::format(
-        "--engine {}: --pp {} (pipeline stages) is not modelled for tokenspeed 0.1.1, whose stages keep the whole "
-        "model's parent geometry (recipes/plan.py CacheMemoryPlan.narrow_to_layers); plan the pin's per-stage "
-        "arenas with --engine tokenspeed@f4d8ec6e, or --pools own",
-        engine_label(*r.engine), a.pp));
-  if (o.policy.engine == engine_kind::sglang && o.pools == pools_choice::engine) {
-    check_sglang_flags(a);
+  if (engine_structure) check_engine_flags(a, *r.engine);
+  if (engine_structure && r.engine->traits.running_cap_per_attention_dp) {
     // SGLang's HCA-state reservation is per attention-DP worker: max_running_requests // dp with DP
     // attention; without it every --dp replica is a whole server with its own max_running_requests.
     const std::int64_t attn_dp = a.dp_attention ? a.dp : 1;
     o.max_running_requests = r.max_running / attn_dp;
     if (o.max_running_requests < 1)
       throw std::invalid_argument(fmt::format(
-          "--engine sglang: --max-running-requests {} // --dp {} is 0, which SGLang refuses (\"max_running_request is "
+          "--engine {}: --max-running-requests {} // --dp {} is 0, which SGLang refuses (\"max_running_request is "
           "zero\", tp_worker.py:410)",
-          r.max_running, a.dp));
+          engine_label(*r.engine), r.max_running, a.dp));
   }
   try {  // errors from here on depend on the model: say which one
     r.schema = build_model_schema(r.model, r.model.family == model_family::v3_2 ? indexer_format::fp8 : o.indexer);
@@ -619,19 +599,16 @@ inline planner_result compute(const planner_args& a, bool with_engine_report = t
                 engine_label(*r.engine), f.name, a.gpu.empty() ? "the assumed" : "--gpu", gpu.name, gpu.sm_major,
                 gpu.sm_minor, d.mxfp4_indexer_rule, d.mxfp4_indexer_ref));
         }
-    const pool_structure structure = plan_structure(o, r.model.family);
-    if (structure == pool_structure::ratio_pools)
-      (void)sglang_geometry_of(r.model, false, 0, -1, r.engine->sglang);  // V4 only
-    if (structure != pool_structure::own_pools)
+    if (engine_structure) {
+      if (r.engine->check_model != nullptr) r.engine->check_model(r.model);  // SGLang: V4 only
       for (const paged_cache_group_spec& g : plan_cache_specs(r.model, o))
         for (int k = 0; k < g.num_pools; ++k)
-          if (const char* why = structure == pool_structure::shared_block_pool ? vllm_format_mismatch(g, k)
-                                : structure == pool_structure::ratio_pools     ? sglang_format_mismatch(g, k)
-                                                                               : tokenspeed_format_mismatch(g, k))
+          if (const char* why = r.engine->traits.format_mismatch(g, k))
             throw std::invalid_argument(
                 fmt::format("--engine {}: row format '{}' of {}{}: {}; plan it with --pools own (or another engine)",
                             engine_label(*r.engine), g.pools[static_cast<std::size_t>(k)].format.name, to_string(g.id),
                             g.num_pools > 1 ? fmt::format("[{}]", k) : "", why));
+    }
     r.plan = build_memory_plan(r.model, o);
     if (r.budget_bytes) {
       r.requests_fit = max_requests_for_budget(r.model, o, *r.budget_bytes);
@@ -693,7 +670,7 @@ inline planner_result compute(const planner_args& a, bool with_engine_report = t
 /// pools, its peak + its null page; a shared pool (a parent arena), the peak blocks (pages) of its
 /// engine group's table (the pool's one null block, the arena's null parent apart).
 inline std::int64_t simulated_group_pages(const memory_plan& p, const sim_result& sim, int gi) {
-  if (p.pools.structure == pool_structure::own_pools) return sim.peak_pages[static_cast<std::size_t>(gi)] + 1;
+  if (traits_of(p.pools.structure).one_table_per_group) return sim.peak_pages[static_cast<std::size_t>(gi)] + 1;
   const group_id id = p.groups[static_cast<std::size_t>(gi)].spec.id;
   for (int e = 0; e < p.pools.num_groups; ++e)
     for (int m = 0; m < p.pools[e].num_members; ++m)
@@ -702,11 +679,17 @@ inline std::int64_t simulated_group_pages(const memory_plan& p, const sim_result
   return 0;
 }
 
+/// The simulator's peak units of a pool priced in whole blocks (`pool_structure_traits::whole_blocks`),
+/// the null unit apart: a shared pool's peak blocks, a parent arena's peak parents (`sim_peak_parents`).
+inline std::int64_t simulated_peak_units(const memory_plan& p, const sim_result& sim) {
+  return traits_of(p.pools.structure).one_block_pool ? sim.peak_blocks : sim_peak_parents(p.pools, sim);
+}
+
 /// Bytes of one page of library group `gi` in one layer, all pools, as the engine lays it out
 /// (a shared pool pads them; own pools: the group's page bytes).
 inline std::int64_t engine_page_bytes(const memory_plan& p, int gi) {
   const paged_cache_group_spec& spec = p.groups[static_cast<std::size_t>(gi)].spec;
-  if (p.pools.structure != pool_structure::shared_block_pool) return spec.page_bytes();
+  if (!traits_of(p.pools.structure).pads_pages) return spec.page_bytes();
   std::int64_t b = 0;
   for (int k = 0; k < spec.num_pools; ++k) {
     bool found = false;
@@ -757,7 +740,7 @@ inline plan_verdict verdict_of(const planner_result& r) {
   v.context_tokens = r.plan.options.context_tokens;
   if (r.budget && r.budget->derived && !r.budget->chain.fits()) {  // the weights leave no KV cache
     const kv_budget& c = r.budget->chain;
-    const std::string engine = r.engine != nullptr ? engine_title_of(r.engine->policy.engine) : "the engine";
+    const std::string engine = r.engine != nullptr ? std::string(r.engine->traits.title) : "the engine";
     v.has_budget = true;
     v.engine_starts = false;
     v.limit = "weights";
@@ -840,7 +823,7 @@ inline plan_verdict verdict_of(const planner_result& r) {
     v.limit_text = fmt::format("{} does not start with this budget (its startup check)", engine);
   } else if (per_engine_cap > 0 && v.max_requests >= per_engine_cap * engines && !v.max_requests_lower_bound) {
     v.limit = "running cap";
-    v.limit_text = fmt::format("{}'s running cap, {} {}{}", engine_title_of(r.plan.options.policy.engine), cap_name,
+    v.limit_text = fmt::format("{}'s running cap, {} {}{}", engine_title_of(r.plan.options.policy), cap_name,
                                thousands(r.max_running),
                                per_engine_cap != r.max_running || engines > 1
                                    ? fmt::format(" ({} per engine x {})", thousands(per_engine_cap), engines)
@@ -939,8 +922,8 @@ inline plan_breakdown breakdown_of(const memory_plan& p, int only_group = -1) {
     part += static_cast<std::uint64_t>(got);
     sum += got;
   };
-  const bool ratio = p.pools.structure == pool_structure::ratio_pools;
-  const bool own = p.pools.structure == pool_structure::own_pools;
+  const bool ratio = traits_of(p.pools.structure).token_ratios;
+  const bool own = traits_of(p.pools.structure).one_table_per_group;
   const auto h = static_cast<std::int64_t>(p.holding_requests);
   // One table's pages of one pool: `per_request` pages a request, `shared` prompt pages, over
   // `layers` layers of `page` bytes (unpadded), rows a request `rpr` of `row_bytes`.

@@ -45,8 +45,7 @@ inline nlohmann::ordered_json groups_json(const memory_plan& p, const sim_result
                       {"pages", g.total_pages()},
                       {"bytes", g.bytes},
                       {"ideal_bytes", g.ideal_bytes}});
-    if (p.pools.structure == pool_structure::shared_block_pool)
-      groups.back()["engine_page_bytes"] = engine_page_bytes(p, gi);
+    if (traits_of(p.pools.structure).pads_pages) groups.back()["engine_page_bytes"] = engine_page_bytes(p, gi);
     if (simulated) groups.back()["simulated_peak_pages"] = simulated_group_pages(p, *simulated, gi);
   }
   return groups;
@@ -147,7 +146,7 @@ inline nlohmann::ordered_json to_json(const planner_result& r) {
                {"prefill_chunk_tokens", p.options.prefill_chunk_tokens},
                {"indexer", std::string(plan_indexer(p))},
                {"cache_mtp", p.options.cache_mtp},
-               {"engine", std::string(to_string(p.options.policy.engine))},
+               {"engine", std::string(p.options.policy.engine)},
                {"engine_preset",
                 r.engine != nullptr && !r.engine->preset.empty() ? json(std::string(r.engine->preset)) : json(nullptr)},
                {"pools", std::string(to_string(p.options.pools))},
@@ -172,28 +171,18 @@ inline nlohmann::ordered_json to_json(const planner_result& r) {
     plan["max_requests_bytes_left"] = r.requests_fit->bytes_left;
     plan["max_context_tokens"] = r.context_fit->max_context_tokens;
   }
-  if (p.pools.structure == pool_structure::shared_block_pool) {
-    plan["bytes_per_block"] = p.pools.bytes_per_block;
-    plan["num_blocks"] = p.num_blocks;
-    plan["planned_blocks"] = p.planned_blocks;
-    plan["startup_blocks"] = p.startup_blocks;
-  }
-  if (p.pools.structure == pool_structure::parent_arena) {  // the null parent included in each
-    plan["parent_bytes"] = p.pools.bytes_per_block;
-    plan["num_parents"] = p.num_blocks;
-    plan["planned_parents"] = p.planned_blocks;
-    plan["startup_parents"] = p.startup_blocks;
-    plan["request_parents"] = p.admission_blocks;
-  }
+  const pool_structure_traits& t = traits_of(p.pools.structure);
+  // The block figures under the structure's own names (blocks, parents), the null unit included in each.
+  for (const auto& [key, v] : {std::pair{t.key_unit_bytes, p.pools.bytes_per_block}, std::pair{t.key_units, p.num_blocks},
+                               std::pair{t.key_planned, p.planned_blocks}, std::pair{t.key_startup, p.startup_blocks},
+                               std::pair{t.key_admission, p.admission_blocks}})
+    if (!key.empty()) plan[std::string(key)] = v;
   if (r.simulated) {
     plan["simulated_peak_bytes"] = r.simulated->peak_bytes;
     plan["simulations"] = r.simulated->simulations;
-    if (p.pools.structure == pool_structure::shared_block_pool) {
-      plan["simulated_peak_blocks"] = r.simulated->peak_blocks + 1;  // the null block included, as num_blocks
-      plan["simulated_peak_admission_blocks"] = r.simulated->peak_admission_blocks + 1;
-    }
-    if (p.pools.structure == pool_structure::parent_arena)
-      plan["simulated_peak_parents"] = sim_peak_parents(p.pools, *r.simulated) + 1;  // the null parent included
+    if (!t.key_sim_peak.empty()) plan[std::string(t.key_sim_peak)] = simulated_peak_units(p, *r.simulated) + 1;
+    if (!t.key_sim_peak_admission.empty())  // the null block included, as num_blocks
+      plan[std::string(t.key_sim_peak_admission)] = r.simulated->peak_admission_blocks + 1;
   }
   if (p.options.role != deployment_role::colocated) {
     plan["role"] = std::string(to_string(p.options.role));

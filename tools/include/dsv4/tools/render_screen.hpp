@@ -68,8 +68,7 @@ inline std::string screen_lines(std::string_view label, std::string_view text, i
 
 /// What one engine calls itself in a sentence ("vLLM", "tokenspeed", "SGLang").
 inline std::string engine_title(const planner_result& r) {
-  const engine_kind k = r.plan.options.policy.engine;
-  return k == engine_kind::vllm ? "vLLM" : k == engine_kind::sglang ? "SGLang" : "tokenspeed";
+  return engine_title_of(r.plan.options.policy);
 }
 
 /// The engine line: its label and pool structure as the plan prices it.
@@ -77,23 +76,15 @@ inline std::string screen_engine_text(const planner_result& r) {
   const memory_plan& p = screen_plan(r);
   const std::string label = r.engine != nullptr ? engine_label(*r.engine) : std::string("engine");
   std::string s;
-  switch (p.pools.structure) {
-    case pool_structure::shared_block_pool:
-      s = fmt::format("{}: one shared block pool, {} B per block", label, thousands(p.pools.bytes_per_block));
-      break;
-    case pool_structure::parent_arena:
-      s = fmt::format("{}: one parent arena, {} B per parent", label, thousands(p.pools.bytes_per_block));
-      break;
-    case pool_structure::ratio_pools:
-      s = fmt::format("{}: ratio pools sized from one full-token count (SWA x {:g})", label,
-                      p.options.swa_full_tokens_ratio);
-      break;
-    case pool_structure::own_pools:
-      s = fmt::format("{}: one pool per group ({})", label,
-                      p.options.pools == pools_choice::own ? "--pools own: not the engine's own structure"
-                                                           : "the engine's own pools are not modelled for this model");
-      break;
-  }
+  const pool_structure_traits& t = traits_of(p.pools.structure);
+  if (!t.summary.empty())
+    s = label + ": " +
+        fmt::format(fmt::runtime(t.summary), fmt::arg("block_bytes", thousands(p.pools.bytes_per_block)),
+                    fmt::arg("swa_ratio", p.options.swa_full_tokens_ratio));
+  else
+    s = fmt::format("{}: one pool per group ({})", label,
+                    p.options.pools == pools_choice::own ? "--pools own: not the engine's own structure"
+                                                         : "the engine's own pools are not modelled for this model");
   if (p.options.role != deployment_role::colocated) s += fmt::format(", {} role", to_string(p.options.role));
   return s;
 }
@@ -292,13 +283,7 @@ inline std::string screen_text(const planner_result& r) {
                                 thousands(p.options.prefill_chunk_tokens)));
   part(b.null_pages, "null pages (one per pool and layer)");
   part(b.engine,
-       p.pools.structure == pool_structure::shared_block_pool ? "the shared pool: groups padded to its widest block, "
-                                                                "the null block, its startup need"
-       : p.pools.structure == pool_structure::parent_arena ? "the parent arena: parents rounded up, the null parent, "
-                                                             "what it needs to start"
-       : p.pools.structure == pool_structure::ratio_pools  ? "SGLang's ratio sizing: pools sized as shares of its "
-                                                             "full tokens, state rings"
-                                                           : "the engine's pool structure");
+       std::string(traits_of(p.pools.structure).overhead));
   const std::string hint =
       r.hint ? fmt::format("{} plans {} request{}, not {} ({})", r.hint->flag, thousands(r.hint->requests_then),
                            r.hint->requests_then == 1 ? "" : "s", thousands(r.hint->requests_now), r.hint->why)

@@ -131,7 +131,7 @@ struct svg_cause {
 };
 
 inline std::array<svg_cause, 6> svg_causes(const memory_plan& p) {
-  const pool_structure s = p.pools.structure;
+  const pool_structure_traits& t = traits_of(p.pools.structure);
   return {{
       {"context_rows", "rows of context",
        fmt::format("rows of context ({} x {} tokens in every full-history group)", thousands(p.holding_requests),
@@ -145,17 +145,7 @@ inline std::array<svg_cause, 6> svg_causes(const memory_plan& p) {
                    thousands(p.options.prefill_chunk_tokens))},
       {"null_page", "null pages", "null pages (one per pool and layer)"},
       {"engine_structure",
-       s == pool_structure::shared_block_pool ? "the shared pool"
-       : s == pool_structure::parent_arena    ? "the parent arena"
-       : s == pool_structure::ratio_pools     ? "SGLang's ratio sizing"
-                                              : "the engine's pool structure",
-       s == pool_structure::shared_block_pool
-           ? "the shared pool: groups padded to its widest block, the null block, its startup need"
-       : s == pool_structure::parent_arena
-           ? "the parent arena: parents rounded up, the null parent, what it needs to start"
-       : s == pool_structure::ratio_pools
-           ? "SGLang's ratio sizing: pools sized as shares of its full tokens, state rings"
-           : "the engine's pool structure"},
+       std::string(t.title), std::string(t.overhead)},
   }};
 }
 

@@ -112,41 +112,20 @@ inline std::string tables_groups(const planner_result& r) {
     }
     fmt::format_to(out, "\n");
   }
-  const bool shared = p.pools.structure == pool_structure::shared_block_pool;
-  const bool arena = p.pools.structure == pool_structure::parent_arena;
-  if (p.pools.structure == pool_structure::ratio_pools)
-    fmt::format_to(out,
-                   "(rows, tokens, page B: per page of the library's layout; pages/L, pages: none, SGLang sizes pools "
-                   "in tokens, not pages per request (its pool sizes: the engine section); bytes: what SGLang's "
-                   "configurator charges the group's pool at the plan's budget; the total is that budget)\n");
-  else if (arena)
-    fmt::format_to(out,
-                   "(rows, tokens: per page of the library's layout; window: tokens a sliding group keeps per request; "
-                   "page B: one page of one layer, all pools; pages/L: the group's pages (each over all its layers), "
-                   "H x per request + prompt pages; bytes: the parents its pages bind{})\n",
-                   r.simulated ? "; sim/L: the simulator's peak pages of the group; slack: pages/L - sim/L" : "");
-  else if (shared)
-    fmt::format_to(out,
-                   "(rows, tokens: per page of the library's layout; window: tokens a sliding group keeps per request; "
-                   "page B: one page of one layer, all pools, as {} pads it; pages/L: blocks of its engine group "
-                   "(table), H x per request + prompt blocks, the pool's null block apart; bytes: what its pages take "
-                   "of those blocks{})\n",
-                   to_string(p.options.policy.engine),
-                   r.simulated ? "; sim/L: the simulator's peak blocks of that table; slack: pages/L - sim/L" : "");
-  else
-    fmt::format_to(out,
-                   "(rows, tokens: per page; window: tokens a sliding group keeps per request; page B: one page of "
-                   "one layer, all pools; pages/L: pages per layer, H x per request + prompt pages + 1 null page; "
-                   "pages: all layers{})\n",
-                   r.simulated ? "; sim/L: the simulator's peak pages per layer, null page included; slack: pages/L - "
-                                 "sim/L"
-                               : "");
+  // The structure's own terms: one shared block pool (blocks over every table) or a parent arena
+  // (each group's pages packed into parents), and the engine that runs it.
+  const pool_structure_traits& t = traits_of(p.pools.structure);
+  const bool shared = t.one_block_pool;
+  const bool arena = t.whole_blocks && !t.one_block_pool;
+  const std::string engine = engine_title_of(p.options.policy);
+  fmt::format_to(out, fmt::runtime(t.legend), fmt::arg("engine", p.options.policy.engine),
+                 fmt::arg("sim", r.simulated ? t.sim_legend : std::string_view()));
   fmt::format_to(out,
                  "\nplan: {} request(s) x {} tokens (indexer {}, {} token(s)/step, prefill chunk {}, MTP {}), "
                  "engine {}{}{}; {} request(s) hold pages at once\n",
                  p.options.requests, p.options.context_tokens, plan_indexer(p), p.options.tokens_per_step,
                  p.options.prefill_chunk_tokens, p.options.cache_mtp ? "cached" : "not cached",
-                 to_string(p.options.policy.engine), p.options.policy.overlap ? " with overlap" : "",
+                 p.options.policy.engine, p.options.policy.overlap ? " with overlap" : "",
                  p.options.role == deployment_role::prefill ? ", prefill role (prompts held until transferred)"
                  : p.options.role == deployment_role::decode
                      ? fmt::format(", decode role with {} request(s) being received", p.options.handover_requests)
@@ -160,19 +139,20 @@ inline std::string tables_groups(const planner_result& r) {
                    "for one pool per group)\n",
                    p.num_blocks, p.pools.bytes_per_block, p.planned_blocks - 1,
                    p.startup_blocks > p.planned_blocks
-                       ? fmt::format(", raised to vLLM's startup need of {} blocks", p.startup_blocks)
+                       ? fmt::format(", raised to {}'s startup need of {} blocks", engine, p.startup_blocks)
                        : std::string());
   if (arena)
     fmt::format_to(
         out,
-        "  = {} parents x {} B: the groups' {} parents + 1 null parent{} (tokenspeed's parent arena, --pools "
+        "  = {} parents x {} B: the groups' {} parents + 1 null parent{} ({}'s parent arena, --pools "
         "own for one pool per group)\n",
         p.num_blocks, p.pools.bytes_per_block, p.planned_blocks - 1,
         p.num_blocks > p.planned_blocks
-            ? fmt::format(", raised to what tokenspeed needs to start ({}) and to admit one request of {} "
+            ? fmt::format(", raised to what {} needs to start ({}) and to admit one request of {} "
                           "tokens ({}), as it allocates them",
-                          p.startup_blocks - 1, p.options.context_tokens, p.admission_blocks - 1)
-            : std::string());
+                          engine, p.startup_blocks - 1, p.options.context_tokens, p.admission_blocks - 1)
+            : std::string(),
+        engine);
   if (r.simulated && arena) {  // pages bind parents: the peak in parents, the plan's groups' parents beside it
     const std::int64_t peak = sim_peak_parents(p.pools, *r.simulated) + 1;
     fmt::format_to(out,
@@ -186,8 +166,8 @@ inline std::string tables_groups(const planner_result& r) {
                    static_cast<double>(p.total_bytes) / static_cast<double>(r.simulated->peak_bytes));
     if (shared)
       fmt::format_to(out,
-                     "  simulated peak {} blocks in use, {} at an admission (vLLM's gate), the null block included\n",
-                     r.simulated->peak_blocks + 1, r.simulated->peak_admission_blocks + 1);
+                     "  simulated peak {} blocks in use, {} at an admission ({}'s gate), the null block included\n",
+                     r.simulated->peak_blocks + 1, r.simulated->peak_admission_blocks + 1, engine);
   }
   fmt::format_to(out, "  (ideal: the requests' exact rows, without page rounding, prefill chunk or null pages)\n");
   if (r.budget_bytes) {
@@ -198,9 +178,7 @@ inline std::string tables_groups(const planner_result& r) {
                      "  max requests at {} tokens: {} (the engine runs at most {} at once: --max-running-requests, "
                      "{}; memory alone fits {})\n",
                      p.options.context_tokens, r.max_running, r.max_running,
-                     p.options.policy.engine == engine_kind::vllm     ? "vLLM's max_num_seqs"
-                     : p.options.policy.engine == engine_kind::sglang ? "SGLang's max_running_requests"
-                                                                      : "tokenspeed's max_num_seqs",
+                     engine_of(p.options.policy.engine).traits.running_cap,
                      rq.max_requests == std::numeric_limits<std::int64_t>::max() ? std::string("any number")
                                                                                  : std::to_string(rq.max_requests));
     else if (rq.max_requests == std::numeric_limits<std::int64_t>::max())
@@ -213,7 +191,7 @@ inline std::string tables_groups(const planner_result& r) {
                      "  max requests at {} tokens: {} ({} B used, {} B left; {} needs {} B to start{}; a request "
                      "holds at most {} B, with a prompt chunk in flight, {} B on average)\n",
                      p.options.context_tokens, rq.max_requests, rq.total_bytes, rq.bytes_left,
-                     shared ? "vLLM" : "tokenspeed", rq.fixed_bytes,
+                     engine, rq.fixed_bytes,
                      shared ? "" : fmt::format(" and admit one request of {} tokens", p.options.context_tokens),
                      rq.bytes_per_request, rq.total_bytes / static_cast<std::uint64_t>(rq.max_requests));
     else if (rq.max_requests > 0)
@@ -222,8 +200,8 @@ inline std::string tables_groups(const planner_result& r) {
           p.options.context_tokens, rq.max_requests, rq.total_bytes, rq.bytes_left, rq.fixed_bytes,
           rq.bytes_per_request);
     else if (shared)
-      fmt::format_to(out, "  max requests at {} tokens: 0 (vLLM needs {} B to start: {} blocks of {} B)\n",
-                     p.options.context_tokens, rq.fixed_bytes, p.startup_blocks, p.pools.bytes_per_block);
+      fmt::format_to(out, "  max requests at {} tokens: 0 ({} needs {} B to start: {} blocks of {} B)\n",
+                     p.options.context_tokens, engine, rq.fixed_bytes, p.startup_blocks, p.pools.bytes_per_block);
     else
       fmt::format_to(out, "  max requests at {} tokens: 0 (one request needs {} B fixed + {} B)\n",
                      p.options.context_tokens, rq.fixed_bytes, rq.bytes_per_request);
