@@ -686,5 +686,40 @@ TEST(AllocSimFast, FitSearchesAnswerAsWholeWorstCases) {
   EXPECT_EQ(cases, 36);
 }
 
+// The request search's bracketing (`detail::largest_fitting_bracketed`: cheap probes of the
+// critical workloads bracket the answer, one whole probe confirms it) against the doubling and
+// bisection of whole probes it replaces, on seeded random monotone fits: the answer is the
+// same (the monotone fit's largest N), with whole probes at the hint, at the answer and at most one
+// per N the critical workloads wrongly passed. The cheap probe is a necessary condition that a
+// failing whole probe tightens (its failing workload becomes critical), as in `fit_prober`.
+TEST(AllocSimFast, BracketedSearchHasTheAnswerOfTheWholeProbes) {
+  std::uint64_t x = 0xb7ac4e7ULL;
+  const auto pick = [&](std::int64_t lo, std::int64_t hi) {  // uniform in [lo, hi]
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    return lo + static_cast<std::int64_t>((x >> 33) % static_cast<std::uint64_t>(hi - lo + 1));
+  };
+  for (int k = 0; k < 2000; ++k) {
+    const std::int64_t top = pick(1, k % 2 == 0 ? 40 : 5000);
+    const std::int64_t answer = pick(0, top);    // the largest N that fits (0: none)
+    std::int64_t cheap_top = pick(answer, top);  // the critical workloads pass up to here
+    const std::int64_t cheap_top0 = cheap_top;
+    const std::int64_t hint = pick(1, top);
+    int whole = 0;
+    const auto fits = [&](std::int64_t n) {
+      if (n > cheap_top) return false;  // the critical workloads fail first
+      ++whole;
+      if (n <= answer) return true;
+      cheap_top = pick(answer, n - 1);  // the failing workload joins the critical ones
+      return false;
+    };
+    const auto cheap = [&](std::int64_t n) { return n <= cheap_top; };
+    const bool at_hint = fits(hint);
+    const std::int64_t got = at_hint ? detail::largest_fitting_bracketed(hint, top, true, cheap, fits)
+                                     : detail::largest_fitting_bracketed(0, hint - 1, false, cheap, fits);
+    EXPECT_EQ(got, answer) << "top=" << top << " hint=" << hint;
+    EXPECT_LE(whole, 2 + (cheap_top0 - answer)) << "top=" << top << " hint=" << hint;  // the hint's and the answer's
+  }
+}
+
 }  // namespace
 }  // namespace dsv4::cache

@@ -44,8 +44,11 @@
 // (`sim_result::staggered_twin_gap`); a probe resumes each run from the fork of the same
 // workload's run in the last probe that fitted (`simulator::keep_fork`: the state up to which
 // more requests, or a longer context, change nothing); a run stops once no later step can raise
-// the peak the capacity bounds (`sim_options::stop_when_settled`). Property tests compare each
-// with whole runs (tests/alloc_sim_test.cpp, AllocSimFast.*).
+// the peak the capacity bounds (`sim_options::stop_when_settled`); the request search brackets
+// its answer with the critical workloads alone and replays every workload only at the bracket's
+// top (`detail::largest_fitting_bracketed`; the context search keeps a whole probe at every
+// bisection step: a fit is not monotone in L everywhere, and its answer is that bisection's).
+// Property tests compare each with whole runs (tests/alloc_sim_test.cpp, AllocSimFast.*).
 #pragma once
 
 #include <algorithm>
@@ -1513,6 +1516,34 @@ class fit_prober {
   std::vector<std::pair<workload_key, std::int64_t>> scores_;  ///< The last whole probe's workloads and peaks.
 };
 
+/// The largest v in [lo, hi] for which `fits(v)` holds, given that it holds at lo (or lo is a
+/// trivial answer) and that it is monotone; `cheap(v)` is a necessary condition of it (the critical
+/// workloads alone). The cheap probes bracket the answer (doubling up from lo with `doubling`, then
+/// bisecting), and one whole probe confirms the top of the bracket: the cheap probe above it
+/// failed, so nothing above fits. A whole probe that fails lowers hi below it, and its failing
+/// workload joins the critical ones, which tightens the next bracket. The answer is that of a
+/// bisection with `fits` alone; most of its whole probes (every probe below the answer) are not run.
+template <class Cheap, class Fits>
+std::int64_t largest_fitting_bracketed(std::int64_t lo, std::int64_t hi, bool doubling, Cheap&& cheap, Fits&& fits) {
+  while (lo < hi) {
+    std::int64_t base = lo;  // cheap holds here
+    std::int64_t top = hi;   // cheap may hold up to here
+    for (std::int64_t step = 1; doubling && base < top; step *= 2) {
+      const std::int64_t next = step > top - base ? top : base + step;
+      if (!cheap(next)) {
+        top = next - 1;
+        break;
+      }
+      base = next;
+    }
+    const std::int64_t c = base < top ? largest_fitting(base, top, cheap) : base;
+    if (c == lo) return lo;  // cheap fails at lo + 1
+    if (fits(c)) return c;   // cheap fails at c + 1, or c is hi
+    hi = c - 1;
+  }
+  return lo;
+}
+
 }  // namespace detail
 
 /// Whether the worst case of `simulate_worst_case` fits `cap`: a shared pool's peak blocks and
@@ -1535,7 +1566,8 @@ inline bool simulated_fit(const engine_pools& pools, const allocation_policy& p,
 /// over it counts as not fitting (the answer is then a lower bound, `budget->exhausted`). Each
 /// probe has `simulated_fit`'s answer, found faster (`detail::fit_prober`): the workloads that
 /// failed or set the peaks of an earlier probe first, each simulation stopping once past `cap`.
-/// Throws as `simulate`.
+/// The critical workloads alone bracket the answer, and a whole probe confirms the bracket's top
+/// only (`detail::largest_fitting_bracketed`). Throws as `simulate`.
 inline std::int64_t max_requests_simulated(const engine_pools& pools, const allocation_policy& p, std::int64_t L,
                                            std::int64_t s, std::int64_t B, const sim_capacity& cap,
                                            const sim_search& search = {}, std::int64_t hint = 1,
@@ -1546,24 +1578,11 @@ inline std::int64_t max_requests_simulated(const engine_pools& pools, const allo
   detail::fit_prober prober(pools, p, s, B, cap, search, budget);
   prober.keep_forks(detail::fork_kind::requests);
   const auto fits = [&](std::int64_t n) { return prober.fits(n, L); };
-  std::int64_t lo = 0;  // fits (0: trivially)
-  std::int64_t hi = 0;  // the largest N that may fit
+  const auto cheap = [&](std::int64_t n) { return prober.probe(n, L, true); };
   const std::int64_t start = std::clamp<std::int64_t>(hint, 1, max_requests);
-  if (!fits(start)) {
-    hi = start - 1;
-  } else {
-    lo = start;
-    hi = max_requests;
-    for (std::int64_t step = 1; lo < max_requests; step *= 2) {
-      const std::int64_t next = step > max_requests - lo ? max_requests : lo + step;
-      if (!fits(next)) {
-        hi = next - 1;
-        break;
-      }
-      lo = next;
-    }
-  }
-  return lo < hi ? detail::largest_fitting(lo, hi, fits) : lo;
+  // Up from the hint when it fits (doubling the step), else below it.
+  if (fits(start)) return detail::largest_fitting_bracketed(start, max_requests, true, cheap, fits);
+  return detail::largest_fitting_bracketed(0, start - 1, false, cheap, fits);
 }
 
 /// The largest context L in [max(2, s), max_context] for which `starts(L)` holds (an engine's
