@@ -329,10 +329,9 @@ TEST(AllocSimFast, StaggeredTwinHasTheAllAtOncePeaks) {
                    .prompt_tokens = pick(1, o.context_tokens - 1),
                    .accepted_tokens = pick(1, o.tokens_per_step),
                    .max_running = pick(0, 2) == 0 ? pick(1, n) : 0};
-    const std::string what =
-        fmt::format("case {}: {} {} overlap={} N={} L={} s={} B={} P={} a={} cap={}", k, m.name.view(),
-                    v.engine, v.overlap, n, w.context_tokens, w.tokens_per_step, w.step_budget_tokens,
-                    w.prompt_tokens, w.accepted_tokens, w.max_running);
+    const std::string what = fmt::format("case {}: {} {} overlap={} N={} L={} s={} B={} P={} a={} cap={}", k,
+                                         m.name.view(), v.engine, v.overlap, n, w.context_tokens, w.tokens_per_step,
+                                         w.step_budget_tokens, w.prompt_tokens, w.accepted_tokens, w.max_running);
     sim_result exact;
     try {
       exact = simulate(plan.pools, v, w, {.fast_forward = false});
@@ -409,8 +408,8 @@ TEST(AllocSimFast, ResumedForkIsTheRunFromStepZero) {
     const std::int64_t more = n + pick(0, 12);
     const std::string what = fmt::format(
         "case {}: {} {} overlap={} N={} -> {} L={} s={} B={} P={} a={} arr={} gap={} cap={}", k, m.name.view(),
-        v.engine, v.overlap, n, more, w.context_tokens, w.tokens_per_step, w.step_budget_tokens,
-        w.prompt_tokens, w.accepted_tokens, to_string(w.arrivals), w.arrival_gap_steps, w.max_running);
+        v.engine, v.overlap, n, more, w.context_tokens, w.tokens_per_step, w.step_budget_tokens, w.prompt_tokens,
+        w.accepted_tokens, to_string(w.arrivals), w.arrival_gap_steps, w.max_running);
     for (const bool ff : {false, true}) {
       std::optional<detail::simulator> fork;
       sim_workload wm = w;
@@ -482,9 +481,9 @@ TEST(AllocSimFast, ResumedContextForkHasThePeaksOfTheRunFromStepZero) {
     const std::int64_t longer = w.context_tokens + pick(0, 3000);
     const std::string what =
         fmt::format("case {}: {} {} overlap={} pools={} N={} L={} -> {} s={} B={} P={} a={} arr={} gap={} cap={}", k,
-                    m.name.view(), v.engine, v.overlap, static_cast<int>(o.pools), n, w.context_tokens,
-                    longer, w.tokens_per_step, w.step_budget_tokens, w.prompt_tokens, w.accepted_tokens,
-                    to_string(w.arrivals), w.arrival_gap_steps, w.max_running);
+                    m.name.view(), v.engine, v.overlap, static_cast<int>(o.pools), n, w.context_tokens, longer,
+                    w.tokens_per_step, w.step_budget_tokens, w.prompt_tokens, w.accepted_tokens, to_string(w.arrivals),
+                    w.arrival_gap_steps, w.max_running);
     for (const bool ff : {false, true}) {
       std::optional<detail::simulator> fork;
       sim_workload wl = w;

@@ -200,8 +200,7 @@ void bind_results(nb::module_& m) {
       .def_ro("ideal_bytes", &group_plan::ideal_bytes, "exact row bytes of the holding requests, no paging");
 
   nb::class_<memory_plan>(m, "MemoryPlan", "A memory plan (C++ memory_plan): per GPU, bytes, pages and requests.")
-      .def_prop_ro("engine",
-                   [](const memory_plan& p) { return std::string(p.options.policy.engine); })
+      .def_prop_ro("engine", [](const memory_plan& p) { return std::string(p.options.policy.engine); })
       .def_prop_ro(
           "structure", [](const memory_plan& p) { return std::string(cache::to_string(p.pools.structure)); },
           "how pages become bytes: own pools, vLLM's shared block pool, tokenspeed's arena, SGLang's pools")

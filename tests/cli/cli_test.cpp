@@ -427,7 +427,7 @@ TEST(CliEngine, RefusedInputsExit2) {
       {{"--simulate", "--requests", "5000", "--context", "100"}, "--simulate replays at most 4096 requests"},
       {{"--engine", "vllm@2025.01"}, "--engine must be one of vllm, vllm@2026.11, vllm@0.33.0, tokenspeed"},
       {{"--engine", "tokenspeed", "--pp", "2"},
-       "--engine tokenspeed@0.1.1: --pp 2 (pipeline stages) is not modelled for tokenspeed 0.1.1"},
+       "--engine tokenspeed: --pp 2 (pipeline stages) is not modelled for tokenspeed 0.1.1"},
       {{"--pools", "shared"}, "--pools"},
       {{"--max-running-requests", "0"}, "--max-running-requests must be >= 1, got 0"},
       {{"--dcp", "2", "--tp", "2"}, "vLLM rejects decode context parallelism for DeepSeek V4"},

@@ -121,8 +121,8 @@ void check_grid(const model_config& model, const allocation_policy& policy, pool
   std::printf(
       "%s, %s%s, %s pools: %zu cells (%d skipped: B < s never decodes), plan / simulated peak %s: min %.3f, p10 "
       "%.3f, median %.3f, p90 %.3f, max %.3f\n",
-      std::string(model.name.view()).c_str(), std::string(policy.engine).c_str(),
-      policy.overlap ? " with overlap" : "", std::string(to_string(pools)).c_str(), cells.size(), skipped,
+      std::string(model.name.view()).c_str(), std::string(policy.engine).c_str(), policy.overlap ? " with overlap" : "",
+      std::string(to_string(pools)).c_str(), cells.size(), skipped,
       pools == pools_choice::engine ? "blocks (parents)" : "bytes", sorted.front(), at(0.1), at(0.5), at(0.9),
       sorted.back());
   EXPECT_GE(sorted.front(), 1.0);

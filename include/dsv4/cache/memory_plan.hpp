@@ -634,7 +634,8 @@ constexpr plan_options resolve(const model_config& c, plan_options o, std::int64
           {"prefill_chunk_tokens", o.prefill_chunk_tokens}, {"tokens_per_step", o.tokens_per_step});
   // The engine's own refusals of its pools (engines/: vLLM's DCP assert, SGLang's unmodelled cases).
   if (plans_engine_structure(o, c.family))
-    if (const char* why = engine_of(o.policy.engine).traits.refusal(c.family, o.dcp, o.role == deployment_role::colocated))
+    if (const char* why =
+            engine_of(o.policy.engine).traits.refusal(c.family, o.dcp, o.role == deployment_role::colocated))
       fail(why, {"dcp", o.dcp});
   return o;
 }

@@ -31,8 +31,8 @@
 
 #include "dsv4/cache/checked.hpp"
 #include "dsv4/cache/engines/defaults.hpp"
-#include "dsv4/cache/engines/traits.hpp"
 #include "dsv4/cache/engines/sglang.hpp"
+#include "dsv4/cache/engines/traits.hpp"
 #include "dsv4/cache/group_spec.hpp"
 #include "dsv4/cache/policy.hpp"
 
@@ -70,17 +70,17 @@ struct pool_structure_traits {
   /// The plan is priced in whole blocks of `engine_pools::bytes_per_block` (a shared block pool, a
   /// parent arena): a request adds at most its own blocks.
   bool whole_blocks = false;
-  bool pads_pages = false;        ///< A group's page takes the block's padded bytes (vLLM's packing).
+  bool pads_pages = false;  ///< A group's page takes the block's padded bytes (vLLM's packing).
   /// Every group draws its blocks from one pool: a peak is counted in blocks over all groups at
   /// once (else, with whole blocks, each group's pages packed `pages_per_block` to a block).
   bool one_block_pool = false;
   bool one_table_per_group = false;  ///< Each library group is its own table (own pools): its null page its own.
-  bool token_ratios = false;      ///< Pools sized as shares of one token count, not pages per request.
-  bool laid_out = false;          ///< The library's arena lays it out (arena_layout.hpp).
+  bool token_ratios = false;         ///< Pools sized as shares of one token count, not pages per request.
+  bool laid_out = false;             ///< The library's arena lays it out (arena_layout.hpp).
   /// A pipeline stage builds its own pools from its own layers (tokenspeed's per-stage recipe);
   /// else the whole model's groups are projected onto the stage (vLLM, `project_pools`).
   bool stage_builds_own = false;
-  bool placed = false;            ///< The contract describes its placement (descriptor.hpp, schema /2).
+  bool placed = false;  ///< The contract describes its placement (descriptor.hpp, schema /2).
   /// JSON keys of the plan's block figures: bytes of one unit, units allocated, planned, needed to
   /// start, one request's (admission); the simulator's peak units and peak at admission.
   std::string_view key_unit_bytes{}, key_units{}, key_planned{}, key_startup{}, key_admission{}, key_sim_peak{},
@@ -88,65 +88,70 @@ struct pool_structure_traits {
 };
 
 namespace detail {
-inline constexpr std::string_view kOwnSimLegend = "; sim/L: the simulator's peak pages per layer, null page included; slack: pages/L - sim/L";
+inline constexpr std::string_view kOwnSimLegend =
+    "; sim/L: the simulator's peak pages per layer, null page included; slack: pages/L - sim/L";
 inline constexpr pool_structure_traits kOwn{
-      .name = "own_pools",
-      .title = "the engine's pool structure",
-      .overhead = "the engine's pool structure",
-      .summary = "",
-      .legend = "(rows, tokens: per page; window: tokens a sliding group keeps per request; page B: one page of one "
-                "layer, all pools; pages/L: pages per layer, H x per request + prompt pages + 1 null page; pages: all "
-                "layers{sim})\n",
-      .sim_legend = kOwnSimLegend,
-      .one_table_per_group = true,
-      .laid_out = true};
+    .name = "own_pools",
+    .title = "the engine's pool structure",
+    .overhead = "the engine's pool structure",
+    .summary = "",
+    .legend =
+        "(rows, tokens: per page; window: tokens a sliding group keeps per request; page B: one page of one "
+        "layer, all pools; pages/L: pages per layer, H x per request + prompt pages + 1 null page; pages: all "
+        "layers{sim})\n",
+    .sim_legend = kOwnSimLegend,
+    .one_table_per_group = true,
+    .laid_out = true};
 inline constexpr pool_structure_traits kShared{
-      .name = "shared_block_pool",
-      .title = "the shared pool",
-      .overhead = "the shared pool: groups padded to its widest block, the null block, its startup need",
-      .summary = "one shared block pool, {block_bytes} B per block",
-      .legend = "(rows, tokens: per page of the library's layout; window: tokens a sliding group keeps per request; "
-                "page B: one page of one layer, all pools, as {engine} pads it; pages/L: blocks of its engine group "
-                "(table), H x per request + prompt blocks, the pool's null block apart; bytes: what its pages take of "
-                "those blocks{sim})\n",
-      .sim_legend = "; sim/L: the simulator's peak blocks of that table; slack: pages/L - sim/L",
-      .whole_blocks = true,
-      .pads_pages = true,
-      .one_block_pool = true,
-      .placed = true,
-      .key_unit_bytes = "bytes_per_block",
-      .key_units = "num_blocks",
-      .key_planned = "planned_blocks",
-      .key_startup = "startup_blocks",
-      .key_sim_peak = "simulated_peak_blocks",
-      .key_sim_peak_admission = "simulated_peak_admission_blocks"};
+    .name = "shared_block_pool",
+    .title = "the shared pool",
+    .overhead = "the shared pool: groups padded to its widest block, the null block, its startup need",
+    .summary = "one shared block pool, {block_bytes} B per block",
+    .legend =
+        "(rows, tokens: per page of the library's layout; window: tokens a sliding group keeps per request; "
+        "page B: one page of one layer, all pools, as {engine} pads it; pages/L: blocks of its engine group "
+        "(table), H x per request + prompt blocks, the pool's null block apart; bytes: what its pages take of "
+        "those blocks{sim})\n",
+    .sim_legend = "; sim/L: the simulator's peak blocks of that table; slack: pages/L - sim/L",
+    .whole_blocks = true,
+    .pads_pages = true,
+    .one_block_pool = true,
+    .placed = true,
+    .key_unit_bytes = "bytes_per_block",
+    .key_units = "num_blocks",
+    .key_planned = "planned_blocks",
+    .key_startup = "startup_blocks",
+    .key_sim_peak = "simulated_peak_blocks",
+    .key_sim_peak_admission = "simulated_peak_admission_blocks"};
 inline constexpr pool_structure_traits kArena{
-      .name = "parent_arena",
-      .title = "the parent arena",
-      .overhead = "the parent arena: parents rounded up, the null parent, what it needs to start",
-      .summary = "one parent arena, {block_bytes} B per parent",
-      .legend = "(rows, tokens: per page of the library's layout; window: tokens a sliding group keeps per request; "
-                "page B: one page of one layer, all pools; pages/L: the group's pages (each over all its layers), H x "
-                "per request + prompt pages; bytes: the parents its pages bind{sim})\n",
-      .sim_legend = "; sim/L: the simulator's peak pages of the group; slack: pages/L - sim/L",
-      .whole_blocks = true,
-      .stage_builds_own = true,
-      .key_unit_bytes = "parent_bytes",
-      .key_units = "num_parents",
-      .key_planned = "planned_parents",
-      .key_startup = "startup_parents",
-      .key_admission = "request_parents",
-      .key_sim_peak = "simulated_peak_parents"};
+    .name = "parent_arena",
+    .title = "the parent arena",
+    .overhead = "the parent arena: parents rounded up, the null parent, what it needs to start",
+    .summary = "one parent arena, {block_bytes} B per parent",
+    .legend =
+        "(rows, tokens: per page of the library's layout; window: tokens a sliding group keeps per request; "
+        "page B: one page of one layer, all pools; pages/L: the group's pages (each over all its layers), H x "
+        "per request + prompt pages; bytes: the parents its pages bind{sim})\n",
+    .sim_legend = "; sim/L: the simulator's peak pages of the group; slack: pages/L - sim/L",
+    .whole_blocks = true,
+    .stage_builds_own = true,
+    .key_unit_bytes = "parent_bytes",
+    .key_units = "num_parents",
+    .key_planned = "planned_parents",
+    .key_startup = "startup_parents",
+    .key_admission = "request_parents",
+    .key_sim_peak = "simulated_peak_parents"};
 inline constexpr pool_structure_traits kRatio{
-      .name = "ratio_pools",
-      .title = "SGLang's ratio sizing",
-      .overhead = "SGLang's ratio sizing: pools sized as shares of its full tokens, state rings",
-      .summary = "ratio pools sized from one full-token count (SWA x {swa_ratio:g})",
-      .legend = "(rows, tokens, page B: per page of the library's layout; pages/L, pages: none, SGLang sizes pools in "
-                "tokens, not pages per request (its pool sizes: the engine section); bytes: what SGLang's configurator "
-                "charges the group's pool at the plan's budget; the total is that budget)\n",
-      .sim_legend = "",
-      .token_ratios = true};
+    .name = "ratio_pools",
+    .title = "SGLang's ratio sizing",
+    .overhead = "SGLang's ratio sizing: pools sized as shares of its full tokens, state rings",
+    .summary = "ratio pools sized from one full-token count (SWA x {swa_ratio:g})",
+    .legend =
+        "(rows, tokens, page B: per page of the library's layout; pages/L, pages: none, SGLang sizes pools in "
+        "tokens, not pages per request (its pool sizes: the engine section); bytes: what SGLang's configurator "
+        "charges the group's pool at the plan's budget; the total is that budget)\n",
+    .sim_legend = "",
+    .token_ratios = true};
 }  // namespace detail
 
 /// The traits of structure `s`.

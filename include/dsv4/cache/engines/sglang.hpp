@@ -491,10 +491,12 @@ inline constexpr engine_traits sglang_traits{
     .simulates = false,
     .overlap_off_flag = "SGLang's --disable-overlap-schedule",
     .min_prefill_chunk = 256,
-    .min_prefill_chunk_reason = "its chunked prefill truncates a chunk to whole pages, so a longer prompt would never "
-                                "be admitted",
-    .simulate_refusal = "--simulate replays vLLM's and tokenspeed's block tables; SGLang's occupancy is replayed in "
-                        "the engine report when a budget is given (--memory-gib)",
+    .min_prefill_chunk_reason =
+        "its chunked prefill truncates a chunk to whole pages, so a longer prompt would never "
+        "be admitted",
+    .simulate_refusal =
+        "--simulate replays vLLM's and tokenspeed's block tables; SGLang's occupancy is replayed in "
+        "the engine report when a budget is given (--memory-gib)",
     .own_structure_models = [](model_family, std::int64_t) { return true; },
     .refusal = [](model_family, std::int64_t dcp, bool colocated) -> const char* {
       if (dcp != 1) return "SGLang's DeepSeek V4 pools under decode context parallelism are not modelled";

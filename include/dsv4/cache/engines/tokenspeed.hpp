@@ -533,9 +533,8 @@ inline constexpr engine_traits tokenspeed_traits{
     .fraction_reference =
         "lightseekorg/tokenspeed python/tokenspeed/runtime/utils/server_args.py@f4d8ec6e:461-474 (by world size)",
     .default_fraction = [](const budget_inputs& in) { return tokenspeed_default_gpu_memory_utilization(in.world); },
-    .own_structure_models = [](model_family family, std::int64_t dcp) {
-      return tokenspeed_arena_models(family) && dcp == 1;
-    },
+    .own_structure_models = [](model_family family,
+                               std::int64_t dcp) { return tokenspeed_arena_models(family) && dcp == 1; },
     .own_structure_scope = "tokenspeed's parent arena is modelled for DeepSeek V4 without DCP only",
     .refusal = [](model_family, std::int64_t, bool) -> const char* { return nullptr; },
     .format_mismatch = tokenspeed_format_mismatch};

@@ -22,8 +22,8 @@ struct budget_inputs {
 /// What an engine is called, how it derives its KV budget from the GPU and what the planner does
 /// not model of it (refused with the reason). One value per engine, shared by its version presets.
 struct engine_traits {
-  std::string_view title{};        ///< In a sentence: "vLLM", "tokenspeed", "SGLang".
-  std::string_view running_cap{};  ///< Its running cap by name: "vLLM's max_num_seqs".
+  std::string_view title{};                     ///< In a sentence: "vLLM", "tokenspeed", "SGLang".
+  std::string_view running_cap{};               ///< Its running cap by name: "vLLM's max_num_seqs".
   weight_engine weights = weight_engine::vllm;  ///< How it splits the weights over ranks (weights.hpp).
   /// Its memory-fraction flag ("--gpu-memory-utilization"; its counterpart of the other engines is
   /// refused naming this one) and where its default is read.

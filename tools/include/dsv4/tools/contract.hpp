@@ -152,13 +152,13 @@ inline nlohmann::ordered_json descriptor_json(const cache::cache_layout& l, cons
   ojson windows = ojson::object();
   for (const cache::group_plan& g : r.plan)
     if (g.spec.has_sliding_window()) windows[cache::to_string(g.spec.id)] = g.window_tokens;
-  d["info"] = {{"model", std::string(r.model.name.view())},
-               {"engine", r.engine != nullptr ? cache::engine_label(*r.engine)
-                                              : std::string(r.plan.options.policy.engine)},
-               {"windows", windows},
-               {"requests", r.plan.options.requests},
-               {"context_tokens", r.plan.options.context_tokens},
-               {"plan_bytes", r.plan.total_bytes}};
+  d["info"] = {
+      {"model", std::string(r.model.name.view())},
+      {"engine", r.engine != nullptr ? cache::engine_label(*r.engine) : std::string(r.plan.options.policy.engine)},
+      {"windows", windows},
+      {"requests", r.plan.options.requests},
+      {"context_tokens", r.plan.options.context_tokens},
+      {"plan_bytes", r.plan.total_bytes}};
   return d;
 }
 
@@ -304,8 +304,7 @@ inline std::string first_wrong_engine(const ojson& e, const ojson& groups, std::
   const cache::engine_spec* spec = cache::find_engine(name + "@" + preset);
   if (spec == nullptr)
     return fmt::format("{}: engine '{}' preset '{}' is not registered ({})", ep, name, preset, cache::engine_names());
-  if (!cache::traits_of(spec->structure).placed ||
-      str_at(e, "structure", ep) != cache::traits_of(spec->structure).name)
+  if (!cache::traits_of(spec->structure).placed || str_at(e, "structure", ep) != cache::traits_of(spec->structure).name)
     return fmt::format("{}.structure: '{}', but {} places pages in {}", ep, str_at(e, "structure", ep),
                        cache::engine_label(*spec), cache::to_string(spec->structure));
   // Unknown keys are refused before this (check_keys, as bad input).

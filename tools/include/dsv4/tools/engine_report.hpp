@@ -179,7 +179,7 @@ inline engine_fit sglang_fit(const sglang_engine_report& r, const model_config& 
 struct engine_report {
   const engine_spec* engine = nullptr;
   pool_structure structure = engine_pools{}.structure;  ///< The library's own pools unless the engine's.
-  bool async_scheduling = false;     ///< As planned (--overlap).
+  bool async_scheduling = false;                        ///< As planned (--overlap).
   std::int64_t max_running = 0;      ///< The cap on running requests the simulation applies (0: none).
   std::int64_t dp = 1;               ///< Engines (data-parallel ranks) the requests are split over.
   std::int64_t engine_requests = 0;  ///< The plan's requests on the busiest engine.

@@ -267,15 +267,16 @@ inline void check_engine_flags(const planner_args& a, const engine_spec& e) {
   if (!t.models_dcp && a.dcp != 1) refuse(fmt::format("--dcp {} (decode context parallelism) is not modelled", a.dcp));
   if (!t.models_pd && a.role != "colocated") refuse("--role " + a.role + " (PD disaggregation) is not modelled");
   if (!e.defaults.overlap_off_modelled && a.no_overlap)
-    throw std::invalid_argument(fmt::format(
-        "--engine {}: --no-overlap ({}) is not modelled: its {}, its default, always is", label, t.overlap_off_flag,
-        e.defaults.overlap_name));
+    throw std::invalid_argument(
+        fmt::format("--engine {}: --no-overlap ({}) is not modelled: its {}, its default, always is", label,
+                    t.overlap_off_flag, e.defaults.overlap_name));
   if (a.prefill_chunk && *a.prefill_chunk < t.min_prefill_chunk)
-    throw std::invalid_argument(fmt::format("--engine {}: --prefill-chunk {} is below {}'s page of {} tokens: {}; give "
-                                            "at least {}",
-                                            label, *a.prefill_chunk, t.title, t.min_prefill_chunk,
-                                            t.min_prefill_chunk_reason, t.min_prefill_chunk));
-  if (!t.simulates && a.simulate) throw std::invalid_argument("--engine " + label + ": " + std::string(t.simulate_refusal));
+    throw std::invalid_argument(fmt::format(
+        "--engine {}: --prefill-chunk {} is below {}'s page of {} tokens: {}; give "
+        "at least {}",
+        label, *a.prefill_chunk, t.title, t.min_prefill_chunk, t.min_prefill_chunk_reason, t.min_prefill_chunk));
+  if (!t.simulates && a.simulate)
+    throw std::invalid_argument("--engine " + label + ": " + std::string(t.simulate_refusal));
 }
 
 /// The GPU --gpu names (gpu_catalog.hpp: its memory and compute capability; case, spaces and '-'

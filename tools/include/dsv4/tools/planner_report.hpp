@@ -282,14 +282,15 @@ inline budget_derivation derive_budget(const planner_args& a, const model_config
   const engine_traits& t = e.traits;
   const std::string title(t.title);
   // A memory-fraction or budget flag of another engine is refused, naming the engine's own.
-  for (const auto& [flag, given] : {std::pair{std::string_view("--gpu-memory-utilization"), a.gpu_memory_utilization.has_value()},
-                                    std::pair{std::string_view("--mem-fraction-static"), a.mem_fraction_static.has_value()}})
+  for (const auto& [flag, given] :
+       {std::pair{std::string_view("--gpu-memory-utilization"), a.gpu_memory_utilization.has_value()},
+        std::pair{std::string_view("--mem-fraction-static"), a.mem_fraction_static.has_value()}})
     if (given && flag != t.fraction_flag) {
       const auto owner = std::find_if(kEngines.begin(), kEngines.end(),
                                       [&](const engine_spec& x) { return x.traits.fraction_flag == flag; });
       throw std::invalid_argument(fmt::format("{} is {}'s flag; {}'s memory fraction is {}", flag,
-                                              owner != kEngines.end() ? owner->traits.title : "another engine",
-                                              title, t.fraction_flag));
+                                              owner != kEngines.end() ? owner->traits.title : "another engine", title,
+                                              t.fraction_flag));
     }
   if (a.kv_cache_memory_bytes && !t.fixed_kv_bytes)
     throw std::invalid_argument(

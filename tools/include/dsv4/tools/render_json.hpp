@@ -173,9 +173,10 @@ inline nlohmann::ordered_json to_json(const planner_result& r) {
   }
   const pool_structure_traits& t = traits_of(p.pools.structure);
   // The block figures under the structure's own names (blocks, parents), the null unit included in each.
-  for (const auto& [key, v] : {std::pair{t.key_unit_bytes, p.pools.bytes_per_block}, std::pair{t.key_units, p.num_blocks},
-                               std::pair{t.key_planned, p.planned_blocks}, std::pair{t.key_startup, p.startup_blocks},
-                               std::pair{t.key_admission, p.admission_blocks}})
+  for (const auto& [key, v] :
+       {std::pair{t.key_unit_bytes, p.pools.bytes_per_block}, std::pair{t.key_units, p.num_blocks},
+        std::pair{t.key_planned, p.planned_blocks}, std::pair{t.key_startup, p.startup_blocks},
+        std::pair{t.key_admission, p.admission_blocks}})
     if (!key.empty()) plan[std::string(key)] = v;
   if (r.simulated) {
     plan["simulated_peak_bytes"] = r.simulated->peak_bytes;

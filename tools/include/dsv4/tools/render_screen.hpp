@@ -67,9 +67,7 @@ inline std::string screen_lines(std::string_view label, std::string_view text, i
 }
 
 /// What one engine calls itself in a sentence ("vLLM", "tokenspeed", "SGLang").
-inline std::string engine_title(const planner_result& r) {
-  return engine_title_of(r.plan.options.policy);
-}
+inline std::string engine_title(const planner_result& r) { return engine_title_of(r.plan.options.policy); }
 
 /// The engine line: its label and pool structure as the plan prices it.
 inline std::string screen_engine_text(const planner_result& r) {
@@ -282,8 +280,7 @@ inline std::string screen_text(const planner_result& r) {
   part(b.in_flight, fmt::format("in flight: a step's prompt pages (--prefill-chunk {}), the steps' tokens ahead",
                                 thousands(p.options.prefill_chunk_tokens)));
   part(b.null_pages, "null pages (one per pool and layer)");
-  part(b.engine,
-       std::string(traits_of(p.pools.structure).overhead));
+  part(b.engine, std::string(traits_of(p.pools.structure).overhead));
   const std::string hint =
       r.hint ? fmt::format("{} plans {} request{}, not {} ({})", r.hint->flag, thousands(r.hint->requests_then),
                            r.hint->requests_then == 1 ? "" : "s", thousands(r.hint->requests_now), r.hint->why)

@@ -144,8 +144,7 @@ inline std::array<svg_cause, 6> svg_causes(const memory_plan& p) {
        fmt::format("in flight: a step's prompt pages (--prefill-chunk {}), the steps' tokens ahead",
                    thousands(p.options.prefill_chunk_tokens))},
       {"null_page", "null pages", "null pages (one per pool and layer)"},
-      {"engine_structure",
-       std::string(t.title), std::string(t.overhead)},
+      {"engine_structure", std::string(t.title), std::string(t.overhead)},
   }};
 }
 

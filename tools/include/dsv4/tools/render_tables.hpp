@@ -124,8 +124,8 @@ inline std::string tables_groups(const planner_result& r) {
                  "\nplan: {} request(s) x {} tokens (indexer {}, {} token(s)/step, prefill chunk {}, MTP {}), "
                  "engine {}{}{}; {} request(s) hold pages at once\n",
                  p.options.requests, p.options.context_tokens, plan_indexer(p), p.options.tokens_per_step,
-                 p.options.prefill_chunk_tokens, p.options.cache_mtp ? "cached" : "not cached",
-                 p.options.policy.engine, p.options.policy.overlap ? " with overlap" : "",
+                 p.options.prefill_chunk_tokens, p.options.cache_mtp ? "cached" : "not cached", p.options.policy.engine,
+                 p.options.policy.overlap ? " with overlap" : "",
                  p.options.role == deployment_role::prefill ? ", prefill role (prompts held until transferred)"
                  : p.options.role == deployment_role::decode
                      ? fmt::format(", decode role with {} request(s) being received", p.options.handover_requests)
@@ -142,17 +142,16 @@ inline std::string tables_groups(const planner_result& r) {
                        ? fmt::format(", raised to {}'s startup need of {} blocks", engine, p.startup_blocks)
                        : std::string());
   if (arena)
-    fmt::format_to(
-        out,
-        "  = {} parents x {} B: the groups' {} parents + 1 null parent{} ({}'s parent arena, --pools "
-        "own for one pool per group)\n",
-        p.num_blocks, p.pools.bytes_per_block, p.planned_blocks - 1,
-        p.num_blocks > p.planned_blocks
-            ? fmt::format(", raised to what {} needs to start ({}) and to admit one request of {} "
-                          "tokens ({}), as it allocates them",
-                          engine, p.startup_blocks - 1, p.options.context_tokens, p.admission_blocks - 1)
-            : std::string(),
-        engine);
+    fmt::format_to(out,
+                   "  = {} parents x {} B: the groups' {} parents + 1 null parent{} ({}'s parent arena, --pools "
+                   "own for one pool per group)\n",
+                   p.num_blocks, p.pools.bytes_per_block, p.planned_blocks - 1,
+                   p.num_blocks > p.planned_blocks
+                       ? fmt::format(", raised to what {} needs to start ({}) and to admit one request of {} "
+                                     "tokens ({}), as it allocates them",
+                                     engine, p.startup_blocks - 1, p.options.context_tokens, p.admission_blocks - 1)
+                       : std::string(),
+                   engine);
   if (r.simulated && arena) {  // pages bind parents: the peak in parents, the plan's groups' parents beside it
     const std::int64_t peak = sim_peak_parents(p.pools, *r.simulated) + 1;
     fmt::format_to(out,
@@ -190,8 +189,7 @@ inline std::string tables_groups(const planner_result& r) {
       fmt::format_to(out,
                      "  max requests at {} tokens: {} ({} B used, {} B left; {} needs {} B to start{}; a request "
                      "holds at most {} B, with a prompt chunk in flight, {} B on average)\n",
-                     p.options.context_tokens, rq.max_requests, rq.total_bytes, rq.bytes_left,
-                     engine, rq.fixed_bytes,
+                     p.options.context_tokens, rq.max_requests, rq.total_bytes, rq.bytes_left, engine, rq.fixed_bytes,
                      shared ? "" : fmt::format(" and admit one request of {} tokens", p.options.context_tokens),
                      rq.bytes_per_request, rq.total_bytes / static_cast<std::uint64_t>(rq.max_requests));
     else if (rq.max_requests > 0)
