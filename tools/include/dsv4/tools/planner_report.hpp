@@ -286,8 +286,9 @@ inline budget_derivation derive_budget(const planner_args& a, const model_config
        {std::pair{std::string_view("--gpu-memory-utilization"), a.gpu_memory_utilization.has_value()},
         std::pair{std::string_view("--mem-fraction-static"), a.mem_fraction_static.has_value()}})
     if (given && flag != t.fraction_flag) {
+      const std::string_view other = flag;  // a named copy: clang 14 cannot capture a structured binding
       const auto owner = std::find_if(kEngines.begin(), kEngines.end(),
-                                      [&](const engine_spec& x) { return x.traits.fraction_flag == flag; });
+                                      [&](const engine_spec& x) { return x.traits.fraction_flag == other; });
       throw std::invalid_argument(fmt::format("{} is {}'s flag; {}'s memory fraction is {}", flag,
                                               owner != kEngines.end() ? owner->traits.title : "another engine", title,
                                               t.fraction_flag));
