@@ -180,7 +180,7 @@ inline void check_plan(const cache::memory_plan& p) {
   DSV4_FUZZ_CHECK(p.num_groups >= 1 && p.num_groups <= cache::kMaxGroups);
   const cache::plan_options& o = p.options;
   const bool shared = p.pools.structure == cache::pool_structure::shared_block_pool;
-  DSV4_FUZZ_CHECK(shared == (o.pools == cache::pools_choice::engine && o.policy.engine == cache::engine_kind::vllm));
+  DSV4_FUZZ_CHECK(shared == (o.pools == cache::pools_choice::engine && o.policy.engine == "vllm"));
   if (shared) {
     check_shared_plan(p);
     return;

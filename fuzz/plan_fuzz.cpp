@@ -5,6 +5,7 @@
 // build_arena_layout, in the engine's pool structure (vLLM's shared block pool) or own pools.
 // Each must return numbers that satisfy their definitions (checked in
 // 128-bit arithmetic, fuzz_common.hpp) or throw std::invalid_argument.
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -50,7 +51,9 @@ plan_options fuzz_options(FuzzedDataProvider& fdp) {
   o.tokens_per_step = pick<std::int64_t>(fdp, {-1, 0, 1, 2, 4, 5, 8, 1000, kI64Max});
   o.prefill_chunk_tokens = pick<std::int64_t>(fdp, {-1, 0, 1, 63, 64, 8192, kI64Max});
   o.cache_mtp = fdp.ConsumeBool();
-  o.policy = policy_for(static_cast<engine_kind>(fdp.ConsumeIntegralInRange<int>(0, 2)), fdp.ConsumeBool());
+  constexpr std::array<std::string_view, 3> kEngineNames{"vllm", "tokenspeed", "tokenspeed-default"};
+  o.policy =
+      policy_for(kEngineNames[static_cast<std::size_t>(fdp.ConsumeIntegralInRange<int>(0, 2))], fdp.ConsumeBool());
   o.pools = fdp.ConsumeBool() ? pools_choice::engine : pools_choice::own;
   return o;
 }
