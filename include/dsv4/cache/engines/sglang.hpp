@@ -490,7 +490,7 @@ inline constexpr engine_traits sglang_traits{
     .models_pd = false,
     .simulates = false,
     .overlap_off_flag = "SGLang's --disable-overlap-schedule",
-    .min_prefill_chunk = 256,
+    .min_prefill_chunk = sglang_options{}.page_size,  // one page
     .min_prefill_chunk_reason =
         "its chunked prefill truncates a chunk to whole pages, so a longer prompt would never "
         "be admitted",
