@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "dsv4/cache/engines/trtllm/policy.hpp"
 #include "dsv4/cache/engines/trtllm/pools.hpp"
 #include "dsv4/cache/engines/trtllm/sizing.hpp"
 #include "dsv4/cache/engines/trtllm/startup.hpp"
@@ -578,6 +579,27 @@ TEST(TrtllmEngine, Refusals) {
   expect_invalid([&] { (void)trtllm_size(L, 60 * kGiB, avg); },
                  {"avg_seq_len must be less than or equal to max_seq_len", "avg_seq_len=200000"});
   expect_invalid([&] { (void)trtllm_size(L, 0, o); }, {"Quota not set"});
+}
+
+TEST(TrtllmEngine, AdmissionReservesBytesToCompletion) {
+  EXPECT_EQ(trtllm_default_capacity_policy, trtllm_capacity_policy::guaranteed_no_evict);
+  const trtllm_layout L = trtllm_build_layout(deepseek_v4_flash);
+  // Context SWA per request, scratch on: every (type, ratio) after its first layer, window x bytes:
+  // SWA 40 x 128 x 584 + CKV/CS r4 2 x 20 x 128 x 4096 + ICKV/ICS 2 x 20 x 128 x 1024 + CKV/CS r128
+  // 2 x 19 x 128 x 2048 = 2990080 + 20971520 + 5242880 + 9961472 = 39165952.
+  EXPECT_EQ(L.costs.context_swa_per_request, 39165952);
+  // A context request of 8000 tokens: 8000 x (3839 + 16088) + 39165952.
+  EXPECT_EQ(trtllm_needed_bytes(L, true, trtllm_request_phase::context, 8000), 8000U * 19927U + 39165952U);
+  EXPECT_EQ(trtllm_needed_bytes(L, false, trtllm_request_phase::context, 8000), 8000U * (3839U + 322072U));
+  // A generation request to completion: (prompt + max_new) x 3839 + 41225216.
+  EXPECT_EQ(trtllm_needed_bytes(L, true, trtllm_request_phase::generation, 8000, 2000), 10000U * 3839U + 41225216U);
+  const trtllm_sizing s = trtllm_size(L, 60 * kGiB, opts(131072, 64));
+  EXPECT_EQ(trtllm_max_resource_bytes(s), 60 * kGiB);
+  EXPECT_TRUE(trtllm_admits(0, 60 * kGiB, 60 * kGiB));
+  EXPECT_FALSE(trtllm_admits(1, 60 * kGiB, 60 * kGiB));
+  EXPECT_FALSE(trtllm_admits(61 * kGiB, 0 + 1, 60 * kGiB));
+  expect_invalid([&] { (void)trtllm_needed_bytes(L, true, trtllm_request_phase::context, -1); },
+                 {"prompt_len and max_new_tokens must be >= 0", "prompt_len=-1"});
 }
 
 }  // namespace

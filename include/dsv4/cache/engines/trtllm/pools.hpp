@@ -182,6 +182,9 @@ struct trtllm_token_costs {
   std::int64_t context_swa_per_token = 0;  ///< Context SWA bytes per token, scratch reuse on.
   std::int64_t context_swa_per_token_no_scratch = 0;  ///< The same with scratch reuse off.
   std::int64_t generation_swa_per_request = 0;        ///< Sum of window (rounded up to a block) x entry bytes.
+  /// Context SWA bytes per request, scratch reuse on: window x entry bytes of every (type, ratio)
+  /// after its first layer (the first is charged per token); 0 with scratch reuse off.
+  std::int64_t context_swa_per_request = 0;
 };
 
 /// TensorRT-LLM's view of a V4 model: its pool groups in the C++ backend's order, and the block
@@ -475,6 +478,9 @@ constexpr trtllm_layout trtllm_build_layout(const model_config& c, const group_s
       if (!seen[key]) {
         seen[key] = true;
         out.costs.context_swa_per_token = checked_add(out.costs.context_swa_per_token, e);
+      } else {
+        out.costs.context_swa_per_request =
+            checked_add(out.costs.context_swa_per_request, checked_mul(window_tokens, e));
       }
     }
   }
