@@ -573,6 +573,21 @@ TEST(TrtllmEngine, Refusals) {
                  {"TensorRT-LLM stores DeepSeek V4 KV rows as fp8_ds_mla (584 B) or BF16", "row_bytes=512"});
   EXPECT_EQ(trtllm_format_mismatch(uniform[0], 0) != nullptr, true);
   EXPECT_EQ(trtllm_format_mismatch(trtllm_cache_specs(deepseek_v4_flash)[0], 0), nullptr);
+  // A library row whose bytes differ from TensorRT-LLM's entry, and groups whose layers differ from its roles.
+  group_spec_list wide = trtllm_cache_specs(deepseek_v4_flash);
+  wide.groups[0].pools[0].row_bytes = 600;
+  expect_invalid(
+      [&] { (void)trtllm_build_layout(deepseek_v4_flash, wide); },
+      {"library row bytes differ from TensorRT-LLM's entry bytes", "row_bytes=600", "trtllm_entry_bytes=584"});
+  group_spec_list missing = trtllm_cache_specs(deepseek_v4_flash);
+  for (paged_cache_group_spec& g : missing.groups)
+    if (g.id == parse_group_id("v4.c128a.compressed_kv")) --g.num_layers;  // drops its last layer (41)
+  expect_invalid([&] { (void)trtllm_build_layout(deepseek_v4_flash, missing); },
+                 {"the library group lacks a layer TensorRT-LLM gives this role", "layer=41", "compress_ratio=128"});
+  model_config swapped = deepseek_v4_flash;  // layer 2 (ratio 4 in the specs) read as ratio 128
+  swapped.compress_ratios[2] = 128;
+  expect_invalid([&] { (void)trtllm_build_layout(swapped, trtllm_cache_specs(deepseek_v4_flash)); },
+                 {"the library group lacks a layer TensorRT-LLM gives this role", "layer=2"});
   // The library's BF16 rows are TensorRT-LLM's BF16 (1024 B), refused on Hopper.
   format_overrides bf;
   bf.kv = format_index("v4.bf16");

@@ -12,7 +12,9 @@
 
 #include <array>
 #include <cstdint>
+#include <initializer_list>
 #include <string_view>
+#include <utility>
 
 #include "dsv4/cache/checked.hpp"
 #include "dsv4/cache/engines/engine.hpp"

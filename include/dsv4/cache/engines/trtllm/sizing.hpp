@@ -14,6 +14,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <utility>
 
 #include "dsv4/cache/checked.hpp"
 #include "dsv4/cache/engines/trtllm/pools.hpp"
