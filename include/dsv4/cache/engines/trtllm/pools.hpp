@@ -49,8 +49,9 @@ constexpr std::string_view trtllm_type_name(trtllm_attention_type t) {
   return "?";
 }
 
-/// The buffer's DataRole string ("deepseek_v4_swa", ...): `attn_type.role` (the lower-cased name
-/// after "deepseek_v4_"; read from the FINDINGS log lines, not from params.py itself).
+/// The buffer's DataRole string: `DataRole(f"deepseek_v4_{self.name.lower()}")`
+/// (tensorrt_llm/_torch/attention/backends/sparse/deepseek_v4/params.py `DeepseekV4AttentionType.role`,
+/// stored copies index ids 56888553428, 70650072706).
 constexpr std::string_view trtllm_data_role(trtllm_attention_type t) {
   switch (t) {
     case trtllm_attention_type::swa: return "deepseek_v4_swa";
