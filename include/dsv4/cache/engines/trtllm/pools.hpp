@@ -7,7 +7,8 @@
 //   CM   tensorrt_llm/_torch/attention/backends/sparse/deepseek_v4/cache_manager.py
 //        @ 0393e46e3b5f10070168747400aeddb7b7c33a3d (and the later stored copy with V4.1, index id 70181721244)
 //   SC   cpp/tensorrt_llm/batch_manager/kv_cache_manager_v2/storage/config.cpp (index id 55475463710)
-//   LCR  cpp/tensorrt_llm/batch_manager/kv_cache_manager_v2/lifeCycleRegistry.h (index id 55118970483)
+//   LCR  cpp/tensorrt_llm/batch_manager/kv_cache_manager_v2/lifeCycleRegistry.h (index id 55118970483) and
+//        lifeCycleRegistry.cpp @ 4d1d9639434e3d907ef77364758b73b3d38d8133 (ids in order of first use)
 #pragma once
 
 #include <array>
