@@ -36,6 +36,8 @@ static_assert(trtllm_build_layout(deepseek_v4_flash).num_pools() == 7);
 static_assert(trtllm_build_layout(deepseek_v4_pro).num_groups == 3);
 static_assert(trtllm_granularity(16 * kGiB) == 32 * kMiB);
 static_assert(trtllm_size(trtllm_build_layout(deepseek_v4_flash), 60 * kGiB, opts(131072, 64)).slots[0] == 120042);
+static_assert(trtllm_min_quota_for(trtllm_build_layout(deepseek_v4_flash), opts(131072, 64), 64, 131072) ==
+              35133587456U);
 
 TEST(TrtllmEngine, EntryBytesByHand) {
   using T = trtllm_attention_type;
@@ -475,7 +477,14 @@ TEST(TrtllmEngine, SmallestQuotaForRequests) {
     const trtllm_sizing s = trtllm_size(L, q, o);
     EXPECT_GE(s.slots[0], n * 1024);
   }
-  // 64 requests of 128K need 64 x 1024 = 65536 full-history blocks: more than the minimum (1087).
+  // 64 requests of 128K: 65536 full-history blocks. Oracle F --max-seq-len 131072 --max-batch-size 64:
+  // --budget-bytes 35133587456 -> "blocks: [65578, 70, 67]"; --budget-bytes 35131490304 (2 MiB less) ->
+  // "blocks: [65493, 70, 67]". One request fits the minimum allocation (1087 blocks): 2 MiB asked.
+  EXPECT_EQ(trtllm_min_quota_for(L, o, 64, 131072), 35133587456U);
+  EXPECT_EQ(trtllm_size(L, 35131490304U, o).slots[0], 65493);
+  EXPECT_EQ(trtllm_min_quota_for(L, o, 1, 131072), 2 * kMiB);
+  // Oracle ... --budget-bytes 10739515392 -> "blocks: [16416, 64, 64]" (16 requests: 16384 needed).
+  EXPECT_EQ(trtllm_min_quota_for(L, o, 16, 131072), 10739515392U);
   EXPECT_GT(trtllm_min_quota_for(L, o, 64, 131072), 65536U * 492832U);
   expect_invalid([&] { (void)trtllm_min_quota_for(L, o, 0, 1000); }, {"requests must be > 0"});
 }
