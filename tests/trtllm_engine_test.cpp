@@ -409,6 +409,17 @@ TEST(TrtllmEngine, MinSlotsByHand) {
   EXPECT_NEAR(r[2], 0.05319148936170213, 1e-7);
 }
 
+TEST(TrtllmEngine, NearbyintRoundsHalfToEven) {
+  // CORE uses std::nearbyint (default rounding mode: ties to even), not std::round (ties away).
+  EXPECT_EQ(detail::nearbyint_even(0.5), 0U);
+  EXPECT_EQ(detail::nearbyint_even(1.5), 2U);
+  EXPECT_EQ(detail::nearbyint_even(2.5), 2U);
+  EXPECT_EQ(detail::nearbyint_even(2.5000001), 3U);
+  EXPECT_EQ(detail::nearbyint_even(1023.49), 1023U);
+  EXPECT_EQ(detail::ceil_u64(4.0), 4U);
+  EXPECT_EQ(detail::ceil_u64(4.000001), 5U);
+}
+
 TEST(TrtllmEngine, RatioToSlotCountPinsAndRaises) {
   const trtllm_layout L = trtllm_build_layout(deepseek_v4_flash);
   // Equal ratios, 1 GiB at 2 MiB: no group below its minimum of 1.
