@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <any>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -178,22 +179,25 @@ int run_struct(FuzzedDataProvider& fdp) {
   DSV4_FUZZ_CHECK(!dsv4::cache::cli::summary_line(*r).empty());
   DSV4_FUZZ_CHECK(dsv4::cache::cli::plan_svg(*r).ends_with("</svg>\n"));
   // The engine report: vLLM's figures as vLLM computes them (the plan of the pool never below them).
-  if (r->report && r->report->vllm) {
-    const dsv4::cache::vllm_startup_report& v = *r->report->vllm;
+  const std::any* details = r->report ? &r->report->startup.details : nullptr;
+  if (const auto* vp = details ? std::any_cast<dsv4::cache::vllm_startup_report>(details) : nullptr) {
+    const dsv4::cache::vllm_startup_report& v = *vp;
     DSV4_FUZZ_CHECK(v.min_bytes_to_start == v.request_bytes + static_cast<std::uint64_t>(v.bytes_per_block));
     if (v.available_bytes && v.starts) DSV4_FUZZ_CHECK(v.num_blocks >= v.request_blocks + 1);
     if (r->parallel == std::nullopt) DSV4_FUZZ_CHECK(r->plan.num_blocks >= v.request_blocks + 1);
   }
   // tokenspeed's figures: it allocates no more parents than the budget holds, and no arena above it.
-  if (r->report && r->report->tokenspeed && r->report->tokenspeed->starts) {
-    const dsv4::cache::tokenspeed_startup_report& t = *r->report->tokenspeed;
+  const auto* tp = details ? std::any_cast<dsv4::cache::tokenspeed_engine_report>(details) : nullptr;
+  if (tp != nullptr && tp->startup.starts) {
+    const dsv4::cache::tokenspeed_startup_report& t = tp->startup;
     DSV4_FUZZ_CHECK(t.parents >= 1 && t.parents <= t.budgeted_parents && t.token_capacity >= 1);
-    DSV4_FUZZ_CHECK(t.arena_bytes <= r->report->tokenspeed_budget);
+    DSV4_FUZZ_CHECK(t.arena_bytes <= tp->budget);
   }
   // SGLang: without a budget its report configures the plan's bytes, which start with the pools the
   // plan asked for (the plan is a budget SGLang accepts).
-  if (r->report && r->report->sglang && r->report->sglang->budget_is_plan && r->parallel == std::nullopt) {
-    const dsv4::cache::sglang_pool_sizes& z = r->report->sglang->sizes;
+  const auto* sp = details ? std::any_cast<dsv4::cache::sglang_engine_report>(details) : nullptr;
+  if (sp != nullptr && sp->budget_is_plan && r->parallel == std::nullopt) {
+    const dsv4::cache::sglang_pool_sizes& z = sp->sizes;
     DSV4_FUZZ_CHECK(z.starts && z.full >= r->plan.sglang_need.full_tokens && z.swa >= r->plan.sglang_need.swa_tokens);
   }
   DSV4_FUZZ_CHECK(!text.empty());

@@ -10,6 +10,7 @@
 // No CLI default enters a row: the table stays valid when the planner's defaults change.
 #pragma once
 
+#include <any>
 #include <cstdint>
 #include <sstream>
 #include <stdexcept>
@@ -97,7 +98,7 @@ inline constexpr const char* kReplayAnswerHeader =
     "better_ratio\tbetter_ratio_requests\tsim_run\tpeak_blocks\tpeak_admission_blocks\tpeak_bytes\tpeak_pages";
 
 /// The work limit of the replays (the planner's: kSimulateMaxVisits request visits).
-inline constexpr std::int64_t kReplayMaxVisits = cli::kSimulateMaxVisits;
+inline constexpr std::int64_t kReplayMaxVisits = kSimulateMaxVisits;
 
 /// Computes the answers of `c` with the library as it is.
 inline replay_answers replay_answer(const replay_case& c) {
@@ -118,12 +119,12 @@ inline replay_answers replay_answer(const replay_case& c) {
   }
   const std::int64_t n = c.requests;
   const std::int64_t L = plan.options.context_tokens;
-  if (r.sglang) {
-    a.peak_swa_tokens = r.sglang->peak_swa_tokens;
-    a.better_ratio = r.sglang->better_ratio;
-    a.better_ratio_requests = r.sglang->better_ratio_requests;
-    if (r.sglang->sizes.starts && L >= 2) {
-      sglang_sim_config sc = sglang_sim_config_of(r.sglang->sizes, r.sglang->options);
+  if (const auto* sg = std::any_cast<sglang_engine_report>(&r.startup.details)) {
+    a.peak_swa_tokens = sg->peak_swa_tokens;
+    a.better_ratio = sg->better_ratio;
+    a.better_ratio_requests = sg->better_ratio_requests;
+    if (sg->sizes.starts && L >= 2) {
+      sglang_sim_config sc = sglang_sim_config_of(sg->sizes, sg->options);
       sc.max_visits = kReplayMaxVisits;
       const sglang_sim_result s = sglang_simulate_worst_case(sc, n, L);
       a.sim_run = s.incomplete ? 2 : 1;
@@ -135,7 +136,7 @@ inline replay_answers replay_answer(const replay_case& c) {
     search.sim.max_visits = kReplayMaxVisits;
     const double work =
         sim_work_estimate(plan.pools, o.policy, n, L, o.tokens_per_step, o.prefill_chunk_tokens, search);
-    if (work <= cli::kSimulateMaxWork) {
+    if (work <= kSimulateMaxWork) {
       const sim_result s =
           simulate_worst_case(plan.pools, o.policy, n, L, o.tokens_per_step, o.prefill_chunk_tokens, search);
       a.sim_run = s.incomplete ? 2 : 1;

@@ -266,8 +266,8 @@ TEST(VllmEngine, RefusalsInVllmsOwnText) {
   EXPECT_EQ(none.refusal.rfind("No available memory for the cache blocks.", 0), 0U);
   EXPECT_EQ(vllm_format_gib(std::uint64_t{6} * kGiB + kGiB / 8), "6.12");  // round half to even, as Python's round
   EXPECT_EQ(vllm_format_gib(std::uint64_t{12} * kGiB + kGiB / 2), "12.5");
-  EXPECT_EQ(vllm_thousands(1'048'576), "1,048,576");
-  EXPECT_EQ(vllm_thousands(-1'000), "-1,000");
+  EXPECT_EQ(thousands(1'048'576), "1,048,576");
+  EXPECT_EQ(thousands(-1'000), "-1,000");
 }
 
 TEST(VllmEngine, PipelineStagesHaveTheirOwnBlock) {

@@ -274,7 +274,7 @@ void bind_results(nb::module_& m) {
       .def_ro("requests_then", &plan_hint::requests_then)
       .def_ro("why", &plan_hint::why);
 
-  using cache::cli::engine_fit;
+  using cache::engine_fit;
   nb::class_<engine_fit>(m, "EngineFit",
                          "What really fits on the engine's pool, replayed (C++ engine_fit), per engine.")
       .def_ro("simulated", &engine_fit::simulated)
@@ -298,22 +298,10 @@ void bind_results(nb::module_& m) {
       .def_ro("engine_requests", &engine_report::engine_requests, "the plan's requests on the busiest engine")
       .def_ro("fit", &engine_report::fit, "EngineFit (with a budget)")
       .def_prop_ro(
-          "log_lines",
-          [](const engine_report& r) {
-            std::vector<std::string> lines;
-            if (r.vllm && !r.vllm->log_line.empty()) lines.push_back(r.vllm->log_line);
-            if (r.tokenspeed && !r.tokenspeed->log_line.empty()) lines.push_back(r.tokenspeed->log_line);
-            if (r.sglang) lines.insert(lines.end(), r.sglang->log_lines.begin(), r.sglang->log_lines.end());
-            return lines;
-          },
+          "log_lines", [](const engine_report& r) { return r.startup.log_lines; },
           "what the engine logs at startup for this plan")
       .def_prop_ro(
-          "refusal",
-          [](const engine_report& r) {
-            if (r.vllm && !r.vllm->refusal.empty()) return r.vllm->refusal;
-            if (r.tokenspeed && !r.tokenspeed->refusal.empty()) return r.tokenspeed->refusal;
-            return std::string();
-          },
+          "refusal", [](const engine_report& r) { return r.startup.refusal; },
           "the engine's startup error for this plan (empty when it starts)");
 
   using cache::cache_layout;

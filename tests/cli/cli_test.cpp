@@ -1060,7 +1060,7 @@ TEST(CliScreen, TheIssuesCommandFitsOneScreen) {
   // The context follows the replay too (the plan's bytes would say 116,992), and the plan's worst
   // case over the budget is named as a peak the replay never reaches, not as a second verdict.
   EXPECT_NE(r.out.find("cluster  tp 8 x dp 1 x pp 1 = 8 GPUs; 64 request(s) fit up to " +
-                       vllm_thousands(j["engine_report"]["simulated_max_context_tokens"].get<std::int64_t>()) +
+                       thousands(j["engine_report"]["simulated_max_context_tokens"].get<std::int64_t>()) +
                        " tokens (replayed)"),
             std::string::npos)
       << r.out;
@@ -1437,7 +1437,7 @@ TEST(CliScreen, SglangPoolSizesOnTheScreen) {
             std::string::npos)
       << joined;
   // What really fits: SGLang's occupancy replayed, on the verdict line.
-  EXPECT_NE(joined.find(": " + vllm_thousands(j["verdict"]["simulated_max_requests"].get<std::int64_t>()) +
+  EXPECT_NE(joined.find(": " + thousands(j["verdict"]["simulated_max_requests"].get<std::int64_t>()) +
                         " fit at once (replayed;"),
             std::string::npos)
       << joined;

@@ -246,8 +246,8 @@ class simulator {
             {"step_budget_tokens", w.step_budget_tokens});
 
     require(w.max_running >= 0, "max_running must be >= 0 (0: no cap)", {"max_running", w.max_running});
-    shared_ = pools.structure == pool_structure::shared_block_pool;
-    structure_ = pools.structure;
+    measure_ = traits_of(pools.structure).measure;
+    shared_ = measure_ == peak_measure::blocks;
     page_token_lcm_ = 1;
     const std::int64_t in_flight = vllm_in_flight_tokens(w.step_budget_tokens, p.overlap);
     for (int e = 0; e < pools.num_groups; ++e) {
@@ -719,14 +719,14 @@ class simulator {
     }
     if (settle_pages_[0] < 0) settle_bounds();
     const auto n = static_cast<std::int64_t>(running_.size());
-    if (structure_ == pool_structure::shared_block_pool) {
+    if (measure_ == peak_measure::blocks) {
       std::int64_t blocks = 0;
       for (int g = 0; g < result_.num_groups; ++g) {
         const auto gi = static_cast<std::size_t>(g);
         blocks += n * settle_pages_[gi] * groups_[gi].multiplicity;
       }
       if (blocks > result_.peak_blocks) return false;
-    } else if (structure_ == pool_structure::parent_arena) {
+    } else if (measure_ == peak_measure::parents) {
       for (int g = 0; g < result_.num_groups; ++g)
         if (n * settle_pages_[static_cast<std::size_t>(g)] > result_.peak_pages[static_cast<std::size_t>(g)])
           return false;
@@ -968,7 +968,7 @@ class simulator {
   std::vector<sim_sched> cur_;
   std::optional<simulator>* fork_ = nullptr;  ///< Where `run` keeps its fork (see `keep_fork`), until it does.
   fork_kind fork_kind_ = fork_kind::requests;
-  pool_structure structure_ = pool_structure::own_pools;
+  peak_measure measure_ = peak_measure::bytes;  ///< What the structure's capacity bounds (its traits).
   /// `settled`: per table the most pages a decoding request holds until it finishes (-1: not
   /// computed yet), from `settle_min_computed_` computed tokens on; steps before the next check.
   std::array<std::int64_t, kMaxSimTables> settle_pages_ = [] {
@@ -1194,7 +1194,7 @@ inline std::int64_t sim_peak_parents(const engine_pools& pools, const sim_result
   for (int e = 0; e < pools.num_groups; ++e) {
     const std::int64_t pages = r.peak_pages[static_cast<std::size_t>(r.table_of_group[static_cast<std::size_t>(e)])];
     const std::int64_t k = pools[e].pages_per_block;
-    sum = checked_add(sum, pages / k + (pages % k != 0 ? 1 : 0));
+    sum = checked_add(sum, ceil_div(pages, k));
   }
   return sum;
 }
@@ -1222,14 +1222,23 @@ class fit_prober {
  public:
   fit_prober(const engine_pools& pools, const allocation_policy& p, std::int64_t s, std::int64_t B,
              const sim_capacity& cap, const sim_search& search, sim_work_budget* budget)
-      : pools_(pools), p_(p), s_(s), B_(B), cap_(cap), search_(search), budget_(budget) {
+      : pools_(pools),
+        measure_(traits_of(pools.structure).measure),
+        p_(p),
+        s_(s),
+        B_(B),
+        cap_(cap),
+        search_(search),
+        budget_(budget) {
     search_.sim.stop_when_settled = true;  // the probes need the peak the capacity bounds only
-    if (pools.structure == pool_structure::shared_block_pool) {
-      if (cap.usable_blocks > 0) search_.sim.stop_above_blocks = cap.usable_blocks;
-    } else if (pools.structure == pool_structure::own_pools) {
-      search_.sim.stop_above_bytes = cap.budget_bytes;
-    } else if (pools.structure == pool_structure::parent_arena && cap.usable_blocks > 0) {
-      search_.sim.stop_above_parents = cap.usable_blocks;
+    switch (measure_) {
+      case peak_measure::blocks:
+        if (cap.usable_blocks > 0) search_.sim.stop_above_blocks = cap.usable_blocks;
+        break;
+      case peak_measure::parents:
+        if (cap.usable_blocks > 0) search_.sim.stop_above_parents = cap.usable_blocks;
+        break;
+      case peak_measure::bytes: search_.sim.stop_above_bytes = cap.budget_bytes; break;
     }
   }
 
@@ -1387,7 +1396,7 @@ class fit_prober {
       take_peaks(r, i, worst, setter);
       if (!fits(worst)) {
         note_critical(all[i].key);
-        if (pools_.structure == pool_structure::parent_arena)  // the tables' peaks together passed it
+        if (measure_ == peak_measure::parents)  // the tables' peaks together passed it
           for (int g = 0; g < worst.num_groups; ++g) note_critical(all[setter[static_cast<std::size_t>(g)]].key);
         return false;
       }
@@ -1458,24 +1467,30 @@ class fit_prober {
   /// The workloads that set the binding peaks of a whole probe that fit become critical.
   void note_setters(const std::vector<item>& all, const sim_result& worst,
                     const std::array<std::size_t, kMaxSimTables + 3>& setter) {
-    if (pools_.structure == pool_structure::shared_block_pool) {
-      note_critical(all[setter[kMaxSimTables + 1]].key);
-    } else if (pools_.structure == pool_structure::own_pools) {
-      note_critical(all[setter[kMaxSimTables]].key);
-    } else {
-      for (int g = 0; g < worst.num_groups; ++g) note_critical(all[setter[static_cast<std::size_t>(g)]].key);
+    switch (measure_) {
+      case peak_measure::blocks: note_critical(all[setter[kMaxSimTables + 1]].key); break;
+      case peak_measure::bytes: note_critical(all[setter[kMaxSimTables]].key); break;
+      case peak_measure::parents:
+        for (int g = 0; g < worst.num_groups; ++g) note_critical(all[setter[static_cast<std::size_t>(g)]].key);
+        break;
     }
   }
 
   [[nodiscard]] bool fits(const sim_result& worst) const {
-    if (pools_.structure == pool_structure::shared_block_pool) return worst.peak_blocks <= cap_.usable_blocks;
-    if (pools_.structure == pool_structure::parent_arena) return sim_peak_parents(pools_, worst) <= cap_.usable_blocks;
+    switch (measure_) {
+      case peak_measure::blocks: return worst.peak_blocks <= cap_.usable_blocks;
+      case peak_measure::parents: return sim_peak_parents(pools_, worst) <= cap_.usable_blocks;
+      case peak_measure::bytes: break;
+    }
     return worst.peak_bytes <= cap_.budget_bytes;
   }
   /// The measure `cap` bounds, of one workload.
   [[nodiscard]] std::int64_t binding(const sim_result& r) const {
-    if (pools_.structure == pool_structure::shared_block_pool) return std::max(r.peak_blocks, r.peak_admission_blocks);
-    if (pools_.structure == pool_structure::parent_arena) return sim_peak_parents(pools_, r);
+    switch (measure_) {
+      case peak_measure::blocks: return std::max(r.peak_blocks, r.peak_admission_blocks);
+      case peak_measure::parents: return sim_peak_parents(pools_, r);
+      case peak_measure::bytes: break;
+    }
     constexpr auto kTop = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max() - 1);
     return static_cast<std::int64_t>(std::min(r.peak_bytes, kTop));
   }
@@ -1484,6 +1499,7 @@ class fit_prober {
   }
 
   const engine_pools& pools_;
+  peak_measure measure_;  ///< What `cap_` bounds (the structure's traits).
   allocation_policy p_;
   std::int64_t s_;
   std::int64_t B_;

@@ -66,6 +66,20 @@ DSV4_HOST_DEVICE constexpr std::uint64_t saturating_mul(std::uint64_t a, std::ui
   return b != 0 && a > kMax / b ? kMax : a * b;
 }
 
+/// `saturating_add` that also records whether the sum did not fit (`overflowed` set, never cleared).
+DSV4_HOST_DEVICE constexpr std::uint64_t saturating_add(std::uint64_t a, std::uint64_t b, bool& overflowed) {
+  const std::uint64_t r = saturating_add(a, b);
+  if (r != a + b) overflowed = true;
+  return r;
+}
+
+/// `saturating_mul` that also records whether the product did not fit (`overflowed` set, never cleared).
+DSV4_HOST_DEVICE constexpr std::uint64_t saturating_mul(std::uint64_t a, std::uint64_t b, bool& overflowed) {
+  const std::uint64_t r = saturating_mul(a, b);
+  if (r != a * b) overflowed = true;
+  return r;
+}
+
 /// The smallest multiple of `m` that is >= `a` (a >= 0, m > 0); fails on overflow.
 template <class T>
 DSV4_HOST_DEVICE constexpr T round_up(T a, T m) {

@@ -1,49 +1,10 @@
-// dsv4-cache: how an engine allocates cache pages, as a value (`allocation_policy`).
-//
-// A memory plan is only safe for the allocator it models. These are the rules, read from the
-// engines' sources, that decide how many pages a request holds at once; each engine's preset
-// lives with the engine (engines/vllm.hpp `vllm_policy`, engines/tokenspeed.hpp
-// `tokenspeed_policy`, `tokenspeed_default_policy`). Notation: per group,
-// R = tokens per page, W = window; N requests of context L (prompt + generated tokens), B =
-// the step's token budget (prefill chunk), s = tokens per decode step (1 verified + s - 1
-// drafts), c = a request's computed tokens.
-//
-// vLLM v1 (`vllm/v1/core/sched/scheduler.py`, `vllm/v1/core/kv_cache_manager.py`,
-// `vllm/v1/core/single_type_kv_cache_manager.py`):
-//   - scheduler: running requests first (a decode schedules min(s, L - 1 - c) tokens, a
-//     prefill continues), then waiting requests first-come-first-served until B is spent;
-//   - expiry: `remove_skipped_blocks` frees blocks [0, (c - W + 1) / R) before every
-//     allocation (`allocate_slots`);
-//   - extent: a table covers min(c + new + lookahead, max_model_len) tokens, lookahead s - 1
-//     for running requests and, on a new request's first chunk, 0 (older versions) or s - 1
-//     (newer): the preset bounds both;
-//   - CSA compressor and indexer states: window 8 = (1 + overlap) x 4
-//     (`vllm/model_executor/layers/deepseek_compressor.py`).
-// tokenspeed (`CacheCoordinator::Admit`, its DeepSeek V4 cache spec):
-//   - expiry only inside the request's own admission; a decode admits at TokenSize - s, so its
-//     pages lag s - 1 tokens behind vLLM's;
-//   - extent not capped at the context: a prompt's last chunk reserves s more tokens, a decode
-//     step covers TokenSize - 1 + s;
-//   - CSA state window max(8, 4 + s), or 8 for any verify width since tokenspeed PR #1612:
-//     the preset bounds both;
-//   - a decode step needs all s tokens in the step (B < s never decodes);
-//   - `--enable-mixed-batch` (preset `tokenspeed`): decodes and prefills share steps, scheduled
-//     as vLLM's; the default scheduler (`tokenspeed-default`) runs prefill-only steps while any
-//     prompt is queued, so a prefilled request keeps its whole last chunk until then.
-// DeepSeek V4.1 ratio-2 compressor state (window 2 tokens: coff 1, no overlap; layout-variants 1.3):
-//   - vLLM `CompressorStateCache`: a fixed ring of max(8, next power of two >= s + 1) rows per
-//     request (state_dim 2 x head_dim; num_spec + 2 = s + 1);
-//   - tokenspeed (`deepseek_v41_geometry.py`, `v41.compressor_tail_r2`): the window, 2 tokens,
-//     plus protection for the tokens in flight (the sliding rule below);
-//   - SGLang `CompressStatePool` (not modelled, see below): a request-scoped ring of 2 rows, or
-//     with speculation the next power of two >= 2 + drafts.
-// s = 1 + the drafts of a step (DSpark proposes `dspark_block_size` drafts).
-// Overlap (async scheduling, one more step in flight): pages freed by expiry or by a finished
-// request come back one step later.
-//
-// SGLang (engines/sglang.hpp) sizes its pools as ratios of one token capacity
-// (`swa_full_tokens_ratio`), not by windows per request: its plan and its occupancy are its own
-// (engines/sglang_sim.hpp); its policy value only names it and its prefill-first scheduler.
+// dsv4-cache: how an engine allocates cache pages, as a value (`allocation_policy`): the rules
+// that decide how many pages a request holds at once (scheduler order, expiry, extents,
+// lookahead, state windows, overlap). Each engine's preset lives with the engine
+// (engines/vllm.hpp `vllm_policy`, engines/tokenspeed.hpp `tokenspeed_policy`, ...); the rules
+// as read from each engine's code, with their sources: docs/engines/policies.md. Notation: per
+// group R = tokens per page, W = window; N requests of context L, B = the step's token budget,
+// s = tokens per decode step (1 verified + s - 1 drafts), c = a request's computed tokens.
 #pragma once
 
 #include <array>

@@ -53,6 +53,14 @@ constexpr std::string_view to_string(pool_structure s) {
   return "?";
 }
 
+/// What a pool structure's capacity bounds, as the allocation simulator (alloc_sim.hpp) counts a
+/// replay's peak against it.
+enum class peak_measure : std::uint8_t {
+  bytes,    ///< Every group's pages at their page bytes, summed (pools sized per group).
+  blocks,   ///< Blocks of one pool every table draws from: the peak over all tables at once.
+  parents,  ///< Each table's pages packed `pages_per_block` to a parent, the tables' parents summed.
+};
+
 /// What reports say of a pool structure and which figures it has: the planner's renderers and
 /// reports read these, never the enumerator. The figures' keys name the JSON fields of the plan's
 /// block counts (empty: the structure has no blocks).
@@ -76,7 +84,8 @@ struct pool_structure_traits {
   bool one_block_pool = false;
   bool one_table_per_group = false;  ///< Each library group is its own table (own pools): its null page its own.
   bool token_ratios = false;         ///< Pools sized as shares of one token count, not pages per request.
-  bool laid_out = false;             ///< The library's arena lays it out (arena_layout.hpp).
+  peak_measure measure = peak_measure::bytes;  ///< What its capacity bounds in a replay.
+  bool laid_out = false;                       ///< The library's arena lays it out (arena_layout.hpp).
   /// A pipeline stage builds its own pools from its own layers (tokenspeed's per-stage recipe);
   /// else the whole model's groups are projected onto the stage (vLLM, `project_pools`).
   bool stage_builds_own = false;
@@ -116,6 +125,7 @@ inline constexpr pool_structure_traits kShared{
     .whole_blocks = true,
     .pads_pages = true,
     .one_block_pool = true,
+    .measure = peak_measure::blocks,
     .placed = true,
     .key_unit_bytes = "bytes_per_block",
     .key_units = "num_blocks",
@@ -134,6 +144,7 @@ inline constexpr pool_structure_traits kArena{
         "per request + prompt pages; bytes: the parents its pages bind{sim})\n",
     .sim_legend = "; sim/L: the simulator's peak pages of the group; slack: pages/L - sim/L",
     .whole_blocks = true,
+    .measure = peak_measure::parents,
     .stage_builds_own = true,
     .key_unit_bytes = "parent_bytes",
     .key_units = "num_parents",
@@ -288,6 +299,10 @@ struct engine_pools {
   [[nodiscard]] constexpr const engine_group* end() const { return groups.data() + num_groups; }
   [[nodiscard]] constexpr const engine_group& operator[](int i) const { return groups[static_cast<std::size_t>(i)]; }
 };
+
+/// Whether `e` is the library's own pools (every group a table of its own), which the plan sizes
+/// itself; else the engine that builds the structure sizes it (`engine_sizing`).
+constexpr bool is_own_pools(const engine_pools& e) { return e.structure == pool_structure::own_pools; }
 
 /// The own-pools structure of `specs`: one engine group per library group, its pages as the
 /// library lays them out.

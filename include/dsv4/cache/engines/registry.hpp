@@ -15,79 +15,81 @@
 //                       replayed by engines/sglang_sim.hpp
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "dsv4/cache/engines/engine.hpp"
 #include "dsv4/cache/engines/sglang.hpp"
+#include "dsv4/cache/engines/sglang_plan.hpp"
+#include "dsv4/cache/engines/sglang_report.hpp"
+#include "dsv4/cache/engines/spec.hpp"
 #include "dsv4/cache/engines/tokenspeed.hpp"
+#include "dsv4/cache/engines/tokenspeed_plan.hpp"
+#include "dsv4/cache/engines/tokenspeed_report.hpp"
 #include "dsv4/cache/engines/vllm.hpp"
+#include "dsv4/cache/engines/vllm_plan.hpp"
+#include "dsv4/cache/engines/vllm_report.hpp"
 #include "dsv4/cache/policy.hpp"
 
 namespace dsv4::cache {
-
-/// An engine and one version preset of it.
-struct engine_spec {
-  std::string_view name;           ///< `--engine` name: "vllm", "tokenspeed", "tokenspeed-default", "sglang".
-  std::string_view preset;         ///< Version preset ("2026.11"); `--engine name@preset`. Empty: one version.
-  std::string_view source;         ///< Where its rules were read (repository, files, date).
-  std::string_view source_commit;  ///< The commit of the engine's core sizing file the preset pins.
-  allocation_policy policy{};
-  pool_structure structure = pool_structure::own_pools;
-  engine_traits traits{};  ///< Its name in a sentence, budget chain and refusals (engines/engine.hpp).
-  vllm_pool_rules vllm{};  ///< shared_block_pool: vLLM's pool rules of this preset.
-  /// What the engine does with every input left out, each with its source (engines/defaults.hpp):
-  /// async / overlap scheduling, the draft layer, the running cap (vLLM max_num_seqs 1024 for
-  /// `vllm serve` on a GPU of 70 GiB or more other than an A100; tokenspeed 160, 80 with
-  /// speculative decoding; SGLang max_running_requests 256), the step's token budget, ...
-  engine_defaults defaults{};
-  sglang_pool_rules sglang{};          ///< ratio_pools: SGLang's rules of this preset (default: 0.5.23).
-  tokenspeed_pool_rules tokenspeed{};  ///< parent_arena: tokenspeed's rules of this preset (default: 0.1.1).
-  /// Whether its own pools are modelled with pipeline stages (--pp), and what to say when not.
-  bool stages_modelled = true;
-  std::string_view stages_note{};
-  /// Refuses a model its pools are not modelled for, naming the preset's release (SGLang: V4 only);
-  /// nullptr: every model.
-  void (*check_model)(const model_config& m) = nullptr;
-};
 
 /// Every engine preset, the newest preset of an engine first among its presets: the first entry
 /// of a name is its default.
 inline constexpr std::array<engine_spec, 8> kEngines = {{
     {"vllm", "2026.11", "vllm-project/vllm main as read 2026-11, files and commits in engines/vllm.hpp",
      "4253bd44243c89bb62c1898399f69236b2b5c721", vllm_policy, pool_structure::shared_block_pool, vllm_traits,
-     vllm_pool_rules{}, vllm_defaults},
+     vllm_sizing, vllm_engine_startup, vllm_pool_rules{}, vllm_defaults},
     {"vllm", "0.33.0",
      "vLLM 0.33.0 as released (wheel vllm-0.33.0, 2026-11): the rules of vllm@2026.11 (engines/vllm.hpp); its own "
      "sizing code run unchanged gives the planner's figures, 336 of 336 (issue 38)",
-     "", vllm_policy, pool_structure::shared_block_pool, vllm_traits, vllm_pool_rules{}, vllm_defaults},
+     "", vllm_policy, pool_structure::shared_block_pool, vllm_traits, vllm_sizing, vllm_engine_startup,
+     vllm_pool_rules{}, vllm_defaults},
     // The released tokenspeed is the default `--engine tokenspeed` (and tokenspeed-default).
     {"tokenspeed", "0.1.1",
      "tokenspeed 0.1.1 as released (wheel tokenspeed-0.1.1, 2026-10), files in engines/tokenspeed.hpp: the CSA "
      "index keys a cache group of their own; its token capacity (the compiled tokenspeed-scheduler wheel's "
      "CapacityModel, >=0.1.25) is not run: the planner's capacity model of f4d8ec6e (recipes/spec.py) is assumed",
-     "", tokenspeed_policy, pool_structure::parent_arena, tokenspeed_traits, vllm_pool_rules{}, tokenspeed_defaults,
-     sglang_pool_rules{}, tokenspeed_rules_0_1_1, false,
+     "", tokenspeed_policy, pool_structure::parent_arena, tokenspeed_traits, tokenspeed_sizing,
+     tokenspeed_engine_startup, vllm_pool_rules{}, tokenspeed_defaults, sglang_pool_rules{}, tokenspeed_rules_0_1_1,
+     false,
      " for tokenspeed 0.1.1, whose stages keep the whole model's parent geometry (recipes/plan.py "
      "CacheMemoryPlan.narrow_to_layers); plan the pin's per-stage arenas with --engine tokenspeed@f4d8ec6e"},
     {"tokenspeed", "f4d8ec6e",
      "lightseekorg/tokenspeed main as read 2026-08-22, files and commits in engines/tokenspeed.hpp",
      "f4d8ec6e039c028c7ee71317ccfb84e56ae2b45c", tokenspeed_policy, pool_structure::parent_arena, tokenspeed_traits,
-     vllm_pool_rules{}, tokenspeed_defaults, sglang_pool_rules{}, tokenspeed_rules_f4d8ec6e},
+     tokenspeed_sizing, tokenspeed_engine_startup, vllm_pool_rules{}, tokenspeed_defaults, sglang_pool_rules{},
+     tokenspeed_rules_f4d8ec6e},
     {"tokenspeed-default", "0.1.1",
      "tokenspeed 0.1.1 as released (wheel tokenspeed-0.1.1, 2026-10), files in engines/tokenspeed.hpp: the CSA "
      "index keys a cache group of their own; its token capacity (the compiled tokenspeed-scheduler wheel's "
      "CapacityModel, >=0.1.25) is not run: the planner's capacity model of f4d8ec6e (recipes/spec.py) is assumed",
-     "", tokenspeed_default_policy, pool_structure::parent_arena, tokenspeed_traits, vllm_pool_rules{},
-     tokenspeed_defaults, sglang_pool_rules{}, tokenspeed_rules_0_1_1, false,
+     "", tokenspeed_default_policy, pool_structure::parent_arena, tokenspeed_traits, tokenspeed_sizing,
+     tokenspeed_engine_startup, vllm_pool_rules{}, tokenspeed_defaults, sglang_pool_rules{}, tokenspeed_rules_0_1_1,
+     false,
      " for tokenspeed 0.1.1, whose stages keep the whole model's parent geometry (recipes/plan.py "
-     "CacheMemoryPlan.narrow_to_layers); plan the pin's per-stage arenas with --engine tokenspeed@f4d8ec6e"},
-    {"tokenspeed-default", "f4d8ec6e",
+     "CacheMemoryPlan.narrow_to_layers); plan the pin's per-stage arenas with --engine tokenspeed@f4d8ec6e",
+     nullptr, "tokenspeed"},
+    {"tokenspeed-default",
+     "f4d8ec6e",
      "lightseekorg/tokenspeed main as read 2026-08-22, files and commits in engines/tokenspeed.hpp",
-     "f4d8ec6e039c028c7ee71317ccfb84e56ae2b45c", tokenspeed_default_policy, pool_structure::parent_arena,
-     tokenspeed_traits, vllm_pool_rules{}, tokenspeed_defaults, sglang_pool_rules{}, tokenspeed_rules_f4d8ec6e},
+     "f4d8ec6e039c028c7ee71317ccfb84e56ae2b45c",
+     tokenspeed_default_policy,
+     pool_structure::parent_arena,
+     tokenspeed_traits,
+     tokenspeed_sizing,
+     tokenspeed_engine_startup,
+     vllm_pool_rules{},
+     tokenspeed_defaults,
+     sglang_pool_rules{},
+     tokenspeed_rules_f4d8ec6e,
+     true,
+     {},
+     nullptr,
+     "tokenspeed"},
     // The released SGLang is the default `--engine sglang`.
     {"sglang",
      "0.5.23",
@@ -97,6 +99,8 @@ inline constexpr std::array<engine_spec, 8> kEngines = {{
      sglang_policy,
      pool_structure::ratio_pools,
      sglang_traits,
+     sglang_sizing,
+     sglang_engine_startup,
      vllm_pool_rules{},
      sglang_defaults,
      sglang_rules_0_5_23,
@@ -111,6 +115,8 @@ inline constexpr std::array<engine_spec, 8> kEngines = {{
      sglang_policy,
      pool_structure::ratio_pools,
      sglang_traits,
+     sglang_sizing,
+     sglang_engine_startup,
      vllm_pool_rules{},
      sglang_defaults,
      sglang_rules_cce0a124,
@@ -138,6 +144,23 @@ constexpr const engine_spec& engine_of(std::string_view name) {
   for (const engine_spec& e : kEngines)
     if (e.policy.engine == name) return e;
   fail("no engine of this name is registered (engines/registry.hpp)");
+}
+
+/// The engine whose own pool structure is `s` (its newest preset; `engine_sizing` sizes it).
+/// Throws std::invalid_argument if no engine builds that structure (own pools: none does).
+constexpr const engine_spec& engine_of_structure(pool_structure s) {
+  for (const engine_spec& e : kEngines)
+    if (e.structure == s) return e;
+  fail("no registered engine builds this pool structure (engines/registry.hpp)");
+}
+
+/// The engines' names, each once in registry order, without scheduler variants of another
+/// (`engine_spec::variant_of`): the engines a comparison draws ("vllm", "tokenspeed", "sglang").
+inline std::vector<std::string_view> engine_family_names() {
+  std::vector<std::string_view> names;
+  for (const engine_spec& e : kEngines)
+    if (e.variant_of.empty() && std::find(names.begin(), names.end(), e.name) == names.end()) names.push_back(e.name);
+  return names;
 }
 
 /// "name@preset" (or the name alone for an engine of one version).

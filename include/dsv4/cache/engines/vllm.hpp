@@ -32,6 +32,7 @@
 #include "dsv4/cache/group_spec.hpp"
 #include "dsv4/cache/kv_budget.hpp"
 #include "dsv4/cache/policy.hpp"
+#include "dsv4/cache/text.hpp"
 
 namespace dsv4::cache {
 
@@ -500,18 +501,6 @@ inline std::string vllm_format_gib(std::uint64_t bytes) {
   return s;
 }
 
-/// `v` with thousands separators, as Python's f"{v:,}".
-inline std::string vllm_thousands(std::int64_t v) {
-  const std::uint64_t mag = v < 0 ? static_cast<std::uint64_t>(-(v + 1)) + 1 : static_cast<std::uint64_t>(v);
-  const std::string digits = std::to_string(mag);
-  std::string out;
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return v < 0 ? "-" + out : out;
-}
-
 /// What vLLM computes and logs at startup for one deployment (K `get_kv_cache_configs`,
 /// `_check_enough_kv_cache_memory`; U `update_kv_cache_capacity`).
 struct vllm_startup_report {
@@ -596,8 +585,7 @@ inline vllm_startup_report vllm_startup(const engine_pools& pools, std::span<con
       continue;
     }
     const auto needed_at = [&](std::int64_t len) {
-      std::uint64_t n = 0;
-      return __builtin_mul_overflow(w, static_cast<std::uint64_t>(charge_at(len)), &n) ? ~std::uint64_t{0} : n;
+      return saturating_mul(w, static_cast<std::uint64_t>(charge_at(len)));
     };
     const std::uint64_t needed = needed_at(L);
     if (needed <= static_cast<std::uint64_t>(check)) continue;
@@ -635,8 +623,8 @@ inline vllm_startup_report vllm_startup(const engine_pools& pools, std::span<con
   r.reported_tokens = static_cast<std::int64_t>(r.max_concurrency * static_cast<double>(L));
   char conc[64];
   std::snprintf(conc, sizeof conc, "%.2f", r.max_concurrency);
-  r.log_line = "GPU KV cache size: " + vllm_thousands(r.reported_tokens) + " tokens, Maximum concurrency for " +
-               vllm_thousands(L) + " tokens per request: " + conc + "x";
+  r.log_line = "GPU KV cache size: " + thousands(r.reported_tokens) + " tokens, Maximum concurrency for " +
+               thousands(L) + " tokens per request: " + conc + "x";
   return r;
 }
 

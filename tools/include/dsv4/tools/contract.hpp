@@ -64,7 +64,7 @@ namespace contract_detail {
 using ojson = nlohmann::ordered_json;
 
 /// 37440 -> "37,440".
-inline std::string grouped(std::int64_t v) { return cache::vllm_thousands(v); }
+inline std::string grouped(std::int64_t v) { return cache::thousands(v); }
 
 inline std::string hex(std::uint64_t h) {
   const auto a = cache::fingerprint_hex(h);

@@ -69,9 +69,6 @@ inline std::vector<std::uint64_t> fixed_bytes_per_request(const memory_plan& p, 
   return fixed;
 }
 
-/// `v` with thousands separators: 1048576 -> "1,048,576" (vLLM's `{:,}`).
-inline std::string thousands(std::int64_t v) { return vllm_thousands(v); }
-
 /// A memory fraction as typed: at most three decimals, no trailing zeros (0.92, 0.897, 1).
 inline std::string fraction_text(double f) {
   std::string s = fmt::format("{:.3f}", f);
@@ -236,15 +233,13 @@ inline std::optional<plan_hint> hint_of(const planner_result& r) {
   const plan_options& o = r.plan.options;
   try {
     const std::int64_t now = plan_max_requests(r);
-    if (r.report && r.report->sglang) {
-      const sglang_engine_report& sr = *r.report->sglang;
-      if (sr.better_ratio <= 0 || sr.better_ratio_requests <= 0) return std::nullopt;
-      return plan_hint{fmt::format("--swa-full-tokens-ratio {:g}", sr.better_ratio), now,
-                       sr.better_ratio_requests * r.report->dp,
-                       "SGLang's SWA pool is a share of its full tokens, not what N requests' windows need"};
+    // The engine's own lever where its report has one (SGLang's SWA share).
+    if (r.report && r.report->startup.hint) {
+      const engine_hint& h = *r.report->startup.hint;
+      return plan_hint{h.flag, now, h.requests, h.why};
     }
-    // An engine whose lever is its SWA ratio (SGLang) has no step-budget hint for own pools either.
-    if (o.pools != pools_choice::engine && engine_of(o.policy.engine).traits.takes_swa_ratio) return std::nullopt;
+    // An engine whose lever is its SWA ratio (SGLang) has no step-budget hint, in its pools or own pools.
+    if (engine_of(o.policy.engine).traits.takes_swa_ratio) return std::nullopt;
     if (o.prefill_chunk_tokens <= kHintPrefillChunk || o.tokens_per_step > kHintPrefillChunk) return std::nullopt;
     plan_options smaller = o;
     smaller.prefill_chunk_tokens = kHintPrefillChunk;
@@ -781,12 +776,8 @@ inline plan_verdict verdict_of(const planner_result& r) {
   const std::string engine = r.engine != nullptr ? engine_label(*r.engine) : std::string("the engine");
   bool single_request = false;
   if (r.report) {
-    if (r.report->vllm) v.engine_starts = r.report->vllm->starts;
-    if (r.report->tokenspeed) {
-      v.engine_starts = r.report->tokenspeed->starts && r.report->tokenspeed->admits_context;
-      single_request = r.report->tokenspeed->starts && !r.report->tokenspeed->admits_context;
-    }
-    if (r.report->sglang) v.engine_starts = r.report->sglang->sizes.starts;
+    v.engine_starts = r.report->startup.starts;
+    single_request = r.report->startup.max_request_tokens > 0;
   }
   const std::int64_t engines = r.report ? r.report->dp : 1;
   const engine_fit* fit = r.report && r.report->fit ? &*r.report->fit : nullptr;
@@ -797,7 +788,7 @@ inline plan_verdict verdict_of(const planner_result& r) {
   // The cap on one engine's running requests: SGLang's per worker (max_running_requests // its
   // attention DP), the others' as given.
   const std::int64_t per_engine_cap =
-      r.report && r.report->sglang ? r.report->sglang->sizes.max_running_requests : r.max_running;
+      r.report && r.report->startup.running_cap > 0 ? r.report->startup.running_cap : r.max_running;
   if (!v.engine_starts) {
     v.max_requests = 0;
   } else if (v.simulated_max_requests && !fit->requests_by_plan) {
@@ -819,7 +810,7 @@ inline plan_verdict verdict_of(const planner_result& r) {
   if (!v.engine_starts && single_request) {
     v.limit = "single-request limit";
     v.limit_text = fmt::format("{} admits at most {} tokens a request (its single-request limit)", engine,
-                               thousands(r.report->tokenspeed->max_request_tokens));
+                               thousands(r.report->startup.max_request_tokens));
   } else if (!v.engine_starts) {
     v.limit = "startup check";
     v.limit_text = fmt::format("{} does not start with this budget (its startup check)", engine);
@@ -897,8 +888,8 @@ struct plan_breakdown {
 inline std::int64_t span_pages(table_kind kind, std::int64_t rows, std::int64_t rows_per_page) {
   if (rows <= 0 || rows_per_page <= 0) return 0;
   if (kind == table_kind::request_ring) return 1;
-  if (kind == table_kind::full_history) return (rows + rows_per_page - 1) / rows_per_page;
-  return (rows - 1 + rows_per_page - 1) / rows_per_page + 1;
+  if (kind == table_kind::full_history) return ceil_div(rows, rows_per_page);
+  return ceil_div(rows - 1, rows_per_page) + 1;
 }
 
 /// The breakdown of plan `p` (one GPU's). Per library group and pool, in the pages the engine
@@ -960,9 +951,9 @@ inline plan_breakdown breakdown_of(const memory_plan& p, int only_group = -1) {
     for (int k = 0; k < spec.num_pools; ++k) {
       const pool_spec& ps = spec.pools[static_cast<std::size_t>(k)];
       const bool sharded = dcp_sharded(spec, k) && p.options.dcp > 1;
-      const std::int64_t rpr = sharded ? (rows_per_request + p.options.dcp - 1) / p.options.dcp : rows_per_request;
+      const std::int64_t rpr = sharded ? ceil_div(rows_per_request, p.options.dcp) : rows_per_request;
       if (own) {
-        const std::int64_t shared = sharded ? (g.shared_pages + p.options.dcp - 1) / p.options.dcp : g.shared_pages;
+        const std::int64_t shared = sharded ? ceil_div(g.shared_pages, p.options.dcp) : g.shared_pages;
         const std::int64_t pages = g.pool_pages[static_cast<std::size_t>(k)];
         const std::int64_t held = std::max<std::int64_t>(0, pages - 1 - shared);
         const std::int64_t per_request = h > 0 ? held / h : 0;
@@ -999,9 +990,6 @@ inline const memory_plan& screen_plan(const planner_result& r) {
   return r.plan;
 }
 
-/// The --engine names the capacity curves are drawn for (one per modelled engine).
-inline constexpr std::array<std::string_view, 3> kCurveEngines = {"vllm", "tokenspeed", "sglang"};
-
 /// The contexts of the capacity curve: 4,096 x 2^k up to the model's max_position_embeddings,
 /// and that maximum.
 inline std::vector<std::int64_t> curve_contexts(const model_config& m) {
@@ -1013,14 +1001,14 @@ inline std::vector<std::int64_t> curve_contexts(const model_config& m) {
   return c;
 }
 
-/// Max requests against context for the budget under each engine of kCurveEngines, every other
+/// Max requests against context for the budget under each registered engine (`engine_family_names`), every other
 /// flag as given (the plan's answer, capped at the engine's running cap; the cluster's with
 /// parallel flags). An engine that refuses the flags or the model has no points and says why.
 /// Needs a budget (else no curves). Units: tokens, requests.
 inline std::vector<capacity_curve> capacity_curves(const planner_args& a, const model_config& m) {
   std::vector<capacity_curve> curves;
   if (!a.memory_gib && !a.gpu_memory_gib) return curves;
-  for (const std::string_view engine : kCurveEngines) {
+  for (const std::string_view engine : engine_family_names()) {
     capacity_curve c;
     c.engine = std::string(engine);
     for (const std::int64_t l : curve_contexts(m)) {

@@ -90,23 +90,7 @@ inline std::string screen_engine_text(const planner_result& r) {
 /// The engine's own startup figure, in its own words ("" when the plan is not in its pools).
 inline std::string screen_engine_figure(const planner_result& r) {
   if (!r.report || !r.budget_bytes) return {};
-  if (const auto& v = r.report->vllm) return v->starts ? "logs " + v->log_line : "refuses to start: " + v->refusal;
-  if (const auto& t = r.report->tokenspeed) {
-    if (!t->starts) return "refuses to start: " + t->refusal;
-    std::string s = fmt::format("logs Cache profile: parent_bytes={}, parents={}, token_capacity={}", t->parent_bytes,
-                                t->parents, t->token_capacity);
-    if (!t->admits_context) s += fmt::format("; admits at most {} tokens a request", thousands(t->max_request_tokens));
-    return s;
-  }
-  if (const auto& g = r.report->sglang) {
-    if (!g->sizes.starts) return std::string("refuses to start: ") + g->sizes.refusal;
-    std::string pools;  // its own "DSV4 pool sizes" line
-    for (const std::string& line : g->log_lines)
-      if (line.starts_with("DSV4 pool sizes")) pools = line + "; ";
-    return fmt::format("logs {}max_total_num_tokens={}, max_running_requests={} (per worker)", pools, g->sizes.full,
-                       g->sizes.max_running_requests);
-  }
-  return {};
+  return r.report->startup.screen_figure;
 }
 
 /// The screen's "assumes" line: every input as planned, where an engine default was taken
