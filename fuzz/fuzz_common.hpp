@@ -179,13 +179,13 @@ inline void check_parent_plan(const cache::memory_plan& p) {
 inline void check_plan(const cache::memory_plan& p) {
   DSV4_FUZZ_CHECK(p.num_groups >= 1 && p.num_groups <= cache::kMaxGroups);
   const cache::plan_options& o = p.options;
-  const bool shared = p.pools.structure == cache::pool_structure::shared_block_pool;
+  const bool shared = p.pools.structure == &cache::vllm_shared_block_pool;
   DSV4_FUZZ_CHECK(shared == (o.pools == cache::pools_choice::engine && o.policy.engine == "vllm"));
   if (shared) {
     check_shared_plan(p);
     return;
   }
-  if (p.pools.structure == cache::pool_structure::parent_arena) {
+  if (p.pools.structure == &cache::tokenspeed_parent_arena) {
     check_parent_plan(p);
     return;
   }

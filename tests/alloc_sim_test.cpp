@@ -577,9 +577,9 @@ TEST(AllocSimFast, SettledRunHasTheWholeRunsBoundPeak) {
       ++settled[static_cast<std::size_t>(w.arrivals)];
       saved += whole.visits - r.visits;
       ASSERT_EQ(r.peak_admission_blocks, whole.peak_admission_blocks) << what << " ff " << ff;
-      if (plan.pools.structure == pool_structure::shared_block_pool) {
+      if (plan.pools.structure == &vllm_shared_block_pool) {
         ASSERT_EQ(r.peak_blocks, whole.peak_blocks) << what << " ff " << ff;
-      } else if (plan.pools.structure == pool_structure::parent_arena) {
+      } else if (plan.pools.structure == &tokenspeed_parent_arena) {
         ASSERT_EQ(r.peak_pages, whole.peak_pages) << what << " ff " << ff;
       } else {
         ASSERT_EQ(r.peak_bytes, whole.peak_bytes) << what << " ff " << ff;
@@ -625,9 +625,9 @@ TEST(AllocSimFast, FitSearchesAnswerAsWholeWorstCases) {
                                 std::int64_t s, std::int64_t b, const sim_capacity& cap, const sim_search& search) {
     if (search.max_running > 0 && n > search.max_running) return false;
     const sim_result r = simulate_worst_case(pools, p, n, l, s, b, search);
-    if (pools.structure == pool_structure::shared_block_pool)
+    if (pools.structure == &vllm_shared_block_pool)
       return std::max(r.peak_blocks, r.peak_admission_blocks) <= cap.usable_blocks;
-    if (pools.structure == pool_structure::parent_arena) return sim_peak_parents(pools, r) <= cap.usable_blocks;
+    if (pools.structure == &tokenspeed_parent_arena) return sim_peak_parents(pools, r) <= cap.usable_blocks;
     return r.peak_bytes <= cap.budget_bytes;
   };
   int cases = 0;
@@ -644,7 +644,7 @@ TEST(AllocSimFast, FitSearchesAnswerAsWholeWorstCases) {
         const sim_result at8 = simulate_worst_case(plan.pools, policy, 8, l, 1, 512);
         for (const double scale : {0.5, 1.0, 2.3}) {
           sim_capacity cap;
-          const bool shared = plan.pools.structure == pool_structure::shared_block_pool;
+          const bool shared = plan.pools.structure == &vllm_shared_block_pool;
           cap.usable_blocks = static_cast<std::int64_t>(
               scale * static_cast<double>(shared ? std::max(at8.peak_blocks, at8.peak_admission_blocks)
                                                  : sim_peak_parents(plan.pools, at8)));

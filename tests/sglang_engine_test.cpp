@@ -326,7 +326,7 @@ TEST(SglangPlan, DemandAndTheSmallestBudgetByHand) {
   EXPECT_EQ(d.swa_tokens, 9'216);
   // The plan is the smallest budget the configurator turns into those pools: one byte less does not.
   const memory_plan p = build_memory_plan(deepseek_v4_flash, sglang_plan(256, 4096));
-  EXPECT_EQ(p.pools.structure, pool_structure::ratio_pools);
+  EXPECT_EQ(p.pools.structure, &sglang_ratio_pools);
   const sglang_options so = detail::sglang_options_of(p.options);
   const sglang_pool_sizes at = sglang_configure(p.pools.sglang, so, p.total_bytes);
   const sglang_pool_sizes below = sglang_configure(p.pools.sglang, so, p.total_bytes - 1);

@@ -108,7 +108,7 @@ constexpr plan_options tokenspeed_options(const tokenspeed_pool_rules& rules) {
 }
 constexpr memory_plan kFlashTokenspeed =
     build_memory_plan(deepseek_v4_flash, tokenspeed_options(tokenspeed_rules_f4d8ec6e));
-static_assert(kFlashTokenspeed.pools.structure == pool_structure::parent_arena);
+static_assert(kFlashTokenspeed.pools.structure == &tokenspeed_parent_arena);
 static_assert(kFlashTokenspeed.pools.bytes_per_block == 2'403'072 + 39'168);
 static_assert(kFlashTokenspeed.planned_blocks == 131 + 1'026 + 257 + 521 + 4'096 + 128 + 1);
 static_assert(kFlashTokenspeed.total_bytes == 6'160ULL * 2'442'240);

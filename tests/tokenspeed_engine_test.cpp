@@ -62,7 +62,7 @@ TEST(TokenspeedEngine, PackingAndParentBytesByHand) {
   //   c128st  20 x 32,768          =   655,360   K = floor2(2.46) = 2
   // (tokenspeed logs swa 1, c4kv 1, c4st 2, idxst 8, c128kv 32, c128st 2 for V4-Flash.)
   const engine_pools p = ts_pools(deepseek_v4_flash, ts_options());
-  EXPECT_EQ(p.structure, pool_structure::parent_arena);
+  EXPECT_EQ(p.structure, &tokenspeed_parent_arena);
   EXPECT_EQ(group_of(p, "v4.swa_kv").pages_per_block, 1);
   EXPECT_EQ(group_of(p, "v4.c4a.compressed_kv").pages_per_block, 1);
   EXPECT_EQ(group_of(p, "v4.c4a.compressor_state").pages_per_block, 2);
@@ -361,7 +361,7 @@ TEST(TokenspeedEngine, PlanInParents) {
   // 4,096 + 128 = 6,159 parents, also what tokenspeed's scheduler says the request needs alone;
   // + the null parent: 6,160 x 2,403,072 B.
   const memory_plan p = build_memory_plan(deepseek_v4_flash, ts_options());
-  EXPECT_EQ(p.pools.structure, pool_structure::parent_arena);
+  EXPECT_EQ(p.pools.structure, &tokenspeed_parent_arena);
   EXPECT_EQ(p.planned_blocks, 6'160);
   EXPECT_EQ(p.admission_blocks, 6'160);  // one request alone (tokenspeed's own count) + null
   EXPECT_EQ(p.startup_blocks, 2'312);    // the recipe's floor at N = 160, no overlap, + null
@@ -387,8 +387,7 @@ TEST(TokenspeedEngine, PlanInParents) {
   small.max_running_requests = 8;  // fewer windows to size for
   EXPECT_LT(build_memory_plan(deepseek_v4_flash, small).num_blocks, 2'312);
   // Own pools keep the library's per-group pricing.
-  EXPECT_EQ(build_memory_plan(deepseek_v4_flash, testing::own(ts_options())).pools.structure,
-            pool_structure::own_pools);
+  EXPECT_EQ(build_memory_plan(deepseek_v4_flash, testing::own(ts_options())).pools.structure, &own_pools_structure);
 }
 
 TEST(TokenspeedEngine, PlanNeverBelowTheSimulatedParents) {
@@ -420,7 +419,7 @@ TEST(TokenspeedEngine, PipelineStagesHaveTheirOwnArena) {
   const memory_plan whole = build_memory_plan(deepseek_v4_flash, o);
   for (std::int64_t rank = 0; rank < 2; ++rank) {
     const rank_plan_result r = rank_plan(deepseek_v4_flash, o, pc, rank);
-    EXPECT_EQ(r.plan.pools.structure, pool_structure::parent_arena);
+    EXPECT_EQ(r.plan.pools.structure, &tokenspeed_parent_arena);
     // The stage's own arena, as tokenspeed builds it from the stage's groups.
     group_spec_list specs;
     specs.num_groups = r.plan.num_groups;
@@ -435,10 +434,10 @@ TEST(TokenspeedEngine, PipelineStagesHaveTheirOwnArena) {
 TEST(TokenspeedEngine, OtherFamiliesAndDcpKeepOwnPools) {
   plan_options o = ts_options();
   o.context_tokens = 65'536;
-  EXPECT_EQ(build_memory_plan(deepseek_v4_1_flash, o).pools.structure, pool_structure::own_pools);
+  EXPECT_EQ(build_memory_plan(deepseek_v4_1_flash, o).pools.structure, &own_pools_structure);
   o.dcp = 2;
-  EXPECT_EQ(plan_structure(o, model_family::v4), pool_structure::own_pools);
-  EXPECT_EQ(plan_structure(ts_options(), model_family::v4), pool_structure::parent_arena);
+  EXPECT_EQ(plan_structure(o, model_family::v4), &own_pools_structure);
+  EXPECT_EQ(plan_structure(ts_options(), model_family::v4), &tokenspeed_parent_arena);
 }
 
 }  // namespace

@@ -58,7 +58,7 @@ TEST(VllmEngine, FlashGroupsAndBlockByHand) {
   // 37,440; HCA 2 x 584 = 1,168 -> 1,728; index keys 64 x 132 = 8,448 -> 8,640 (MXFP4 64 x 68 =
   // 4,352 -> 4,608); states 4 x 8,192 or 8 x 4,096 = 32,768 -> 32,832, 4 x 2,048 = 8,192 -> 8,640.
   const engine_pools e = vllm_pools(deepseek_v4_flash, {.cache_mtp = false});
-  ASSERT_EQ(e.structure, pool_structure::shared_block_pool);
+  ASSERT_EQ(e.structure, &vllm_shared_block_pool);
   ASSERT_EQ(e.num_groups, 5);
   // SWA, split by d = 22 into 22 + 21 layers (even layers, then odd ones).
   EXPECT_EQ(e[0].rule, (table_rule{table_kind::sliding_window, 64, 128, 0, false}));
@@ -168,7 +168,7 @@ TEST(VllmEngine, VllmOwnTestCasesOfTheAdmissionCapAndConcurrency) {
   // get_kv_cache_capacity's tokens are 3 x 16,384 = 49,152.
   const table_rule full{table_kind::full_history, 16, 0, 0, false};
   engine_pools one;
-  one.structure = pool_structure::shared_block_pool;
+  one.structure = &vllm_shared_block_pool;
   one.num_groups = 1;
   one.groups[0].rule = full;
   one.bytes_per_block = 1;
@@ -375,12 +375,12 @@ TEST(VllmEngine, WhatReallyFits) {
 TEST(VllmEngine, RegistryNamesAndPresets) {
   ASSERT_NE(find_engine("vllm"), nullptr);
   EXPECT_EQ(find_engine("vllm"), find_engine("vllm@2026.11"));
-  EXPECT_EQ(find_engine("vllm")->structure, pool_structure::shared_block_pool);
-  EXPECT_EQ(find_engine("tokenspeed")->structure, pool_structure::parent_arena);
+  EXPECT_EQ(find_engine("vllm")->structure, &vllm_shared_block_pool);
+  EXPECT_EQ(find_engine("tokenspeed")->structure, &tokenspeed_parent_arena);
   EXPECT_EQ(find_engine("vllm@"), nullptr);
   EXPECT_EQ(find_engine("vllm@2020.01"), nullptr);
   ASSERT_NE(find_engine("sglang"), nullptr);
-  EXPECT_EQ(find_engine("sglang")->structure, pool_structure::ratio_pools);
+  EXPECT_EQ(find_engine("sglang")->structure, &sglang_ratio_pools);
   EXPECT_EQ(find_engine("sglang")->defaults.max_running, 256);
   EXPECT_EQ(find_engine("sglang@2026.11"), nullptr);               // no such version
   EXPECT_EQ(find_engine("sglang"), find_engine("sglang@0.5.23"));  // the released version is the default
@@ -398,7 +398,7 @@ TEST(VllmEngine, RegistryNamesAndPresets) {
     EXPECT_EQ(a.cap_state_buckets, b.cap_state_buckets);
     EXPECT_EQ(a.async_scheduling_default, b.async_scheduling_default);
   }
-  EXPECT_EQ(find_engine("vllm@0.33.0")->structure, pool_structure::shared_block_pool);
+  EXPECT_EQ(find_engine("vllm@0.33.0")->structure, &vllm_shared_block_pool);
   // tokenspeed: the released 0.1.1 is the default; the pin answers by name.
   EXPECT_EQ(find_engine("tokenspeed"), find_engine("tokenspeed@0.1.1"));
   EXPECT_EQ(find_engine("tokenspeed-default"), find_engine("tokenspeed-default@0.1.1"));

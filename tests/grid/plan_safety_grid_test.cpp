@@ -55,7 +55,7 @@ void check_grid(const model_config& model, const allocation_policy& policy, pool
       o.policy = policy;
       o.pools = pools;
       const memory_plan p = build_memory_plan(model, o);
-      if (p.pools.structure == pool_structure::parent_arena) {
+      if (p.pools.structure == &tokenspeed_parent_arena) {
         // tokenspeed's parent arena: every group's pages against its peak, the groups' parents
         // against the peak parents (sum of ceil(peak pages / K)), the null parent apart; the
         // ratio is of the groups' parents (the budget adds tokenspeed's startup floor on top).

@@ -452,7 +452,7 @@ void require_slot_call(const format_layout& l, const pool_pages& pool, const std
 /// that cannot be started runs its chunk on the calling thread instead (same result).
 template <class Fn>
 void for_token_chunks(std::int64_t count, int threads, Fn fn) {
-  const std::int64_t by_size = ceil_div<std::int64_t>(count, kHostRowsPerThread);
+  const auto by_size = ceil_div<std::int64_t>(count, kHostRowsPerThread);
   const std::int64_t t = by_size < threads ? (by_size > 0 ? by_size : 1) : threads;
   const std::int64_t per = ceil_div(count, t);
   struct joiner {  // joins the started threads however this function is left

@@ -43,8 +43,8 @@ namespace detail {
 /// its own page bytes. The engine's own structure: its `engine_sizing` (engines/<engine>_plan.hpp)
 /// sizes what it allocates as a whole (vLLM's blocks, tokenspeed's parents, SGLang's pools) and
 /// each library group's share of it.
-constexpr bool size_plan(const group_spec_list& specs, const plan_options& o, const engine_pools& pools,
-                         memory_plan& plan) {
+constexpr bool size_plan(const model_config& c, const group_spec_list& specs, const plan_options& o,
+                         const engine_pools& pools, memory_plan& plan) {
   guard g;
   const std::uint64_t ctx = u(o.context_tokens);
   const std::uint64_t h = holding_requests(o);
@@ -67,7 +67,7 @@ constexpr bool size_plan(const group_spec_list& specs, const plan_options& o, co
   }
   // The engine's own structure is sized by the engine (its `engine_sizing`); own pools here.
   const engine_sizing* sizing = is_own_pools(pools) ? nullptr : &engine_of_structure(pools.structure).sizing;
-  if (sizing != nullptr) sizing->size_units(specs, pools, o, g, plan);
+  if (sizing != nullptr) sizing->size_units(c, specs, pools, o, g, plan);
   for (int i = 0; i < specs.num_groups; ++i) {
     group_plan& gp = plan.groups[static_cast<std::size_t>(i)];
     if (sizing != nullptr) {
@@ -136,7 +136,7 @@ constexpr engine_pools plan_pools(const model_config& c, const group_spec_list& 
 constexpr memory_plan build_memory_plan(const model_config& c, const group_spec_list& specs, const plan_options& o) {
   memory_plan plan;
   const plan_options r = detail::resolve(c, o, 1);
-  if (!detail::size_plan(specs, r, plan_pools(c, specs, r), plan))
+  if (!detail::size_plan(c, specs, r, plan_pools(c, specs, r), plan))
     fail("memory plan overflows 64 bits", {"requests", o.requests}, {"context_tokens", plan.options.context_tokens});
   return plan;
 }
@@ -178,7 +178,7 @@ constexpr request_capacity max_requests_for_budget(const model_config& c, plan_o
   const auto bytes_at = [&](std::int64_t n, std::uint64_t& bytes) {
     plan_options q = o;
     q.requests = n;
-    const bool ok = detail::size_plan(specs, q, pools, p);
+    const bool ok = detail::size_plan(c, specs, q, pools, p);
     bytes = p.total_bytes;
     return ok;
   };
@@ -228,7 +228,7 @@ constexpr context_capacity max_context_for_budget(const model_config& c, plan_op
   const auto fits = [&](std::int64_t ctx) {
     plan_options q = base;
     q.context_tokens = ctx;
-    return detail::size_plan(specs, q, pools, p) && p.total_bytes <= budget_bytes;
+    return detail::size_plan(c, specs, q, pools, p) && p.total_bytes <= budget_bytes;
   };
   context_capacity r;
   // A context shorter than tokens_per_step is no valid plan (resolve() rejects it): search [s, max] only.

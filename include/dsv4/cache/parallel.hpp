@@ -206,8 +206,8 @@ constexpr bool try_rank_plan(const model_config& c, plan_options o, const parall
   if (r.mtp_layers)
     for (int l = c.num_hidden_layers; l < c.num_layers(); ++l) mine.set(l);
   if (traits_of(plan_structure(o, c.family)).stage_builds_own)
-    return size_plan(specs, o, plan_pools(c, specs, o), r.plan);
-  return size_plan(specs, o, project_pools(plan_pools(c, all, o), mine), r.plan);
+    return size_plan(c, specs, o, plan_pools(c, specs, o), r.plan);
+  return size_plan(c, specs, o, project_pools(plan_pools(c, all, o), mine), r.plan);
 }
 }  // namespace detail
 

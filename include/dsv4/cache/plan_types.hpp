@@ -327,6 +327,26 @@ constexpr void size_group_in_own_pools(const plan_options& o, std::uint64_t h, g
   }
 }
 
+/// A library group's share of a plan whose engine tables' blocks are sized (`engine_group_plan::blocks`,
+/// each block holding one page of every member): its tensors' pages in the tables that hold them
+/// (one rule: the first one's pages per request), bytes = page bytes x blocks over them.
+constexpr void size_group_in_tables(const engine_pools& pools, const memory_plan& plan, guard& g, group_plan& gp) {
+  bool first = true;
+  for (int e = 0; e < pools.num_groups; ++e) {
+    const engine_group& eg = pools[e];
+    const engine_group_plan& ep = plan.engine_groups[static_cast<std::size_t>(e)];
+    for (int m = 0; m < eg.num_members; ++m) {
+      const engine_member& mb = eg.members[static_cast<std::size_t>(m)];
+      if (!(mb.group == gp.spec.id)) continue;
+      if (first) take_first_engine_group(ep, gp);
+      first = false;
+      gp.pool_pages[static_cast<std::size_t>(mb.pool)] = ep.blocks;
+      gp.bytes = g.add(gp.bytes, g.mul(u(mb.bytes()), u(ep.blocks)));
+    }
+  }
+  g.mul(u(gp.pages_per_layer), u(gp.spec.num_layers));
+}
+
 }  // namespace detail
 
 /// How an engine's own pool structure enters a plan: `size_plan` (memory_plan.hpp) calls these
@@ -338,8 +358,8 @@ struct engine_sizing {
   engine_pools (*build)(const model_config& c, const group_spec_list& specs, const plan_options& o) = nullptr;
   /// Sizes what the structure allocates as a whole (blocks, parents, pool sizes) for the validated
   /// options `o` into `plan`, whose groups' specs are set; records overflow in `g`, never throws.
-  void (*size_units)(const group_spec_list& specs, const engine_pools& pools, const plan_options& o, detail::guard& g,
-                     memory_plan& plan) = nullptr;
+  void (*size_units)(const model_config& c, const group_spec_list& specs, const engine_pools& pools,
+                     const plan_options& o, detail::guard& g, memory_plan& plan) = nullptr;
   /// One library group's share of those units after `size_units`: its window, pages and bytes.
   void (*size_group)(const engine_pools& pools, const memory_plan& plan, detail::guard& g, group_plan& gp) = nullptr;
 };

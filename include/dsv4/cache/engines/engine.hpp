@@ -1,27 +1,10 @@
-// dsv4-cache: an inference engine as a value, and the pool structure it turns pages into.
-//
-// An engine (engines/registry.hpp lists them; one header per engine) is three things:
-//   - its allocation policy (policy.hpp): how many pages a request holds at once;
-//   - its pool structure: how it forms block tables from the library's group specs, pads pages
-//     and turns pages into bytes (`engine_pools` below, built by the engine's header);
-//   - its startup report: what it logs and refuses at startup (in the engine's header).
-// The memory plan (memory_plan.hpp) and the allocation simulator (alloc_sim.hpp) both take the
-// pool structure from here, so a plan is priced in the units the engine really allocates.
-//
-// Pool structures:
-//   own_pools          every group's pages in a pool of their own, one page per layer: the
-//                      library's own model (and tokenspeed's until its parent arena is modelled);
-//   shared_block_pool  vLLM v1: one pool of `num_blocks` blocks; a block id belongs to one engine
-//                      group (a block table) at a time and every block is a slab of
-//                      `bytes_per_block` bytes, the widest group's packing; groups overlay the
-//                      slab from byte 0 (`vllm/v1/core/kv_cache_planning.py`,
-//                      `get_kv_cache_config_from_groups`).
-//   parent_arena       tokenspeed: one arena of parents (engines/tokenspeed.hpp); a parent is
-//                      bound to one engine group at a time and holds `pages_per_block` (K) of
-//                      its pages, from any requests; every parent `bytes_per_block` bytes.
-//   ratio_pools        SGLang: one pool per kind (SWA, CSA / HCA KV, index keys, states) sized
-//                      from the budget as ratios of one "full token" count by its configurator
-//                      (engines/sglang.hpp, `sglang` below); the groups are the library's.
+// dsv4-cache: the vocabulary every engine is written in: a pool structure (how an engine turns
+// pages into bytes: its traits, `pool_structure_traits`), the block tables it forms from the
+// library's group specs (`engine_pools`, `engine_group`, `table_rule`), and the library's own
+// pools (`own_pools_structure`, `own_pools_of`). Each engine defines its own structure beside its
+// rules (vLLM's shared block pool in engines/vllm.hpp, tokenspeed's parent arena, SGLang's ratio
+// pools, ...); engines/registry.hpp lists the engines. The memory plan and the allocation
+// simulator price and replay a plan in the structure's units, reading only these traits.
 #pragma once
 
 #include <array>
@@ -37,21 +20,6 @@
 #include "dsv4/cache/policy.hpp"
 
 namespace dsv4::cache {
-
-/// How an engine turns pages into bytes (see the top of this file).
-enum class pool_structure : std::uint8_t { own_pools, shared_block_pool, parent_arena, ratio_pools };
-
-/// "own_pools", "shared_block_pool", "parent_arena" or "ratio_pools" (JSON `plan.pools`,
-/// `engine_report.structure`).
-constexpr std::string_view to_string(pool_structure s) {
-  switch (s) {
-    case pool_structure::own_pools: return "own_pools";
-    case pool_structure::shared_block_pool: return "shared_block_pool";
-    case pool_structure::parent_arena: return "parent_arena";
-    case pool_structure::ratio_pools: return "ratio_pools";
-  }
-  return "?";
-}
 
 /// What a pool structure's capacity bounds, as the allocation simulator (alloc_sim.hpp) counts a
 /// replay's peak against it.
@@ -96,10 +64,13 @@ struct pool_structure_traits {
       key_sim_peak_admission{};
 };
 
-namespace detail {
-inline constexpr std::string_view kOwnSimLegend =
-    "; sim/L: the simulator's peak pages per layer, null page included; slack: pages/L - sim/L";
-inline constexpr pool_structure_traits kOwn{
+/// A pool structure: the traits of one engine's way of turning pages into bytes, defined beside
+/// the engine that builds it (vLLM's `vllm_shared_block_pool`, tokenspeed's
+/// `tokenspeed_parent_arena`, ...) or here (`own_pools_structure`); compared by address.
+using pool_structure = const pool_structure_traits*;
+
+/// Every group's pages in a pool of its own, one page per layer: the library's own model.
+inline constexpr pool_structure_traits own_pools_structure{
     .name = "own_pools",
     .title = "the engine's pool structure",
     .overhead = "the engine's pool structure",
@@ -108,73 +79,15 @@ inline constexpr pool_structure_traits kOwn{
         "(rows, tokens: per page; window: tokens a sliding group keeps per request; page B: one page of one "
         "layer, all pools; pages/L: pages per layer, H x per request + prompt pages + 1 null page; pages: all "
         "layers{sim})\n",
-    .sim_legend = kOwnSimLegend,
+    .sim_legend = "; sim/L: the simulator's peak pages per layer, null page included; slack: pages/L - sim/L",
     .one_table_per_group = true,
     .laid_out = true};
-inline constexpr pool_structure_traits kShared{
-    .name = "shared_block_pool",
-    .title = "the shared pool",
-    .overhead = "the shared pool: groups padded to its widest block, the null block, its startup need",
-    .summary = "one shared block pool, {block_bytes} B per block",
-    .legend =
-        "(rows, tokens: per page of the library's layout; window: tokens a sliding group keeps per request; "
-        "page B: one page of one layer, all pools, as {engine} pads it; pages/L: blocks of its engine group "
-        "(table), H x per request + prompt blocks, the pool's null block apart; bytes: what its pages take of "
-        "those blocks{sim})\n",
-    .sim_legend = "; sim/L: the simulator's peak blocks of that table; slack: pages/L - sim/L",
-    .whole_blocks = true,
-    .pads_pages = true,
-    .one_block_pool = true,
-    .measure = peak_measure::blocks,
-    .placed = true,
-    .key_unit_bytes = "bytes_per_block",
-    .key_units = "num_blocks",
-    .key_planned = "planned_blocks",
-    .key_startup = "startup_blocks",
-    .key_sim_peak = "simulated_peak_blocks",
-    .key_sim_peak_admission = "simulated_peak_admission_blocks"};
-inline constexpr pool_structure_traits kArena{
-    .name = "parent_arena",
-    .title = "the parent arena",
-    .overhead = "the parent arena: parents rounded up, the null parent, what it needs to start",
-    .summary = "one parent arena, {block_bytes} B per parent",
-    .legend =
-        "(rows, tokens: per page of the library's layout; window: tokens a sliding group keeps per request; "
-        "page B: one page of one layer, all pools; pages/L: the group's pages (each over all its layers), H x "
-        "per request + prompt pages; bytes: the parents its pages bind{sim})\n",
-    .sim_legend = "; sim/L: the simulator's peak pages of the group; slack: pages/L - sim/L",
-    .whole_blocks = true,
-    .measure = peak_measure::parents,
-    .stage_builds_own = true,
-    .key_unit_bytes = "parent_bytes",
-    .key_units = "num_parents",
-    .key_planned = "planned_parents",
-    .key_startup = "startup_parents",
-    .key_admission = "request_parents",
-    .key_sim_peak = "simulated_peak_parents"};
-inline constexpr pool_structure_traits kRatio{
-    .name = "ratio_pools",
-    .title = "SGLang's ratio sizing",
-    .overhead = "SGLang's ratio sizing: pools sized as shares of its full tokens, state rings",
-    .summary = "ratio pools sized from one full-token count (SWA x {swa_ratio:g})",
-    .legend =
-        "(rows, tokens, page B: per page of the library's layout; pages/L, pages: none, SGLang sizes pools in "
-        "tokens, not pages per request (its pool sizes: the engine section); bytes: what SGLang's configurator "
-        "charges the group's pool at the plan's budget; the total is that budget)\n",
-    .sim_legend = "",
-    .token_ratios = true};
-}  // namespace detail
+
+/// "own_pools", "shared_block_pool", ... (JSON `plan.pools`, `engine_report.structure`).
+constexpr std::string_view to_string(pool_structure s) { return s->name; }
 
 /// The traits of structure `s`.
-constexpr const pool_structure_traits& traits_of(pool_structure s) {
-  switch (s) {
-    case pool_structure::shared_block_pool: return detail::kShared;
-    case pool_structure::parent_arena: return detail::kArena;
-    case pool_structure::ratio_pools: return detail::kRatio;
-    case pool_structure::own_pools: break;
-  }
-  return detail::kOwn;
-}
+constexpr const pool_structure_traits& traits_of(pool_structure s) { return *s; }
 
 /// Which pool structure a plan prices: the engine's (default) or one pool per group (the planner's
 /// `--pools own`, to show what the engine's structure costs).
@@ -286,7 +199,7 @@ struct engine_group {
 
 /// An engine's pool structure for one model (or one pipeline stage of it).
 struct engine_pools {
-  pool_structure structure = pool_structure::own_pools;
+  pool_structure structure = &own_pools_structure;
   int num_groups = 0;
   std::array<engine_group, kMaxEngineGroups> groups{};
   /// shared_block_pool: bytes of one block (the widest group's packing); parent_arena: bytes of
@@ -302,13 +215,13 @@ struct engine_pools {
 
 /// Whether `e` is the library's own pools (every group a table of its own), which the plan sizes
 /// itself; else the engine that builds the structure sizes it (`engine_sizing`).
-constexpr bool is_own_pools(const engine_pools& e) { return e.structure == pool_structure::own_pools; }
+constexpr bool is_own_pools(const engine_pools& e) { return e.structure == &own_pools_structure; }
 
 /// The own-pools structure of `specs`: one engine group per library group, its pages as the
 /// library lays them out.
 constexpr engine_pools own_pools_of(const group_spec_list& specs) {
   engine_pools e;
-  e.structure = pool_structure::own_pools;
+  e.structure = &own_pools_structure;
   for (int gi = 0; gi < specs.num_groups; ++gi) {
     const paged_cache_group_spec& g = specs[gi];
     engine_group& eg = e.groups[static_cast<std::size_t>(e.num_groups++)];
@@ -344,10 +257,12 @@ constexpr engine_pools project_pools(const engine_pools& e, const layer_mask& ke
     }
     out.groups[static_cast<std::size_t>(out.num_groups++)] = ng;
   }
-  if (out.structure == pool_structure::shared_block_pool)
+  if (traits_of(out.structure).one_block_pool) {  // the stage's widest group
     for (const engine_group& g : out)
       if (g.bytes() > out.bytes_per_block) out.bytes_per_block = g.bytes();
-  if (out.structure == pool_structure::parent_arena) out.bytes_per_block = e.bytes_per_block;  // one arena
+  } else {
+    out.bytes_per_block = e.bytes_per_block;  // one arena (a parent arena), or none
+  }
   out.sglang = e.sglang;  // ratio_pools: one stage only (the planner refuses pipeline stages)
   return out;
 }

@@ -41,33 +41,32 @@ namespace dsv4::cache {
 /// of a name is its default.
 inline constexpr std::array<engine_spec, 8> kEngines = {{
     {"vllm", "2026.11", "vllm-project/vllm main as read 2026-11, files and commits in engines/vllm.hpp",
-     "4253bd44243c89bb62c1898399f69236b2b5c721", vllm_policy, pool_structure::shared_block_pool, vllm_traits,
-     vllm_sizing, vllm_engine_startup, vllm_pool_rules{}, vllm_defaults},
+     "4253bd44243c89bb62c1898399f69236b2b5c721", vllm_policy, &vllm_shared_block_pool, vllm_traits, vllm_sizing,
+     vllm_engine_startup, vllm_pool_rules{}, vllm_defaults},
     {"vllm", "0.33.0",
      "vLLM 0.33.0 as released (wheel vllm-0.33.0, 2026-11): the rules of vllm@2026.11 (engines/vllm.hpp); its own "
      "sizing code run unchanged gives the planner's figures, 336 of 336 (issue 38)",
-     "", vllm_policy, pool_structure::shared_block_pool, vllm_traits, vllm_sizing, vllm_engine_startup,
-     vllm_pool_rules{}, vllm_defaults},
+     "", vllm_policy, &vllm_shared_block_pool, vllm_traits, vllm_sizing, vllm_engine_startup, vllm_pool_rules{},
+     vllm_defaults},
     // The released tokenspeed is the default `--engine tokenspeed` (and tokenspeed-default).
     {"tokenspeed", "0.1.1",
      "tokenspeed 0.1.1 as released (wheel tokenspeed-0.1.1, 2026-10), files in engines/tokenspeed.hpp: the CSA "
      "index keys a cache group of their own; its token capacity (the compiled tokenspeed-scheduler wheel's "
      "CapacityModel, >=0.1.25) is not run: the planner's capacity model of f4d8ec6e (recipes/spec.py) is assumed",
-     "", tokenspeed_policy, pool_structure::parent_arena, tokenspeed_traits, tokenspeed_sizing,
-     tokenspeed_engine_startup, vllm_pool_rules{}, tokenspeed_defaults, sglang_pool_rules{}, tokenspeed_rules_0_1_1,
-     false,
+     "", tokenspeed_policy, &tokenspeed_parent_arena, tokenspeed_traits, tokenspeed_sizing, tokenspeed_engine_startup,
+     vllm_pool_rules{}, tokenspeed_defaults, sglang_pool_rules{}, tokenspeed_rules_0_1_1, false,
      " for tokenspeed 0.1.1, whose stages keep the whole model's parent geometry (recipes/plan.py "
      "CacheMemoryPlan.narrow_to_layers); plan the pin's per-stage arenas with --engine tokenspeed@f4d8ec6e"},
     {"tokenspeed", "f4d8ec6e",
      "lightseekorg/tokenspeed main as read 2026-08-22, files and commits in engines/tokenspeed.hpp",
-     "f4d8ec6e039c028c7ee71317ccfb84e56ae2b45c", tokenspeed_policy, pool_structure::parent_arena, tokenspeed_traits,
+     "f4d8ec6e039c028c7ee71317ccfb84e56ae2b45c", tokenspeed_policy, &tokenspeed_parent_arena, tokenspeed_traits,
      tokenspeed_sizing, tokenspeed_engine_startup, vllm_pool_rules{}, tokenspeed_defaults, sglang_pool_rules{},
      tokenspeed_rules_f4d8ec6e},
     {"tokenspeed-default", "0.1.1",
      "tokenspeed 0.1.1 as released (wheel tokenspeed-0.1.1, 2026-10), files in engines/tokenspeed.hpp: the CSA "
      "index keys a cache group of their own; its token capacity (the compiled tokenspeed-scheduler wheel's "
      "CapacityModel, >=0.1.25) is not run: the planner's capacity model of f4d8ec6e (recipes/spec.py) is assumed",
-     "", tokenspeed_default_policy, pool_structure::parent_arena, tokenspeed_traits, tokenspeed_sizing,
+     "", tokenspeed_default_policy, &tokenspeed_parent_arena, tokenspeed_traits, tokenspeed_sizing,
      tokenspeed_engine_startup, vllm_pool_rules{}, tokenspeed_defaults, sglang_pool_rules{}, tokenspeed_rules_0_1_1,
      false,
      " for tokenspeed 0.1.1, whose stages keep the whole model's parent geometry (recipes/plan.py "
@@ -78,7 +77,7 @@ inline constexpr std::array<engine_spec, 8> kEngines = {{
      "lightseekorg/tokenspeed main as read 2026-08-22, files and commits in engines/tokenspeed.hpp",
      "f4d8ec6e039c028c7ee71317ccfb84e56ae2b45c",
      tokenspeed_default_policy,
-     pool_structure::parent_arena,
+     &tokenspeed_parent_arena,
      tokenspeed_traits,
      tokenspeed_sizing,
      tokenspeed_engine_startup,
@@ -97,7 +96,7 @@ inline constexpr std::array<engine_spec, 8> kEngines = {{
      "--swa-full-tokens-ratio (its cap sizing, used when the flag is left out, is not modelled)",
      "",
      sglang_policy,
-     pool_structure::ratio_pools,
+     &sglang_ratio_pools,
      sglang_traits,
      sglang_sizing,
      sglang_engine_startup,
@@ -113,7 +112,7 @@ inline constexpr std::array<engine_spec, 8> kEngines = {{
      "sgl-project/sglang cce0a124 (2026-08-23), files and lines in engines/sglang.hpp",
      "cce0a1244b5a3ee60411fb403f65f856a1d012f0",
      sglang_policy,
-     pool_structure::ratio_pools,
+     &sglang_ratio_pools,
      sglang_traits,
      sglang_sizing,
      sglang_engine_startup,

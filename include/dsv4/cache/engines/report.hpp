@@ -32,15 +32,15 @@ class report_value {
   enum class kind : std::uint8_t { null, boolean, integer, unsigned_integer, number, string, array, object };
 
   report_value() = default;
-  report_value(std::nullptr_t) {}                        // NOLINT(google-explicit-constructor): as JSON writes it
-  report_value(bool v) : kind_(kind::boolean), b_(v) {}  // NOLINT(google-explicit-constructor)
-  report_value(int v) : kind_(kind::integer), i_(v) {}   // NOLINT(google-explicit-constructor)
-  report_value(std::int64_t v) : kind_(kind::integer), i_(v) {}            // NOLINT(google-explicit-constructor)
-  report_value(std::uint64_t v) : kind_(kind::unsigned_integer), u_(v) {}  // NOLINT(google-explicit-constructor)
-  report_value(double v) : kind_(kind::number), d_(v) {}                   // NOLINT(google-explicit-constructor)
-  report_value(std::string v) : kind_(kind::string), s_(std::move(v)) {}   // NOLINT(google-explicit-constructor)
-  report_value(std::string_view v) : kind_(kind::string), s_(v) {}         // NOLINT(google-explicit-constructor)
-  report_value(const char* v) : kind_(kind::string), s_(v) {}              // NOLINT(google-explicit-constructor)
+  report_value(std::nullptr_t) {}
+  report_value(bool v) : kind_(kind::boolean), b_(v) {}
+  report_value(int v) : kind_(kind::integer), i_(v) {}
+  report_value(std::int64_t v) : kind_(kind::integer), i_(v) {}
+  report_value(std::uint64_t v) : kind_(kind::unsigned_integer), u_(v) {}
+  report_value(double v) : kind_(kind::number), d_(v) {}
+  report_value(std::string v) : kind_(kind::string), s_(std::move(v)) {}
+  report_value(std::string_view v) : kind_(kind::string), s_(v) {}
+  report_value(const char* v) : kind_(kind::string), s_(v) {}
 
   /// An empty array, or one of `items`.
   static report_value array(std::vector<report_value> items = {}) {
@@ -50,7 +50,7 @@ class report_value {
     return v;
   }
   /// An empty object, or one of `fields` in that order (a later duplicate key replaces the first).
-  static report_value object(std::vector<std::pair<std::string, report_value>> fields = {}) {
+  static report_value object(std::vector<std::pair<std::string, report_value>>&& fields = {}) {
     report_value v;
     v.kind_ = kind::object;
     for (auto& [k, x] : fields) v.set(k, std::move(x));

@@ -58,17 +58,34 @@ constexpr void size_ratio_pools(const group_spec_list& specs, const engine_pools
 
 }  // namespace detail
 
+/// SGLang's pool structure: one pool per kind (SWA, CSA / HCA KV, index keys, states) sized from
+/// the budget as ratios of one "full token" count by its configurator (engines/sglang.hpp); the
+/// groups are the library's.
+inline constexpr pool_structure_traits sglang_ratio_pools{
+    .name = "ratio_pools",
+    .title = "SGLang's ratio sizing",
+    .overhead = "SGLang's ratio sizing: pools sized as shares of its full tokens, state rings",
+    .summary = "ratio pools sized from one full-token count (SWA x {swa_ratio:g})",
+    .legend =
+        "(rows, tokens, page B: per page of the library's layout; pages/L, pages: none, SGLang sizes pools in "
+        "tokens, not pages per request (its pool sizes: the engine section); bytes: what SGLang's configurator "
+        "charges the group's pool at the plan's budget; the total is that budget)\n",
+    .sim_legend = "",
+    .token_ratios = true};
+
 /// SGLang's sizing: the library's groups, each in its pool, sized by its configurator
 /// (`sglang_geometry_of` with the preset's rules `o.sglang_pools`); a group's window is the model's.
 inline constexpr engine_sizing sglang_sizing{
     .build =
         [](const model_config& c, const group_spec_list& specs, const plan_options& o) {
           engine_pools e = own_pools_of(specs);
-          e.structure = pool_structure::ratio_pools;
+          e.structure = &sglang_ratio_pools;
           e.sglang = sglang_geometry_of(c, o.tokens_per_step > 1, 0, -1, o.sglang_pools);
           return e;
         },
-    .size_units = detail::size_ratio_pools,
+    .size_units = [](const model_config&, const group_spec_list& specs, const engine_pools& pools,
+                     const plan_options& o, detail::guard& g,
+                     memory_plan& plan) { detail::size_ratio_pools(specs, pools, o, g, plan); },
     .size_group =
         [](const engine_pools&, const memory_plan&, detail::guard&, group_plan& gp) {
           gp.window_tokens = gp.spec.has_sliding_window() ? gp.spec.sliding_window_tokens : 0;

@@ -81,8 +81,9 @@ inline sglang_engine_report sglang_report(const sglang_geometry& g, const sglang
                         ", max_running_requests=" + std::to_string(s.max_running_requests) +
                         ", context_len=" + std::to_string(so.context_len));
   r.allocated = sglang_allocated_bytes(g, so, s);
-  const std::uint64_t rows = static_cast<std::uint64_t>(sglang_state_rows(s.c4_state, g.c4_ring, 4));
-  const std::uint64_t row_bytes = static_cast<std::uint64_t>(2 * 2 * (g.head_dim + g.index_head_dim) * 4);
+  const auto rows = static_cast<std::uint64_t>(sglang_state_rows(s.c4_state, g.c4_ring, 4));
+  // A CSA state row: KV and score, 2 x (head_dim + index_head_dim) fp32 values each.
+  const std::uint64_t row_bytes = std::uint64_t{16} * static_cast<std::uint64_t>(g.head_dim + g.index_head_dim);
   r.unaddressed_state_bytes = rows / 2 * row_bytes * static_cast<std::uint64_t>(g.csa_layers);
   return r;
 }
@@ -160,23 +161,17 @@ inline engine_fit sglang_fit(const sglang_engine_report& r, std::int64_t max_con
   return fit;
 }
 
-/// SGLang's report of the plan `in.plan` (its ratio pools) under preset `e`: its configurator's
-/// figures and log lines for the budget (without one, the plan's bytes; --max-running-requests
-/// per attention-DP worker, as SGLang divides it), what its pools allocate and leave unaddressed;
-/// with a budget, what fits them (`sglang_fit`), the SWA pool's idle bytes at that capacity and a
-/// smaller --swa-full-tokens-ratio that fits more (0.05, 0.02, 0.01). Units: bytes, tokens.
-/// Errors as `sglang_configure`.
-inline engine_startup sglang_engine_startup(const engine_spec&, const engine_report_inputs& in) {
-  const memory_plan& plan = *in.plan;
-  const plan_options& o = plan.options;
-  sglang_options so = detail::sglang_options_of(o);
-  // As SGLang runs: max_running_requests // attention DP (0: dp) per worker.
-  so.max_running_requests =
-      in.max_running > 0 ? in.max_running / (in.attention_dp > 0 ? in.attention_dp : in.dp) : so.max_running_requests;
-  sglang_engine_report g = sglang_report(in.pools.sglang, so, in.budget ? *in.budget : plan.total_bytes, !in.budget);
-  engine_startup r;
+namespace detail {
+
+/// With a budget, what really fits SGLang's pools `g` (`sglang_fit`, from the plan's answer) and,
+/// at that capacity, its SWA pool's peak and idle bytes and a smaller --swa-full-tokens-ratio that
+/// fits more (0.05, 0.02, 0.01), written into `g`; nothing without a budget.
+inline std::optional<engine_fit> sglang_fit_and_idle(const engine_report_inputs& in, const sglang_options& so,
+                                                     sglang_engine_report& g) {
+  const plan_options& o = in.plan->options;
   std::optional<engine_fit> fit;
-  if (in.budget) {
+  if (!in.budget) return fit;
+  {
     const std::int64_t n = std::max<std::int64_t>(in.engine_requests, 1);
     const std::int64_t planned = std::min(in.plan_max_requests, g.sizes.max_running_requests);
     fit = sglang_fit(g, in.model->max_position_embeddings, n, o.context_tokens, in.max_sim_visits / 10, planned);
@@ -209,26 +204,15 @@ inline engine_startup sglang_engine_startup(const engine_spec&, const engine_rep
       }
     }
   }
-  const sglang_pool_sizes& z = g.sizes;
-  r.starts = z.starts;
-  r.running_cap = z.max_running_requests;
-  r.refusal = z.starts ? std::string() : std::string(z.refusal);
-  r.log_lines = g.log_lines;
-  if (!z.starts) {
-    r.screen_figure = "refuses to start: " + std::string(z.refusal);
-  } else {
-    std::string pools;  // its own "DSV4 pool sizes" line
-    for (const std::string& line : g.log_lines)
-      if (line.starts_with("DSV4 pool sizes")) pools = line + "; ";
-    r.screen_figure = "logs " + pools + "max_total_num_tokens=" + std::to_string(z.full) +
-                      ", max_running_requests=" + std::to_string(z.max_running_requests) + " (per worker)";
-  }
-  if (g.better_ratio > 0 && g.better_ratio_requests > 0)
-    r.hint = engine_hint{"--swa-full-tokens-ratio " + shortest(g.better_ratio), g.better_ratio_requests * in.dp,
-                         "SGLang's SWA pool is a share of its full tokens, not what N requests' windows need"};
+  return fit;
+}
 
-  // JSON: its options and geometry, what the plan needs, the configurator's figures.
-  report_value& j = r.fields;
+/// SGLang's JSON fields (`engine_startup::fields`): its options and geometry, what the plan needs,
+/// the configurator's figures `g`.
+inline report_value sglang_fields(const engine_report_inputs& in, const sglang_engine_report& g) {
+  report_value j = report_value::object();
+  const sglang_pool_sizes& z = g.sizes;
+  const memory_plan& plan = *in.plan;
   j.set("overlap_scheduling_default", true);
   j.set("swa_full_tokens_ratio", g.options.swa_full_tokens_ratio);
   j.set("page_size", g.options.page_size);
@@ -277,6 +261,71 @@ inline engine_startup sglang_engine_startup(const engine_spec&, const engine_rep
   report_value lines = report_value::array();
   for (const std::string& line : g.log_lines) lines.push(line);
   j.set("log_lines", std::move(lines));
+  return j;
+}
+
+/// SGLang's own words for what fits `fit` on pools of sizes `z`: its occupancy replay, its running cap.
+inline std::vector<std::string> sglang_fit_text(const engine_report_inputs& in, const sglang_pool_sizes& z,
+                                                const engine_fit& fit) {
+  const plan_options& o = in.plan->options;
+  std::vector<std::string> lines;
+  {
+    if (!z.starts)
+      lines.emplace_back("  what really fits: nothing (SGLang refuses to start with this budget)");
+    else if (in.engine_requests > z.max_running_requests)
+      lines.push_back("  SGLang runs at most " + std::to_string(z.max_running_requests) +
+                      " request(s) at once per worker (max_running_requests): the plan's " +
+                      std::to_string(in.engine_requests) + " need --max-running-requests " +
+                      std::to_string(in.engine_requests * in.dp) + " or more");
+    if (z.starts)
+      lines.push_back(
+          "  what really fits (SGLang's occupancy replayed on these pools: prefill first, overlap, lazy SWA eviction, "
+          "its admission gates; nothing held back or retracted): " +
+          std::string(fit.lower_bound ? "at least " : "") + std::to_string(fit.max_requests * in.dp) +
+          " request(s) of " + thousands(o.context_tokens) + " tokens" +
+          (fit.requests_by_plan ? " (the plan's answer: it runs in the replay)" : "") + "; " +
+          fit_context_text(fit, in.engine_requests));
+  }
+  return lines;
+}
+
+}  // namespace detail
+
+/// SGLang's report of the plan `in.plan` (its ratio pools) under preset `e`: its configurator's
+/// figures and log lines for the budget (without one, the plan's bytes; --max-running-requests
+/// per attention-DP worker, as SGLang divides it), what its pools allocate and leave unaddressed;
+/// with a budget, what fits them (`sglang_fit`), the SWA pool's idle bytes at that capacity and a
+/// smaller --swa-full-tokens-ratio that fits more (0.05, 0.02, 0.01). Units: bytes, tokens.
+/// Errors as `sglang_configure`.
+inline engine_startup sglang_engine_startup(const engine_spec& /*e*/, const engine_report_inputs& in) {
+  const memory_plan& plan = *in.plan;
+  const plan_options& o = plan.options;
+  sglang_options so = detail::sglang_options_of(o);
+  // As SGLang runs: max_running_requests // attention DP (0: dp) per worker.
+  so.max_running_requests =
+      in.max_running > 0 ? in.max_running / (in.attention_dp > 0 ? in.attention_dp : in.dp) : so.max_running_requests;
+  sglang_engine_report g = sglang_report(in.pools.sglang, so, in.budget ? *in.budget : plan.total_bytes, !in.budget);
+  engine_startup r;
+  const std::optional<engine_fit> fit = detail::sglang_fit_and_idle(in, so, g);
+  const sglang_pool_sizes& z = g.sizes;
+  r.starts = z.starts;
+  r.running_cap = z.max_running_requests;
+  r.refusal = z.starts ? std::string() : std::string(z.refusal);
+  r.log_lines = g.log_lines;
+  if (!z.starts) {
+    r.screen_figure = "refuses to start: " + std::string(z.refusal);
+  } else {
+    std::string pools;  // its own "DSV4 pool sizes" line
+    for (const std::string& line : g.log_lines)
+      if (line.starts_with("DSV4 pool sizes")) pools = line + "; ";
+    r.screen_figure = "logs " + pools + "max_total_num_tokens=" + std::to_string(z.full) +
+                      ", max_running_requests=" + std::to_string(z.max_running_requests) + " (per worker)";
+  }
+  if (g.better_ratio > 0 && g.better_ratio_requests > 0)
+    r.hint = engine_hint{"--swa-full-tokens-ratio " + shortest(g.better_ratio), g.better_ratio_requests * in.dp,
+                         "SGLang's SWA pool is a share of its full tokens, not what N requests' windows need"};
+
+  r.fields = detail::sglang_fields(in, g);
 
   // Text: the ratio pools, what the plan needs, what SGLang logs and allocates.
   std::vector<std::string>& t = r.text;
@@ -313,24 +362,7 @@ inline engine_startup sglang_engine_startup(const engine_spec&, const engine_rep
                        : std::string()));
   }
 
-  // Its own words for what fits: its occupancy replay, its running cap.
-  if (fit && fit->simulated) {
-    if (!z.starts)
-      r.fit_text.push_back("  what really fits: nothing (SGLang refuses to start with this budget)");
-    else if (in.engine_requests > z.max_running_requests)
-      r.fit_text.push_back("  SGLang runs at most " + std::to_string(z.max_running_requests) +
-                           " request(s) at once per worker (max_running_requests): the plan's " +
-                           std::to_string(in.engine_requests) + " need --max-running-requests " +
-                           std::to_string(in.engine_requests * in.dp) + " or more");
-    if (z.starts)
-      r.fit_text.push_back(
-          "  what really fits (SGLang's occupancy replayed on these pools: prefill first, overlap, lazy SWA eviction, "
-          "its admission gates; nothing held back or retracted): " +
-          std::string(fit->lower_bound ? "at least " : "") + std::to_string(fit->max_requests * in.dp) +
-          " request(s) of " + thousands(o.context_tokens) + " tokens" +
-          (fit->requests_by_plan ? " (the plan's answer: it runs in the replay)" : "") + "; " +
-          fit_context_text(*fit, in.engine_requests));
-  }
+  if (fit && fit->simulated) r.fit_text = detail::sglang_fit_text(in, z, *fit);
   r.fit = fit;
   r.details = std::move(g);
   return r;

@@ -24,7 +24,7 @@ struct engine_spec {
   std::string_view source{};         ///< Where its rules were read (repository, files, date).
   std::string_view source_commit{};  ///< The commit of the engine's core sizing file the preset pins.
   allocation_policy policy{};
-  pool_structure structure = pool_structure::own_pools;
+  pool_structure structure = &own_pools_structure;
   engine_traits traits{};  ///< Its name in a sentence, budget chain and refusals (engines/traits.hpp).
   engine_sizing sizing{};  ///< How a plan prices its own structure (plan_types.hpp; engines/<engine>_plan.hpp).
   /// Its own report of a plan in its structure (engines/report.hpp; engines/<engine>_report.hpp).

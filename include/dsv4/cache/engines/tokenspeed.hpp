@@ -278,6 +278,29 @@ constexpr std::int64_t ts_parent_bytes(const group_spec_list& specs, const token
 
 }  // namespace detail
 
+/// tokenspeed's pool structure: one arena of parents; a parent is bound to one engine group at a
+/// time and holds `pages_per_block` (K) of its pages, from any requests; every parent
+/// `bytes_per_block` bytes.
+inline constexpr pool_structure_traits tokenspeed_parent_arena{
+    .name = "parent_arena",
+    .title = "the parent arena",
+    .overhead = "the parent arena: parents rounded up, the null parent, what it needs to start",
+    .summary = "one parent arena, {block_bytes} B per parent",
+    .legend =
+        "(rows, tokens: per page of the library's layout; window: tokens a sliding group keeps per request; "
+        "page B: one page of one layer, all pools; pages/L: the group's pages (each over all its layers), H x "
+        "per request + prompt pages; bytes: the parents its pages bind{sim})\n",
+    .sim_legend = "; sim/L: the simulator's peak pages of the group; slack: pages/L - sim/L",
+    .whole_blocks = true,
+    .measure = peak_measure::parents,
+    .stage_builds_own = true,
+    .key_unit_bytes = "parent_bytes",
+    .key_units = "num_parents",
+    .key_planned = "planned_parents",
+    .key_startup = "startup_parents",
+    .key_admission = "request_parents",
+    .key_sim_peak = "simulated_peak_parents"};
+
 /// tokenspeed's parent arena for the V4 groups `specs` (the MTP layers in them only when a draft
 /// model runs) under the rules `rules` of a preset: one engine group per library group (its table
 /// rule, K = `pages_per_block`), the CSA index keys a group of their own where the rules say so,
@@ -287,7 +310,7 @@ constexpr std::int64_t ts_parent_bytes(const group_spec_list& specs, const token
 constexpr engine_pools tokenspeed_engine_pools(const group_spec_list& specs,
                                                const tokenspeed_pool_rules& rules = tokenspeed_rules_0_1_1) {
   engine_pools e;
-  e.structure = pool_structure::parent_arena;
+  e.structure = &tokenspeed_parent_arena;
   require(specs.num_groups > 0, "tokenspeed's arena needs at least one cache group", {"groups", specs.num_groups});
   const detail::ts_sources ss = detail::ts_collect_sources(specs, rules);
   // One engine group per source, K its packing.
@@ -470,7 +493,7 @@ inline tokenspeed_startup_report tokenspeed_startup(const engine_pools& pools, c
           {"max_num_seqs", lim.max_num_seqs}, {"chunk_tokens", lim.chunk_tokens});
   require(lim.decode_tokens >= 1 && lim.context_tokens >= 1, "tokenspeed's decode tokens and context must be >= 1",
           {"decode_tokens", lim.decode_tokens}, {"context_tokens", lim.context_tokens});
-  require(pools.structure == pool_structure::parent_arena && pools.bytes_per_block > 0,
+  require(pools.structure == &tokenspeed_parent_arena && pools.bytes_per_block > 0,
           "tokenspeed_startup needs a parent arena", {"bytes_per_block", pools.bytes_per_block});
   tokenspeed_startup_report r;
   r.parent_bytes = pools.bytes_per_block;

@@ -100,8 +100,8 @@ constexpr void size_group_in_parent_arena(const engine_pools& pools, const memor
 inline constexpr engine_sizing tokenspeed_sizing{
     .build = [](const model_config&, const group_spec_list& specs,
                 const plan_options& o) { return tokenspeed_engine_pools(specs, o.tokenspeed_pools); },
-    .size_units = [](const group_spec_list&, const engine_pools& pools, const plan_options& o, detail::guard& g,
-                     memory_plan& plan) { detail::size_parent_arena(pools, o, g, plan); },
+    .size_units = [](const model_config&, const group_spec_list&, const engine_pools& pools, const plan_options& o,
+                     detail::guard& g, memory_plan& plan) { detail::size_parent_arena(pools, o, g, plan); },
     .size_group = detail::size_group_in_parent_arena};
 
 }  // namespace dsv4::cache

@@ -24,13 +24,44 @@ struct tokenspeed_engine_report {
   bool budget_is_plan = false;
 };
 
+namespace detail {
+
+/// The stage whose arena tokenspeed's figures are of: with pipeline stages the widest parent's
+/// (each stage builds its own arena from its layers: every layer has an SWA page, its MTP layers
+/// the draft's), else the whole plan's with the recipe's `layers` and `draft` layers.
+struct tokenspeed_stage {
+  const memory_plan* plan = nullptr;
+  std::int64_t stage = 0;
+  int layers = 0;
+  int draft = 0;
+};
+inline tokenspeed_stage tokenspeed_stage_of(const engine_report_inputs& in, int layers, int draft) {
+  tokenspeed_stage st{in.plan, 0, layers, draft};
+  for (const stage_plan& s : in.stages)
+    if (st.plan == in.plan || s.plan->pools.bytes_per_block > st.plan->pools.bytes_per_block) {
+      st.plan = s.plan;
+      st.stage = s.stage;
+    }
+  if (st.plan == in.plan) return st;
+  layer_mask all;
+  for (const engine_group& g : st.plan->pools)
+    for (int k = 0; k < g.num_members; ++k)
+      for (std::size_t w = 0; w < all.bits.size(); ++w)
+        all.bits[w] |= g.members[static_cast<std::size_t>(k)].layers.bits[w];
+  st.layers = all.count();
+  st.draft = all.count() - all.within(0, in.model->num_hidden_layers).count();
+  return st;
+}
+
+}  // namespace detail
+
 /// tokenspeed's report of the plan `in.plan` (its parent arena; with pipeline stages, the stage
 /// of the widest parent, each stage building its own arena) under preset `e`: its recipe's
 /// limits, groups and packing, the parents it needs to start, and for the budget (without one,
 /// the plan's bytes) the parents it allocates, its token capacity and log line or refusal
 /// (`tokenspeed_startup`); with a budget, what fits those parents (`replay_fit`). Units:
 /// parents, pages, bytes, tokens. Throws std::invalid_argument as `tokenspeed_startup`.
-inline engine_startup tokenspeed_engine_startup(const engine_spec&, const engine_report_inputs& in) {
+inline engine_startup tokenspeed_engine_startup(const engine_spec& /*e*/, const engine_report_inputs& in) {
   const memory_plan& plan = *in.plan;
   const plan_options& o = plan.options;
   const model_config& m = *in.model;
@@ -38,29 +69,14 @@ inline engine_startup tokenspeed_engine_startup(const engine_spec&, const engine
   const int layers = m.num_hidden_layers + (o.cache_mtp ? m.num_nextn_predict_layers : 0);
   const int draft = o.cache_mtp ? m.num_nextn_predict_layers : 0;
   const tokenspeed_limits lim = detail::tokenspeed_limits_of(o);
-  const memory_plan* sp = &plan;
-  std::int64_t stage = 0;
-  for (const stage_plan& s : in.stages)
-    if (sp == &plan || s.plan->pools.bytes_per_block > sp->pools.bytes_per_block) {
-      sp = s.plan;
-      stage = s.stage;
-    }
+  const detail::tokenspeed_stage st = detail::tokenspeed_stage_of(in, layers, draft);
+  const memory_plan* sp = st.plan;
+  const std::int64_t stage = st.stage;
   const bool per_stage = sp != &plan;
-  int stage_layers = layers;
-  int stage_draft = draft;
-  if (per_stage) {  // the stage's own layers (every layer has an SWA page), its MTP layers the draft's
-    layer_mask all;
-    for (const engine_group& g : sp->pools)
-      for (int k = 0; k < g.num_members; ++k)
-        for (std::size_t w = 0; w < all.bits.size(); ++w)
-          all.bits[w] |= g.members[static_cast<std::size_t>(k)].layers.bits[w];
-    stage_layers = all.count();
-    stage_draft = all.count() - all.within(0, m.num_hidden_layers).count();
-  }
   const bool budget_is_plan = !in.budget;
   const std::uint64_t budget = in.budget ? *in.budget : sp->total_bytes;
   const tokenspeed_startup_report t =
-      tokenspeed_startup(sp->pools, lim, budget, stage_layers, stage_draft, o.tokenspeed_pools);
+      tokenspeed_startup(sp->pools, lim, budget, st.layers, st.draft, o.tokenspeed_pools);
   const memory_plan& tplan = *sp;
 
   engine_startup r;

@@ -430,6 +430,32 @@ constexpr void emit_groups(const vllm_grouping& w, engine_pools& e) {
 
 }  // namespace detail
 
+/// vLLM v1's pool structure: one pool of `num_blocks` blocks; a block id belongs to one engine
+/// group (a block table) at a time and every block is a slab of `bytes_per_block` bytes, the
+/// widest group's packing; groups overlay the slab from byte 0 (K `get_kv_cache_config_from_groups`).
+inline constexpr pool_structure_traits vllm_shared_block_pool{
+    .name = "shared_block_pool",
+    .title = "the shared pool",
+    .overhead = "the shared pool: groups padded to its widest block, the null block, its startup need",
+    .summary = "one shared block pool, {block_bytes} B per block",
+    .legend =
+        "(rows, tokens: per page of the library's layout; window: tokens a sliding group keeps per request; "
+        "page B: one page of one layer, all pools, as {engine} pads it; pages/L: blocks of its engine group "
+        "(table), H x per request + prompt blocks, the pool's null block apart; bytes: what its pages take of "
+        "those blocks{sim})\n",
+    .sim_legend = "; sim/L: the simulator's peak blocks of that table; slack: pages/L - sim/L",
+    .whole_blocks = true,
+    .pads_pages = true,
+    .one_block_pool = true,
+    .measure = peak_measure::blocks,
+    .placed = true,
+    .key_unit_bytes = "bytes_per_block",
+    .key_units = "num_blocks",
+    .key_planned = "planned_blocks",
+    .key_startup = "startup_blocks",
+    .key_sim_peak = "simulated_peak_blocks",
+    .key_sim_peak_admission = "simulated_peak_admission_blocks"};
+
 /// vLLM's shared block pool for the groups `specs` of a model of `family` at s tokens per step:
 /// its block tables (packed groups) and bytes_per_block (see the top of this file); caches of one
 /// spec (one page size) are one group of every layer (K `_get_kv_cache_groups_uniform_spec`).
@@ -451,7 +477,7 @@ constexpr engine_pools vllm_engine_pools(const group_spec_list& specs, model_fam
           {"spec_types", w.num_buckets});
   if (!one_page) detail::split_buckets(w, r);  // one page size and one spec type: one group of every layer
   engine_pools e;
-  e.structure = pool_structure::shared_block_pool;
+  e.structure = &vllm_shared_block_pool;
   detail::emit_groups(w, e);
   for (const engine_group& g : e) e.bytes_per_block = std::max(e.bytes_per_block, g.bytes());
   return e;

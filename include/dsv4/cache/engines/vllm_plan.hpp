@@ -71,33 +71,14 @@ constexpr void size_shared_blocks(const engine_pools& pools, const plan_options&
   plan.total_bytes = g.mul(num, u(pools.bytes_per_block));
 }
 
-/// A library group's share of a shared-pool plan: its tensors' pages in the engine groups that
-/// hold them (one rule: the first one's pages per request).
-constexpr void size_group_in_shared_pool(const engine_pools& pools, const memory_plan& plan, guard& g, group_plan& gp) {
-  bool first = true;
-  for (int e = 0; e < pools.num_groups; ++e) {
-    const engine_group& eg = pools[e];
-    const engine_group_plan& ep = plan.engine_groups[static_cast<std::size_t>(e)];
-    for (int m = 0; m < eg.num_members; ++m) {
-      const engine_member& mb = eg.members[static_cast<std::size_t>(m)];
-      if (!(mb.group == gp.spec.id)) continue;
-      if (first) take_first_engine_group(ep, gp);
-      first = false;
-      gp.pool_pages[static_cast<std::size_t>(mb.pool)] = ep.blocks;
-      gp.bytes = g.add(gp.bytes, g.mul(u(mb.bytes()), u(ep.blocks)));
-    }
-  }
-  g.mul(u(gp.pages_per_layer), u(gp.spec.num_layers));
-}
-
 }  // namespace detail
 
 /// vLLM's sizing: `vllm_engine_pools` with the preset's rules `o.vllm_pools` at s = o.tokens_per_step.
 inline constexpr engine_sizing vllm_sizing{
     .build = [](const model_config& c, const group_spec_list& specs,
                 const plan_options& o) { return vllm_engine_pools(specs, c.family, o.vllm_pools, o.tokens_per_step); },
-    .size_units = [](const group_spec_list&, const engine_pools& pools, const plan_options& o, detail::guard& g,
-                     memory_plan& plan) { detail::size_shared_blocks(pools, o, g, plan); },
-    .size_group = detail::size_group_in_shared_pool};
+    .size_units = [](const model_config&, const group_spec_list&, const engine_pools& pools, const plan_options& o,
+                     detail::guard& g, memory_plan& plan) { detail::size_shared_blocks(pools, o, g, plan); },
+    .size_group = detail::size_group_in_tables};
 
 }  // namespace dsv4::cache

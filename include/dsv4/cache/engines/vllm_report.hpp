@@ -17,44 +17,16 @@
 
 namespace dsv4::cache {
 
-/// vLLM's report of the plan `in.plan` (its shared block pool) under preset `e`: each pipeline
-/// stage's worker block (bytes; with a budget, budget // block blocks), its startup figures and
-/// log line or refusal (`vllm_startup`), the pool's groups as JSON and text, and with a budget
-/// what fits `num_blocks - 1` usable blocks (`replay_fit`). Units: blocks, bytes, tokens.
-/// Throws std::invalid_argument as `vllm_startup`.
-inline engine_startup vllm_engine_startup(const engine_spec& e, const engine_report_inputs& in) {
-  const memory_plan& plan = *in.plan;
-  const plan_options& o = plan.options;
-  struct worker {
-    std::int64_t stage = 0, bytes_per_block = 0, num_blocks = 0;
-  };
-  std::vector<worker> workers;
-  if (in.stages.empty()) {
-    workers.push_back({0, plan.pools.bytes_per_block, 0});
-  } else {
-    for (const stage_plan& sp : in.stages)
-      if (std::none_of(workers.begin(), workers.end(), [&](const worker& w) { return w.stage == sp.stage; }))
-        workers.push_back({sp.stage, sp.plan->pools.bytes_per_block, 0});
-  }
-  std::vector<std::int64_t> bpb;
-  for (worker& w : workers) {
-    if (in.budget && w.bytes_per_block > 0)
-      w.num_blocks = static_cast<std::int64_t>(*in.budget / static_cast<std::uint64_t>(w.bytes_per_block));
-    bpb.push_back(w.bytes_per_block);
-  }
-  const vllm_startup_report v =
-      vllm_startup(in.pools, bpb, o.context_tokens, o.prefill_chunk_tokens, o.policy.overlap, in.dcp, in.budget);
-
-  engine_startup r;
-  r.starts = !v.available_bytes || v.starts;
-  if (v.available_bytes) {
-    r.refusal = v.starts ? std::string() : v.refusal;
-    r.log_lines.push_back(v.starts ? v.log_line : "ValueError: " + v.refusal);
-    r.screen_figure = v.starts ? "logs " + v.log_line : "refuses to start: " + v.refusal;
-  }
-
-  // JSON: the pool's groups, one request's charge, every worker's block.
-  report_value& j = r.fields;
+namespace detail {
+/// One pipeline stage's worker as vLLM sizes it: its block (bytes) and, with a budget, its blocks.
+struct vllm_worker {
+  std::int64_t stage = 0, bytes_per_block = 0, num_blocks = 0;
+};
+/// vLLM's JSON fields (`engine_startup::fields`) for `plan` under preset `e`: its pool's groups,
+/// one request's charge `v`, every worker's block, its startup figures and log lines.
+inline report_value vllm_fields(const engine_spec& e, const memory_plan& plan, const vllm_startup_report& v,
+                                const std::vector<vllm_worker>& workers, const std::vector<std::string>& log_lines) {
+  report_value j = report_value::object();
   j.set("async_scheduling_default", e.vllm.async_scheduling_default);
   j.set("max_in_flight_tokens", v.in_flight_tokens);
   j.set("bytes_per_block", v.bytes_per_block);
@@ -88,7 +60,7 @@ inline engine_startup vllm_engine_startup(const engine_spec& e, const engine_rep
   j.set("request_blocks", v.request_blocks);
   j.set("min_bytes_to_start", v.min_bytes_to_start);
   report_value wj = report_value::array();
-  for (const worker& w : workers) {
+  for (const vllm_worker& w : workers) {
     report_value x = report_value::object({{"stage", w.stage}, {"bytes_per_block", w.bytes_per_block}});
     if (v.available_bytes) x.set("num_blocks", w.num_blocks);
     wj.push(std::move(x));
@@ -106,12 +78,17 @@ inline engine_startup vllm_engine_startup(const engine_spec& e, const engine_rep
       j.set("estimated_max_model_len", v.estimated_max_model_len);
     }
     report_value lines = report_value::array();
-    for (const std::string& line : r.log_lines) lines.push(line);
+    for (const std::string& line : log_lines) lines.push(line);
     j.set("log_lines", std::move(lines));
   }
+  return j;
+}
 
-  // Text: the pool's groups, one request's charge, the startup line.
-  std::vector<std::string>& t = r.text;
+/// vLLM's text lines (`engine_startup::text`) for `plan` under preset `e`.
+inline std::vector<std::string> vllm_text(const engine_spec& e, const memory_plan& plan, const vllm_startup_report& v,
+                                          const std::vector<vllm_worker>& workers) {
+  const plan_options& o = plan.options;
+  std::vector<std::string> t;
   t.push_back("  one shared block pool: " + std::to_string(plan.pools.num_groups) + " block tables (groups) over " +
               thousands(v.bytes_per_block) + " B per block (the widest group)");
   const auto row = [](const std::string& a, const std::string& b, const std::string& c, const std::string& d,
@@ -129,9 +106,19 @@ inline engine_startup vllm_engine_startup(const engine_spec& e, const engine_rep
       const paged_cache_group_spec* lib = nullptr;
       for (const group_plan& gp : plan)
         if (gp.spec.id == mb.group) lib = &gp.spec;
-      tensors += (k > 0 ? ", " : "") + std::to_string(mb.layers.count()) + " x " + std::string(to_string(mb.group)) +
-                 (lib != nullptr && lib->num_pools > 1 ? "[" + std::to_string(mb.pool) + "]" : "") + " (" +
-                 thousands(mb.page_bytes) + " B)";
+      // Appended piece by piece (GCC 12's -Wrestrict misfires on "[" + std::string here).
+      if (k > 0) tensors += ", ";
+      tensors += std::to_string(mb.layers.count());
+      tensors += " x ";
+      tensors += to_string(mb.group);
+      if (lib != nullptr && lib->num_pools > 1) {
+        tensors += '[';
+        tensors += std::to_string(mb.pool);
+        tensors += ']';
+      }
+      tensors += " (";
+      tensors += thousands(mb.page_bytes);
+      tensors += " B)";
     }
     t.push_back(row(std::to_string(g), std::string(to_string(eg.rule.kind)), std::to_string(eg.rule.page_tokens),
                     eg.rule.sliding() ? std::to_string(eg.rule.window_tokens) : std::string("-"), thousands(eg.bytes()),
@@ -145,7 +132,7 @@ inline engine_startup vllm_engine_startup(const engine_spec& e, const engine_rep
               " request(s) on one engine)");
   if (workers.size() > 1) {
     std::string line = "  workers (pipeline stages):";
-    for (const worker& w : workers)
+    for (const vllm_worker& w : workers)
       line += " stage " + std::to_string(w.stage) + " " + thousands(w.bytes_per_block) + " B/block;";
     t.push_back(line + " every worker holds the scheduler's num_blocks blocks of its own width");
   }
@@ -163,6 +150,47 @@ inline engine_startup vllm_engine_startup(const engine_spec& e, const engine_rep
                 " B of KV cache per GPU: " + thousands(v.num_blocks) + " blocks");
     t.push_back(v.starts ? "  vLLM logs: " + v.log_line : "  vLLM refuses to start: ValueError: " + v.refusal);
   }
+  return t;
+}
+
+}  // namespace detail
+
+/// vLLM's report of the plan `in.plan` (its shared block pool) under preset `e`: each pipeline
+/// stage's worker block (bytes; with a budget, budget // block blocks), its startup figures and
+/// log line or refusal (`vllm_startup`), the pool's groups as JSON and text, and with a budget
+/// what fits `num_blocks - 1` usable blocks (`replay_fit`). Units: blocks, bytes, tokens.
+/// Throws std::invalid_argument as `vllm_startup`.
+inline engine_startup vllm_engine_startup(const engine_spec& e, const engine_report_inputs& in) {
+  const memory_plan& plan = *in.plan;
+  const plan_options& o = plan.options;
+  using worker = detail::vllm_worker;
+  std::vector<worker> workers;
+  if (in.stages.empty()) {
+    workers.push_back({0, plan.pools.bytes_per_block, 0});
+  } else {
+    for (const stage_plan& sp : in.stages)
+      if (std::none_of(workers.begin(), workers.end(), [&](const worker& w) { return w.stage == sp.stage; }))
+        workers.push_back({sp.stage, sp.plan->pools.bytes_per_block, 0});
+  }
+  std::vector<std::int64_t> bpb;
+  for (worker& w : workers) {
+    if (in.budget && w.bytes_per_block > 0)
+      w.num_blocks = static_cast<std::int64_t>(*in.budget / static_cast<std::uint64_t>(w.bytes_per_block));
+    bpb.push_back(w.bytes_per_block);
+  }
+  const vllm_startup_report v =
+      vllm_startup(in.pools, bpb, o.context_tokens, o.prefill_chunk_tokens, o.policy.overlap, in.dcp, in.budget);
+
+  engine_startup r;
+  r.starts = !v.available_bytes || v.starts;
+  if (v.available_bytes) {
+    r.refusal = v.starts ? std::string() : v.refusal;
+    r.log_lines.push_back(v.starts ? v.log_line : "ValueError: " + v.refusal);
+    r.screen_figure = v.starts ? "logs " + v.log_line : "refuses to start: " + v.refusal;
+  }
+
+  r.fields = detail::vllm_fields(e, plan, v, workers, r.log_lines);
+  r.text = detail::vllm_text(e, plan, v, workers);
 
   // What really fits num_blocks - 1 usable blocks (the null block apart); a shorter
   // max_model_len may start where L does not (num_blocks does not depend on it).

@@ -165,10 +165,7 @@ inline void add_planner_options(CLI::App& app, planner_args& a) {
       ->transform(kDecimalInt)
       ->capture_default_str();
   app.add_option("--engine", a.engine,
-                 "Engine to plan for, name or name@preset (every preset: see the refusal of an unknown one): vllm "
-                 "(vLLM v1's shared block pool; vllm@2026.11, vllm@0.33.0), tokenspeed (0.1.1, mixed batches; "
-                 "tokenspeed@f4d8ec6e), tokenspeed-default or sglang (0.5.23's DeepSeek V4 ratio pools; "
-                 "sglang@cce0a124: DeepSeek V4 only)")
+                 "Engine to plan for, name or name@preset (a name alone: its newest preset): " + engine_names())
       ->check(kNonEmpty)
       ->capture_default_str();
   app.add_option("--pools", a.pools,

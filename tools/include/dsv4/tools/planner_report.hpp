@@ -18,6 +18,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "dsv4/tools/planner_args.hpp"
 
@@ -263,6 +264,14 @@ inline std::string model_source(const planner_args& a, const model_config& m) {
 /// The budget flags that derive the budget from --gpu (given: the chain is asked for).
 inline bool chain_flags_given(const planner_args& a) {
   return a.gpu_memory_utilization || a.mem_fraction_static || a.kv_cache_memory_bytes || a.ep != 1;
+}
+
+/// The engines whose pools are sized with --swa-full-tokens-ratio (`engine_traits::takes_swa_ratio`).
+inline std::vector<std::string_view> engines_taking_swa_ratio() {
+  std::vector<std::string_view> names;
+  for (const std::string_view n : engine_family_names())
+    if (find_engine(n)->traits.takes_swa_ratio) names.push_back(n);
+  return names;
 }
 
 /// The KV budget per GPU derived as `e` derives it on `gpu` (see `budget_derivation`), for the
@@ -562,7 +571,8 @@ inline planner_result compute(const planner_args& a, bool with_engine_report = t
       o.pools == pools_choice::engine && r.engine->traits.own_structure_models(r.model.family, a.dcp);
   if (a.swa_ratio && !(r.engine->traits.takes_swa_ratio && o.pools == pools_choice::engine))
     throw std::invalid_argument(
-        "--swa-full-tokens-ratio has no effect without --engine sglang (and its own pools, --pools engine)");
+        fmt::format("--swa-full-tokens-ratio has no effect without --engine {} (and its own pools, --pools engine)",
+                    fmt::join(engines_taking_swa_ratio(), " or --engine ")));
   if (a.swa_ratio) {
     if (!(*a.swa_ratio > 0 && *a.swa_ratio <= 1))
       throw std::invalid_argument(fmt::format("--swa-full-tokens-ratio must be in (0, 1], got {}", *a.swa_ratio));
