@@ -7,14 +7,17 @@
 // with F = tests/data/deepseek-v4-flash.config.json, P = tests/data/deepseek-v4-pro.config.json.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "dsv4/cache/engines/registry.hpp"
 #include "dsv4/cache/engines/trtllm/policy.hpp"
 #include "dsv4/cache/engines/trtllm/pools.hpp"
 #include "dsv4/cache/engines/trtllm/sizing.hpp"
 #include "dsv4/cache/engines/trtllm/startup.hpp"
+#include "dsv4/tools/engine_report.hpp"
 #include "test_util.hpp"
 
 namespace dsv4::cache {
@@ -134,7 +137,7 @@ TEST(TrtllmEngine, ProPoolGroupsByHand) {
 TEST(TrtllmEngine, BlockTablesOverTheLibraryGroups) {
   const trtllm_layout L = trtllm_build_layout(deepseek_v4_flash);
   const engine_pools& e = L.tables;
-  EXPECT_EQ(e.structure, pool_structure::own_pools);  // left at its default for the integrator
+  EXPECT_EQ(e.structure, &own_pools_structure);  // left at its default for the integrator
   ASSERT_EQ(e.num_groups, 3);
   EXPECT_EQ(e[0].rule.kind, table_kind::full_history);
   EXPECT_EQ(e[1].rule.kind, table_kind::sliding_window);
@@ -662,6 +665,112 @@ TEST(TrtllmEngine, AdmissionReservesBytesToCompletion) {
   EXPECT_FALSE(trtllm_admits(61 * kGiB, 0 + 1, 60 * kGiB));
   expect_invalid([&] { (void)trtllm_needed_bytes(L, true, trtllm_request_phase::context, -1); },
                  {"prompt_len and max_new_tokens must be >= 0", "prompt_len=-1"});
+}
+
+}  // namespace
+}  // namespace dsv4::cache
+
+// ---- TensorRT-LLM as a registered engine: the plan, the report and its admission ----------------
+
+namespace dsv4::cache {
+namespace {
+
+plan_options trtllm_plan_options(std::int64_t requests, std::int64_t context, std::int64_t max_batch_size) {
+  plan_options o;
+  o.policy = policy_for("trtllm");
+  o.requests = requests;
+  o.context_tokens = context;
+  o.max_running_requests = max_batch_size;
+  o.cache_mtp = false;  // its default: no draft model
+  return o;
+}
+
+TEST(TrtllmEngine, RegisteredAsOneEntryWithItsOwnStructure) {
+  const engine_spec* e = find_engine("trtllm");
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->structure, &trtllm_life_cycle_pools);
+  EXPECT_EQ(std::string(to_string(e->structure)), "life_cycle_pools");
+  EXPECT_EQ(find_engine("trtllm@00043967"), e);
+  EXPECT_EQ(engine_of("trtllm").traits.title, "TensorRT-LLM");
+  const std::vector<std::string_view> names = engine_family_names();
+  EXPECT_NE(std::find(names.begin(), names.end(), "trtllm"), names.end());
+  EXPECT_NE(engine_names().find("trtllm@00043967"), std::string::npos);
+}
+
+// The plan of N requests of L is what the StorageManager allocates at the smallest quota whose slots
+// hold them: the quota `trtllm_min_quota_for` finds (its own search), its slots per pool group.
+TEST(TrtllmEngine, PlanIsWhatTheSmallestHoldingQuotaAllocates) {
+  const plan_options o = trtllm_plan_options(16, 131072, 64);
+  const memory_plan p = build_memory_plan(deepseek_v4_flash, o);
+  EXPECT_EQ(p.pools.structure, &trtllm_life_cycle_pools);
+  const trtllm_layout L = trtllm_build_layout(deepseek_v4_flash);
+  const std::uint64_t q = trtllm_min_quota_for(L, opts(131072, 64), 16, 131072);
+  EXPECT_EQ(q, 10739515392U);  // as the sizing tests: the oracle's quota for 16 requests of 128K at B = 64
+  const trtllm_sizing s = trtllm_size(L, q, opts(131072, 64));
+  EXPECT_EQ(p.total_bytes, s.allocated_bytes);
+  std::uint64_t groups = 0;
+  for (int e = 0; e < 3; ++e) {
+    EXPECT_EQ(p.engine_groups[static_cast<std::size_t>(e)].blocks, s.slots[static_cast<std::size_t>(e)]) << e;
+    EXPECT_GE(p.engine_groups[static_cast<std::size_t>(e)].blocks,
+              16 * p.engine_groups[static_cast<std::size_t>(e)].pages_per_request);
+  }
+  EXPECT_EQ(p.engine_groups[0].pages_per_request, 1024);  // 131,072 / 128 compressed-history blocks
+  for (const group_plan& g : p) groups += g.bytes;
+  EXPECT_LE(groups, p.total_bytes);  // the groups' pages of the slots; the granules' rounding apart
+}
+
+TEST(TrtllmEngine, RequestsForABudgetAreTheLargestWhosePlanFits) {
+  plan_options o = trtllm_plan_options(1, 131072, 256);
+  const request_capacity c = max_requests_for_budget(deepseek_v4_flash, o, 60 * kGiB);
+  ASSERT_GT(c.max_requests, 0);
+  o.requests = c.max_requests;
+  EXPECT_LE(build_memory_plan(deepseek_v4_flash, o).total_bytes, 60 * kGiB);
+  o.requests = c.max_requests + 1;
+  EXPECT_GT(build_memory_plan(deepseek_v4_flash, o).total_bytes, 60 * kGiB);
+}
+
+// What really fits 60 GiB at max_batch_size 256, 128K tokens (V4-Flash): its slots [109183, 256, 256]
+// (oracle: --budget-bytes 64424509440 --max-batch-size 256 --max-seq-len 131072), 1,024 history
+// blocks a request: 106 by slots; by its admission (bytes to completion within the quota, hand sums
+// of the per-token figures above): a context request 131,071 x (3,839 + 16,088) + 39,165,952 =
+// 2,651,017,769 B, a generation one 131,072 x 3,839 + 41,225,216 = 544,410,624 B:
+// (64,424,509,440 - 2,651,017,769) / 544,410,624 + 1 = 114. So 106.
+TEST(TrtllmEngine, ReportAndAdmissionOnItsPoolGroups) {
+  const plan_options o = trtllm_plan_options(1, 131072, 256);
+  const memory_plan p = build_memory_plan(deepseek_v4_flash, o);
+  const cli::engine_report r =
+      cli::compute_engine_report(deepseek_v4_flash, p, {}, 1, engine_of("trtllm"), 60 * kGiB, 256);
+  EXPECT_TRUE(r.startup.starts);
+  ASSERT_TRUE(r.fit.has_value());
+  EXPECT_TRUE(r.fit->simulated);
+  EXPECT_EQ(r.fit->max_requests, 106);
+  const report_value* groups = r.startup.fields.find("pool_groups");
+  ASSERT_NE(groups, nullptr);
+  std::vector<std::int64_t> slots;
+  for (const report_value& g : groups->items()) slots.push_back(g.find("slots")->as_int());
+  EXPECT_EQ(slots, (std::vector<std::int64_t>{109183, 256, 256}));
+  EXPECT_NE(std::find(r.startup.log_lines.begin(), r.startup.log_lines.end(),
+                      "KV cache manager v2 device quota set to 60.0GiB"),
+            r.startup.log_lines.end());
+  // With its default max_batch_size 2,048 the minimum slots alone pass 60 GiB: it does not start.
+  const plan_options d = trtllm_plan_options(1, 131072, 0);
+  const cli::engine_report big = cli::compute_engine_report(deepseek_v4_flash, build_memory_plan(deepseek_v4_flash, d),
+                                                            {}, 1, engine_of("trtllm"), 60 * kGiB, 0);
+  EXPECT_FALSE(big.startup.starts);
+  EXPECT_NE(big.startup.refusal.find("max_batch_size 2048"), std::string::npos) << big.startup.refusal;
+}
+
+TEST(TrtllmEngine, RefusesWhatItDoesNotModel) {
+  expect_invalid([] { engine_of("trtllm").check_model(deepseek_v4_1_flash); }, {"DeepSeek V4 only"});
+  plan_options s = trtllm_plan_options(1, 32768, 64);
+  s.tokens_per_step = 2;
+  expect_invalid([&] { (void)build_memory_plan(deepseek_v4_flash, s); }, {"speculative decoding is not modelled"});
+  plan_options f = trtllm_plan_options(1, 32768, 64);
+  f.indexer = indexer_format::mxfp4;
+  expect_invalid([&] { (void)build_memory_plan(deepseek_v4_flash, f); }, {"FP4 index keys on SM100"});
+  plan_options r = trtllm_plan_options(1, 32768, 64);
+  r.role = deployment_role::decode;
+  expect_invalid([&] { (void)build_memory_plan(deepseek_v4_flash, r); }, {"disaggregated serving"});
 }
 
 }  // namespace

@@ -408,7 +408,8 @@ TEST(VllmEngine, RegistryNamesAndPresets) {
   EXPECT_EQ(find_engine("tokenspeed")->tokenspeed, tokenspeed_rules_0_1_1);
   EXPECT_EQ(engine_names(),
             "vllm, vllm@2026.11, vllm@0.33.0, tokenspeed, tokenspeed@0.1.1, tokenspeed@f4d8ec6e, tokenspeed-default, "
-            "tokenspeed-default@0.1.1, tokenspeed-default@f4d8ec6e, sglang, sglang@0.5.23, sglang@cce0a124");
+            "tokenspeed-default@0.1.1, tokenspeed-default@f4d8ec6e, sglang, sglang@0.5.23, sglang@cce0a124, trtllm, "
+            "trtllm@00043967");
   EXPECT_EQ(engine_label(*find_engine("vllm")), "vllm@2026.11");
 }
 

@@ -419,7 +419,18 @@ TEST(CliEngine, RefusedInputsExit2) {
       {{"--engine", "sglang", "--max-running-requests", "3", "--dp", "4", "--tp", "4", "--enable-dp-attention"},
        "--max-running-requests 3 // --dp 4 is 0, which SGLang refuses"},
       {{"--engine", "sglang", "--tokens-per-step", "12"}, "the draft tokens exceed what the CSA compress-state ring"},
-      {{"--engine", "trtllm"}, "--engine"},
+      {{"--engine", "tensorrt-llm"}, "--engine must be one of"},
+      {{"--engine", "trtllm", "--pp", "2"},
+       "--engine trtllm: --pp 2 (pipeline stages) is not modelled for TensorRT-LLM"},
+      {{"--engine", "trtllm", "--dcp", "2", "--tp", "2"}, "--engine trtllm: --dcp 2 (decode context parallelism)"},
+      {{"--engine", "trtllm", "--role", "decode"}, "--engine trtllm: --role decode (PD disaggregation)"},
+      {{"--engine", "trtllm", "--simulate"}, "TensorRT-LLM's KVCacheManagerV2 is not replayed so"},
+      {{"--engine", "trtllm", "--tokens-per-step", "2"}, "TensorRT-LLM with speculative decoding is not modelled"},
+      {{"--engine", "trtllm", "--preset", "v4.1-flash", "--gpu", "b200"},
+       "TensorRT-LLM is modelled for DeepSeek V4 only"},
+      {{"--engine", "trtllm", "--preset", "v4.1-flash"}, "indexer_k_dtype='fp4' requires SM>=100 (Blackwell)"},
+      {{"--engine", "trtllm", "--gpu", "h200", "--gpu-memory-utilization", "0.8"},
+       "--gpu-memory-utilization is vLLM's flag; TensorRT-LLM's memory fraction is --free-gpu-memory-fraction"},
       {{"--context", "0"}, "--context must be >= 1, got 0"},
       {{"--engine", "tokenspeed", "--tokens-per-step", "4", "--prefill-chunk", "2"},
        "--prefill-chunk 2 must be >= --tokens-per-step 4: tokenspeed@0.1.1 decodes only with a whole step"},
@@ -434,6 +445,36 @@ TEST(CliEngine, RefusedInputsExit2) {
       {{"--simulate", "--context", "1"}, "--simulate needs --context >= 2"},
   };
   expect_refused(cases);
+}
+
+// TensorRT-LLM (engines/trtllm/, one registry entry): its plan, report and admission through the
+// planner. The slots are the independent oracle's (python3 tests/oracle/trtllm_oracle.py
+// tests/data/deepseek-v4-flash.config.json --budget-bytes 64424509440 --sm 90 --kv-dtype fp8_ds_mla
+// --max-batch-size 256 --max-seq-len 131072 --json: blocks [109183, 256, 256]); 106 requests of 128K
+// fit by its 109,183 history slots (1,024 each), under its admission's 114 (TrtllmEngine tests).
+TEST(CliEngine, TrtllmPlansReportsAndReplays) {
+  const json j =
+      run_json({"--engine", "trtllm", "--memory-gib", "60", "--context", "131072", "--max-running-requests", "256"});
+  EXPECT_EQ(j["plan"]["engine"], "trtllm");
+  EXPECT_EQ(j["plan"]["pool_structure"], "life_cycle_pools");
+  const json& e = j["engine_report"];
+  EXPECT_EQ(e["structure"], "life_cycle_pools");
+  EXPECT_EQ(e["quota"], 64424509440U);
+  EXPECT_EQ(e["granularity"], 33554432U);
+  std::vector<std::int64_t> slots;
+  for (const json& g : e["pool_groups"]) slots.push_back(g["slots"].get<std::int64_t>());
+  EXPECT_EQ(slots, (std::vector<std::int64_t>{109183, 256, 256}));
+  EXPECT_EQ(e["simulated_max_requests"], 106);
+  EXPECT_EQ(e["log_lines"][1], "KV cache manager v2 device quota set to 60.0GiB");
+  const run_result text =
+      tables({"--engine", "trtllm", "--memory-gib", "60", "--context", "131072", "--max-running-requests", "256"});
+  EXPECT_EQ(text.code, 0) << text.err;
+  EXPECT_NE(text.out.find("TensorRT-LLM logs:"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("GUARANTEED_NO_EVICT admission"), std::string::npos) << text.out;
+  // Its default max_batch_size 2,048 needs more minimum slots than 60 GiB: the verdict says so.
+  const run_result dflt = run({"--engine", "trtllm", "--memory-gib", "60", "--context", "131072"});
+  EXPECT_EQ(dflt.code, 0) << dflt.err;
+  EXPECT_NE(dflt.out.find("does not start"), std::string::npos) << dflt.out;
 }
 
 // tokenspeed under DCP: its ranks are priced as own pools (its arena under DCP is not modelled),
@@ -1639,7 +1680,7 @@ TEST(CliScreen, SvgWrittenWholeOrNotAtAll) {
   for (std::size_t at = svg.find("class=\"curve\""); at != std::string::npos; at = svg.find("class=\"curve\"", at + 1))
     ++curves;
   EXPECT_EQ(bars, 7U);    // V4-Flash's 6 groups and the engine's share
-  EXPECT_EQ(curves, 3U);  // vllm, tokenspeed, sglang
+  EXPECT_EQ(curves, 4U);  // vllm, tokenspeed, sglang, trtllm: one per engine (engine_family_names)
   // Only the SVG in the directory: no temporary file left behind.
   std::size_t files = 0;
   for ([[maybe_unused]] const fs::directory_entry& e : fs::directory_iterator(dir)) ++files;

@@ -20,7 +20,8 @@ PLAN_CASES = [
     (dict(memory_gib=-1), r"memory_gib must be at least 1 byte .* got -1"),
     (dict(memory_gib="12 parsecs"), r"memory_gib: '12 parsecs' is not a memory size"),
     (dict(memory_gib=float("nan")), r"memory_gib must be a finite number, got nan"),
-    (dict(engine="trtllm"), r"engine must be one of .*got 'trtllm'"),
+    (dict(engine="tensorrt-llm"), r"engine must be one of .*got 'tensorrt-llm'"),
+    (dict(engine="trtllm", pp=2), r"engine trtllm: pp 2 \(pipeline stages\) is not modelled for TensorRT-LLM"),
     (dict(engine="sglang", pp=2), r"engine sglang: pp 2 \(pipeline stages\) is not modelled"),
     (dict(tp=4, dcp=3, pools="own"), r"dcp must divide tp: .*\(tp=4, dcp=3\)"),
     (dict(pp=100), r"pp must be <= num_hidden_layers .*\(pp=100, num_hidden_layers=43\)"),
@@ -132,7 +133,7 @@ def test_random_arguments_raise_value_error_or_plan():
     rng = random.Random(20261203)
     ints = [0, 1, 2, 3, 7, 8, 64, 4096, 2**31, 2**63 - 1, -1, -2**63]
     pick = {
-        "engine": ["vllm", "tokenspeed", "tokenspeed-default", "sglang", "x", ""],
+        "engine": ["vllm", "tokenspeed", "tokenspeed-default", "sglang", "trtllm", "x", ""],
         "requests": ints, "context": ints + [None], "prefill_chunk": ints, "tokens_per_step": ints,
         "memory_gib": [None, 1e-12, 0.5, 64, 1e12, "141GB", "-3GiB", "", "1e400"],
         "tp": [None, 1, 2, 8, 0, 3], "dp": [None, 1, 2, 0], "pp": [None, 1, 2, 64], "dcp": [None, 1, 2],

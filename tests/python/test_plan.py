@@ -19,6 +19,8 @@ CASES = [
      ["--engine", "tokenspeed", "--memory-gib", "40", "--requests", "8", "--context", "65536"]),
     ("v4-flash", dict(engine="sglang", memory_gib=64, context=262144),
      ["--engine", "sglang", "--memory-gib", "64", "--context", "262144"]),
+    ("v4-flash", dict(engine="trtllm", memory_gib=60, context=131072, max_running_requests=256),
+     ["--engine", "trtllm", "--memory-gib", "60", "--context", "131072", "--max-running-requests", "256"]),
     ("v4.1-flash", dict(format_set="v4", dp=2, pp=2, memory_gib="80GB", context=65536, requests=16),
      ["--format-set", "v4", "--dp", "2", "--pp", "2", "--memory-gib", "80GB", "--context", "65536", "--requests", "16"]),
     ("v3.2", dict(memory_gib=70.5, context=131072, prefill_chunk=4096),

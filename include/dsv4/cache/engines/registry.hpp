@@ -30,6 +30,7 @@
 #include "dsv4/cache/engines/tokenspeed.hpp"
 #include "dsv4/cache/engines/tokenspeed_plan.hpp"
 #include "dsv4/cache/engines/tokenspeed_report.hpp"
+#include "dsv4/cache/engines/trtllm/trtllm.hpp"
 #include "dsv4/cache/engines/vllm.hpp"
 #include "dsv4/cache/engines/vllm_plan.hpp"
 #include "dsv4/cache/engines/vllm_report.hpp"
@@ -39,7 +40,7 @@ namespace dsv4::cache {
 
 /// Every engine preset, the newest preset of an engine first among its presets: the first entry
 /// of a name is its default.
-inline constexpr std::array<engine_spec, 8> kEngines = {{
+inline constexpr std::array<engine_spec, 9> kEngines = {{
     {"vllm", "2026.11", "vllm-project/vllm main as read 2026-11, files and commits in engines/vllm.hpp",
      "4253bd44243c89bb62c1898399f69236b2b5c721", vllm_policy, &vllm_shared_block_pool, vllm_traits, vllm_sizing,
      vllm_engine_startup, vllm_pool_rules{}, vllm_defaults},
@@ -123,6 +124,12 @@ inline constexpr std::array<engine_spec, 8> kEngines = {{
      false,
      {},
      [](const model_config& m) { (void)sglang_geometry_of(m, false, 0, -1, sglang_rules_cce0a124); }},
+    {"trtllm", "00043967",
+     "NVIDIA/TensorRT-LLM 0004396 (DeepseekV4CacheManager on KVCacheManagerV2), files in docs/engines/trtllm.md",
+     "0004396720054fd8e205cbf616f21f0b57c6b412", trtllm_policy, &trtllm_life_cycle_pools, trtllm_traits,
+     trtllm_engine_sizing, trtllm_engine_startup, vllm_pool_rules{}, trtllm_defaults, sglang_pool_rules{},
+     tokenspeed_pool_rules{}, false, " for TensorRT-LLM (its per-stage KV cache sizing was not read)",
+     trtllm_check_model},
 }};
 
 /// The engine named `name` ("vllm", the newest preset) or `name@preset` ("vllm@2026.11");

@@ -311,6 +311,230 @@ constexpr bool slot_sizes_less(const trtllm_pool_group& a, const trtllm_pool_gro
 }
 }  // namespace detail
 
+namespace detail {
+
+/// The KV and index-key dtypes of the library formats in `specs` (each checked against what
+/// TensorRT-LLM stores, `trtllm_format_mismatch`), refusing MTP layers (>= `num_layers`).
+struct trtllm_dtypes {
+  trtllm_kv_dtype kv = trtllm_kv_dtype::fp8_ds_mla;
+  trtllm_indexer_dtype idx = trtllm_indexer_dtype::fp8;
+};
+constexpr trtllm_dtypes trtllm_dtypes_of(const group_spec_list& specs, int num_layers) {
+  trtllm_dtypes d;
+  for (const paged_cache_group_spec& g : specs) {
+    for (int p = 0; p < g.num_pools; ++p) {
+      if (const char* why = trtllm_format_mismatch(g, p)) fail(why, {"pool", p}, {"row_bytes", g.pools[p].row_bytes});
+      const format_layout& f = g.pools[static_cast<std::size_t>(p)].format;
+      if (f.role == format_role::main_kv && std::string_view(f.name) == "v4.bf16") d.kv = trtllm_kv_dtype::bf16;
+      if (f.role == format_role::indexer_k && std::string_view(f.name) == "v4.indexer_mxfp4")
+        d.idx = trtllm_indexer_dtype::fp4;
+    }
+    for (int i = 0; i < g.num_layers; ++i)
+      require(g.layers[static_cast<std::size_t>(i)] < num_layers,
+              "MTP layers are not modelled for TensorRT-LLM (build the specs with include_mtp = false)",
+              {"layer", g.layers[static_cast<std::size_t>(i)]}, {"num_hidden_layers", num_layers});
+  }
+  return d;
+}
+
+/// Fails unless the library's row for role `t` of layer `l` (ratio `r`) is TensorRT-LLM's entry of
+/// `entry` bytes, byte for byte (a state row: KV + SCORE).
+constexpr void trtllm_check_library_row(const group_spec_list& specs, int l, trtllm_attention_type t, int r,
+                                        std::int64_t entry) {
+  const trtllm_library_home h = trtllm_home_of(t, r);
+  const paged_cache_group_spec& g = specs.at(h.id);
+  require(spec_has_layer(g, l), "the library group lacks a layer TensorRT-LLM gives this role", {"layer", l},
+          {"attention_type", static_cast<int>(t)}, {"compress_ratio", r});
+  require(h.pool < g.num_pools, "the library group lacks the pool TensorRT-LLM gives this role", {"layer", l},
+          {"attention_type", static_cast<int>(t)});
+  const std::int64_t row = g.pools[static_cast<std::size_t>(h.pool)].row_bytes;
+  require((h.half_row ? 2 * entry : entry) == row,
+          "library row bytes differ from TensorRT-LLM's entry bytes (state rows: KV + SCORE)", {"row_bytes", row},
+          {"trtllm_entry_bytes", entry}, {"attention_type", static_cast<int>(t)});
+}
+
+/// Coalesces one buffer of `bytes` per block holding role `t` into life cycle `lc`: into its pool
+/// of that buffer size, or a new one.
+constexpr void trtllm_add_buffer(trtllm_pool_group& lc, std::int64_t bytes, trtllm_attention_type t) {
+  int p = 0;
+  while (p < lc.num_pools && lc[p].buffer_bytes != bytes) ++p;
+  if (p == lc.num_pools) {
+    require(lc.num_pools < kTrtllmMaxPools, "too many pools in a life cycle", {"pools", lc.num_pools});
+    lc.pools[static_cast<std::size_t>(lc.num_pools++)].buffer_bytes = bytes;
+  }
+  trtllm_pool& pool = lc.pools[static_cast<std::size_t>(p)];
+  pool.num_buffers += 1;
+  pool.roles = static_cast<std::uint8_t>(pool.roles | (1U << static_cast<unsigned>(t)));
+}
+
+/// The life cycles of TensorRT-LLM's manager layers, by registration order.
+struct trtllm_life_cycles {
+  std::array<trtllm_pool_group, kTrtllmMaxLifeCycles> groups{};
+  int num = 0;
+  std::array<trtllm_manager_layer, std::size_t{3} * kMaxLayers> layers{};
+  int num_layers = 0;
+
+  /// The life cycle of window `w` (0: none), registered on first use.
+  constexpr trtllm_pool_group& of(std::int64_t w) {
+    for (int i = 0; i < num; ++i)
+      if (groups[static_cast<std::size_t>(i)].window_tokens == w) return groups[static_cast<std::size_t>(i)];
+    require(num < kTrtllmMaxLifeCycles, "too many life cycles", {"windows", num});
+    trtllm_pool_group& g = groups[static_cast<std::size_t>(num)];
+    g.window_tokens = w;
+    g.life_cycle_id = num++;
+    return g;
+  }
+};
+
+/// Every manager layer of `c` (CM `_add_v4_cache_layers`) and its buffers coalesced into its life
+/// cycle's pools, each buffer's library row checked.
+constexpr trtllm_life_cycles trtllm_life_cycles_of(const model_config& c, const group_spec_list& specs,
+                                                   std::int64_t tokens_per_block, const trtllm_dtypes& d) {
+  trtllm_life_cycles lcs;
+  for (int l = 0; l < c.num_hidden_layers; ++l) {
+    const int r = trtllm_ratio(c.compress_ratios[static_cast<std::size_t>(l)]);
+    std::array<trtllm_manager_layer, 3> m{};
+    const int k = trtllm_manager_layers_of(l, r, c.sliding_window, m);
+    for (int j = 0; j < k; ++j) {
+      const trtllm_manager_layer& ml = m[static_cast<std::size_t>(j)];
+      lcs.layers[static_cast<std::size_t>(lcs.num_layers++)] = ml;
+      trtllm_pool_group& lc = lcs.of(ml.window);
+      for (int b = 0; b < ml.num_types; ++b) {
+        const trtllm_attention_type t = ml.types[static_cast<std::size_t>(b)];
+        const std::int64_t entry = trtllm_entry_bytes(t, r, c.head_dim, c.index_head_dim, d.kv, d.idx);
+        trtllm_check_library_row(specs, l, t, r, entry);
+        trtllm_add_buffer(lc, checked_mul(entry, trtllm_entries_per_block(t, r, tokens_per_block)), t);
+      }
+    }
+  }
+  return lcs;
+}
+
+/// Fails if a library group holds a layer TensorRT-LLM gives none of the group's roles.
+constexpr void trtllm_check_library_layers(const model_config& c, const group_spec_list& specs) {
+  for (const paged_cache_group_spec& g : specs)
+    for (int i = 0; i < g.num_layers; ++i) {
+      const int l = g.layers[static_cast<std::size_t>(i)];
+      const int r = trtllm_ratio(c.compress_ratios[static_cast<std::size_t>(l)]);
+      const bool ok = g.id.kind == group_kind::swa_kv || (g.id.ratio == r && r != 1);
+      require(ok, "a library group holds a layer TensorRT-LLM gives no such role", {"layer", l},
+              {"group_ratio", g.id.ratio}, {"compress_ratio", r});
+    }
+}
+
+/// slotUtilFracMax of every life cycle (SC `layerAttributes`): per manager layer, per pool, its
+/// buffers / the pool's; the largest kept as num / den.
+constexpr void trtllm_slot_util(const model_config& c, std::int64_t tokens_per_block, const trtllm_dtypes& d,
+                                trtllm_life_cycles& lcs) {
+  for (int i = 0; i < lcs.num_layers; ++i) {
+    const trtllm_manager_layer& ml = lcs.layers[static_cast<std::size_t>(i)];
+    trtllm_pool_group& lc = lcs.of(ml.window);
+    for (int p = 0; p < lc.num_pools; ++p) {
+      std::int64_t count = 0;
+      for (int b = 0; b < ml.num_types; ++b) {
+        const trtllm_attention_type t = ml.types[static_cast<std::size_t>(b)];
+        const std::int64_t bytes = trtllm_entry_bytes(t, ml.ratio, c.head_dim, c.index_head_dim, d.kv, d.idx) *
+                                   trtllm_entries_per_block(t, ml.ratio, tokens_per_block);
+        if (bytes == lc[p].buffer_bytes) ++count;
+      }
+      if (count * lc.util_den > lc.util_num * lc[p].num_buffers) {
+        lc.util_num = count;
+        lc.util_den = lc[p].num_buffers;
+      }
+    }
+  }
+}
+
+/// Pools by slot bytes descending; pool groups by slot-size list ascending (SC); fails where two
+/// life cycles would share a pool group (equal slot-size lists: not modelled).
+constexpr void trtllm_sort_groups(trtllm_life_cycles& lcs) {
+  for (int i = 0; i < lcs.num; ++i) {
+    trtllm_pool_group& lc = lcs.groups[static_cast<std::size_t>(i)];
+    for (int a = 1; a < lc.num_pools; ++a)
+      for (int b = a; b > 0 && lc[b - 1].slot_bytes() < lc[b].slot_bytes(); --b)
+        std::swap(lc.pools[static_cast<std::size_t>(b - 1)], lc.pools[static_cast<std::size_t>(b)]);
+  }
+  auto& g = lcs.groups;
+  for (int a = 1; a < lcs.num; ++a)
+    for (int b = a; b > 0 && slot_sizes_less(g[static_cast<std::size_t>(b)], g[static_cast<std::size_t>(b - 1)]); --b)
+      std::swap(g[static_cast<std::size_t>(b - 1)], g[static_cast<std::size_t>(b)]);
+  for (int a = 1; a < lcs.num; ++a)
+    require(slot_sizes_less(g[static_cast<std::size_t>(a - 1)], g[static_cast<std::size_t>(a)]),
+            "two life cycles with equal slot sizes share a pool group: not modelled", {"life_cycle", a});
+}
+
+/// The key of (attention type `t`, ratio 1 / 4 / 128) in a per-role table of kTrtllmRoleKeys entries.
+inline constexpr std::size_t kTrtllmRoleKeys = static_cast<std::size_t>(kTrtllmAttentionTypes) * 3;
+constexpr std::size_t trtllm_role_key(int t, int ratio) {
+  return static_cast<std::size_t>(t) * 3 + (ratio == 1 ? 0 : ratio == 4 ? 1 : 2);
+}
+
+/// Per-token costs (CM `_estimate_non_sliding_attn_size_per_token`, `_estimate_swa_cache_size`).
+constexpr trtllm_token_costs trtllm_costs_of(const model_config& c, std::int64_t tokens_per_block,
+                                             const trtllm_dtypes& d) {
+  using T = trtllm_attention_type;
+  trtllm_token_costs costs;
+  std::array<bool, kTrtllmRoleKeys> seen{};  // (type, ratio): scratch keys
+  for (int l = 0; l < c.num_hidden_layers; ++l) {
+    const int r = trtllm_ratio(c.compress_ratios[static_cast<std::size_t>(l)]);
+    for (int ti = 0; ti < kTrtllmAttentionTypes; ++ti) {
+      const T t = static_cast<T>(ti);
+      if (!trtllm_has_type(r, t)) continue;
+      const std::int64_t e = trtllm_entry_bytes(t, r, c.head_dim, c.index_head_dim, d.kv, d.idx);
+      if (t == T::compress || t == T::indexer_compress) {
+        costs.non_sliding_per_token = checked_add(costs.non_sliding_per_token, e / r);
+        continue;
+      }
+      const std::int64_t w = trtllm_window_tokens(t, r, c.sliding_window);
+      const std::int64_t window_bytes = checked_mul(checked_mul(ceil_div(w, tokens_per_block), tokens_per_block), e);
+      costs.generation_swa_per_request = checked_add(costs.generation_swa_per_request, window_bytes);
+      costs.context_swa_per_token_no_scratch = checked_add(costs.context_swa_per_token_no_scratch, e);
+      const std::size_t key = trtllm_role_key(ti, r);
+      if (!seen[key]) {
+        seen[key] = true;
+        costs.context_swa_per_token = checked_add(costs.context_swa_per_token, e);
+      } else {
+        costs.context_swa_per_request = checked_add(costs.context_swa_per_request, window_bytes);
+      }
+    }
+  }
+  return costs;
+}
+
+/// The block table of pool group `pg` over the library's groups `specs`: the groups of its window,
+/// every pool of them a member, `tokens_per_block` tokens a block.
+constexpr engine_group trtllm_table_of(const trtllm_pool_group& pg, const group_spec_list& specs, std::int64_t window,
+                                       std::int64_t tokens_per_block) {
+  engine_group eg;
+  eg.rule.kind = pg.window_tokens == 0 ? table_kind::full_history : table_kind::sliding_window;
+  eg.rule.page_tokens = tokens_per_block;
+  eg.rule.window_tokens = pg.window_tokens;
+  for (const paged_cache_group_spec& g : specs) {
+    const bool state = g.id.kind == group_kind::compressor_state || g.id.kind == group_kind::indexer_compressor_state;
+    const std::int64_t w = g.id.kind == group_kind::swa_kv          ? window
+                           : g.id.kind == group_kind::compressed_kv ? 0
+                                                                    : (g.id.ratio == 4 ? 8 : g.id.ratio);
+    if (w != pg.window_tokens || g.num_layers == 0) continue;
+    for (int p = 0; p < g.num_pools; ++p) {
+      require(eg.num_members < kMaxGroupMembers, "too many members in a TensorRT-LLM table",
+              {"members", eg.num_members});
+      engine_member& m = eg.members[static_cast<std::size_t>(eg.num_members++)];
+      m.group = g.id;
+      m.pool = p;
+      for (int i = 0; i < g.num_layers; ++i) m.layers.set(g.layers[static_cast<std::size_t>(i)]);
+      const std::int64_t stride = state ? 1 : g.entry_stride_tokens;
+      m.rows_per_page = tokens_per_block / stride;
+      m.page_bytes = checked_mul(m.rows_per_page, g.pools[static_cast<std::size_t>(p)].row_bytes);
+      m.alignment = 1;
+    }
+  }
+  require(eg.bytes() == pg.slot_bytes(), "TensorRT-LLM table bytes differ from its pool group's slot bytes",
+          {"table_bytes", eg.bytes()}, {"slot_bytes", pg.slot_bytes()});
+  return eg;
+}
+
+}  // namespace detail
+
 /// TensorRT-LLM's layout of model `c` over the library's groups `specs` (build them with
 /// `build_cache_specs(c, formats, /*include_mtp=*/false)`), `tokens_per_block` tokens per block.
 ///
@@ -329,7 +553,6 @@ constexpr bool slot_sizes_less(const trtllm_pool_group& a, const trtllm_pool_gro
 /// differ, or library groups whose layers differ from TensorRT-LLM's roles.
 constexpr trtllm_layout trtllm_build_layout(const model_config& c, const group_spec_list& specs,
                                             std::int64_t tokens_per_block = 128) {
-  using T = trtllm_attention_type;
   require(c.family != model_family::v4_1,
           "DeepSeek V4.1 is not modelled for TensorRT-LLM (its _add_v41_cache_layers path: KV-sharing owners, "
           "ratios 0/1/2)",
@@ -344,181 +567,21 @@ constexpr trtllm_layout trtllm_build_layout(const model_config& c, const group_s
           {"window_size", c.sliding_window});
   require(c.head_dim > 0 && c.index_head_dim > 0, "head_dim and index_head_dim must be > 0", {"head_dim", c.head_dim},
           {"index_head_dim", c.index_head_dim});
-  const std::int64_t window = c.sliding_window;
-  const int n = c.num_hidden_layers;
-
-  // The formats the library chose, as TensorRT-LLM's dtypes; every row checked below.
-  trtllm_kv_dtype kv = trtllm_kv_dtype::fp8_ds_mla;
-  trtllm_indexer_dtype idx = trtllm_indexer_dtype::fp8;
-  for (const paged_cache_group_spec& g : specs) {
-    for (int p = 0; p < g.num_pools; ++p) {
-      if (const char* why = trtllm_format_mismatch(g, p)) fail(why, {"pool", p}, {"row_bytes", g.pools[p].row_bytes});
-      const format_layout& f = g.pools[static_cast<std::size_t>(p)].format;
-      if (f.role == format_role::main_kv && std::string_view(f.name) == "v4.bf16") kv = trtllm_kv_dtype::bf16;
-      if (f.role == format_role::indexer_k && std::string_view(f.name) == "v4.indexer_mxfp4")
-        idx = trtllm_indexer_dtype::fp4;
-    }
-    for (int i = 0; i < g.num_layers; ++i)
-      require(g.layers[static_cast<std::size_t>(i)] < n,
-              "MTP layers are not modelled for TensorRT-LLM (build the specs with include_mtp = false)",
-              {"layer", g.layers[static_cast<std::size_t>(i)]}, {"num_hidden_layers", n});
-  }
-
+  const detail::trtllm_dtypes d = detail::trtllm_dtypes_of(specs, c.num_hidden_layers);
+  detail::trtllm_life_cycles lcs = detail::trtllm_life_cycles_of(c, specs, tokens_per_block, d);
+  detail::trtllm_check_library_layers(c, specs);
+  detail::trtllm_slot_util(c, tokens_per_block, d, lcs);
+  detail::trtllm_sort_groups(lcs);
   trtllm_layout out;
   out.tokens_per_block = tokens_per_block;
-  out.num_layers = n;
-  // Life cycles by registration order; per life cycle, pools keyed by buffer bytes.
-  std::array<trtllm_pool_group, kTrtllmMaxLifeCycles> lcs{};
-  int num_lcs = 0;
-  const auto lc_of = [&](std::int64_t w) -> trtllm_pool_group& {
-    for (int i = 0; i < num_lcs; ++i)
-      if (lcs[static_cast<std::size_t>(i)].window_tokens == w) return lcs[static_cast<std::size_t>(i)];
-    require(num_lcs < kTrtllmMaxLifeCycles, "too many life cycles", {"windows", num_lcs});
-    trtllm_pool_group& g = lcs[static_cast<std::size_t>(num_lcs)];
-    g.window_tokens = w;
-    g.life_cycle_id = num_lcs++;
-    return g;
-  };
-  std::array<detail::trtllm_manager_layer, 3 * kMaxLayers> mls{};
-  int num_mls = 0;
-  for (int l = 0; l < n; ++l) {
-    const int r = trtllm_ratio(c.compress_ratios[static_cast<std::size_t>(l)]);
-    std::array<detail::trtllm_manager_layer, 3> m{};
-    const int k = detail::trtllm_manager_layers_of(l, r, window, m);
-    for (int j = 0; j < k; ++j) {
-      const detail::trtllm_manager_layer& ml = m[static_cast<std::size_t>(j)];
-      mls[static_cast<std::size_t>(num_mls++)] = ml;
-      trtllm_pool_group& lc = lc_of(ml.window);
-      for (int b = 0; b < ml.num_types; ++b) {
-        const T t = ml.types[static_cast<std::size_t>(b)];
-        const std::int64_t entry = trtllm_entry_bytes(t, r, c.head_dim, c.index_head_dim, kv, idx);
-        const std::int64_t bytes = checked_mul(entry, trtllm_entries_per_block(t, r, tokens_per_block));
-        // The library's row for this role, byte for byte.
-        const detail::trtllm_library_home h = detail::trtllm_home_of(t, r);
-        const paged_cache_group_spec& g = specs.at(h.id);
-        require(detail::spec_has_layer(g, l), "the library group lacks a layer TensorRT-LLM gives this role",
-                {"layer", l}, {"attention_type", static_cast<int>(t)}, {"compress_ratio", r});
-        require(h.pool < g.num_pools, "the library group lacks the pool TensorRT-LLM gives this role", {"layer", l},
-                {"attention_type", static_cast<int>(t)});
-        const std::int64_t row = g.pools[static_cast<std::size_t>(h.pool)].row_bytes;
-        require((h.half_row ? 2 * entry : entry) == row,
-                "library row bytes differ from TensorRT-LLM's entry bytes (state rows: KV + SCORE)", {"row_bytes", row},
-                {"trtllm_entry_bytes", entry}, {"attention_type", static_cast<int>(t)});
-        int p = 0;
-        while (p < lc.num_pools && lc[p].buffer_bytes != bytes) ++p;
-        if (p == lc.num_pools) {
-          require(lc.num_pools < kTrtllmMaxPools, "too many pools in a life cycle", {"pools", lc.num_pools});
-          lc.pools[static_cast<std::size_t>(lc.num_pools++)].buffer_bytes = bytes;
-        }
-        trtllm_pool& pool = lc.pools[static_cast<std::size_t>(p)];
-        pool.num_buffers += 1;
-        pool.roles = static_cast<std::uint8_t>(pool.roles | (1U << static_cast<unsigned>(t)));
-      }
-    }
-  }
-  out.num_manager_layers = num_mls;
-  // The library must hold no layer TensorRT-LLM does not give the group's roles.
-  for (const paged_cache_group_spec& g : specs)
-    for (int i = 0; i < g.num_layers; ++i) {
-      const int l = g.layers[static_cast<std::size_t>(i)];
-      const int r = trtllm_ratio(c.compress_ratios[static_cast<std::size_t>(l)]);
-      const bool ok = g.id.kind == group_kind::swa_kv || (g.id.ratio == r && r != 1);
-      require(ok, "a library group holds a layer TensorRT-LLM gives no such role", {"layer", l},
-              {"group_ratio", g.id.ratio}, {"compress_ratio", r});
-    }
-  // slotUtilFracMax per life cycle (SC `layerAttributes`): per manager layer, per pool, its buffers / the pool's.
-  for (int i = 0; i < num_mls; ++i) {
-    const detail::trtllm_manager_layer& ml = mls[static_cast<std::size_t>(i)];
-    trtllm_pool_group& lc = lc_of(ml.window);
-    for (int p = 0; p < lc.num_pools; ++p) {
-      std::int64_t count = 0;
-      for (int b = 0; b < ml.num_types; ++b) {
-        const T t = ml.types[static_cast<std::size_t>(b)];
-        const std::int64_t bytes = trtllm_entry_bytes(t, ml.ratio, c.head_dim, c.index_head_dim, kv, idx) *
-                                   trtllm_entries_per_block(t, ml.ratio, tokens_per_block);
-        if (bytes == lc[p].buffer_bytes) ++count;
-      }
-      if (count * lc.util_den > lc.util_num * lc[p].num_buffers) {
-        lc.util_num = count;
-        lc.util_den = lc[p].num_buffers;
-      }
-    }
-  }
-  // Pools by slot bytes descending; pool groups by slot-size list ascending (SC).
-  for (int i = 0; i < num_lcs; ++i) {
-    trtllm_pool_group& lc = lcs[static_cast<std::size_t>(i)];
-    for (int a = 1; a < lc.num_pools; ++a)
-      for (int b = a; b > 0 && lc[b - 1].slot_bytes() < lc[b].slot_bytes(); --b)
-        std::swap(lc.pools[static_cast<std::size_t>(b - 1)], lc.pools[static_cast<std::size_t>(b)]);
-  }
-  for (int a = 1; a < num_lcs; ++a)
-    for (int b = a;
-         b > 0 && detail::slot_sizes_less(lcs[static_cast<std::size_t>(b)], lcs[static_cast<std::size_t>(b - 1)]); --b)
-      std::swap(lcs[static_cast<std::size_t>(b - 1)], lcs[static_cast<std::size_t>(b)]);
-  for (int a = 1; a < num_lcs; ++a)
-    require(detail::slot_sizes_less(lcs[static_cast<std::size_t>(a - 1)], lcs[static_cast<std::size_t>(a)]),
-            "two life cycles with equal slot sizes share a pool group: not modelled", {"life_cycle", a});
-  out.groups = lcs;
-  out.num_groups = num_lcs;
-
-  // Per-token costs (CM `_estimate_non_sliding_attn_size_per_token`, `_estimate_swa_cache_size`).
-  std::array<bool, kTrtllmAttentionTypes * 3> seen{};  // (type, ratio 1 / 4 / 128): scratch keys
-  for (int l = 0; l < n; ++l) {
-    const int r = trtllm_ratio(c.compress_ratios[static_cast<std::size_t>(l)]);
-    for (int ti = 0; ti < kTrtllmAttentionTypes; ++ti) {
-      const T t = static_cast<T>(ti);
-      if (!trtllm_has_type(r, t)) continue;
-      const std::int64_t e = trtllm_entry_bytes(t, r, c.head_dim, c.index_head_dim, kv, idx);
-      if (t == T::compress || t == T::indexer_compress) {
-        out.costs.non_sliding_per_token = checked_add(out.costs.non_sliding_per_token, e / r);
-        continue;
-      }
-      const std::int64_t w = trtllm_window_tokens(t, r, window);
-      const std::int64_t window_tokens = checked_mul(ceil_div(w, tokens_per_block), tokens_per_block);
-      out.costs.generation_swa_per_request =
-          checked_add(out.costs.generation_swa_per_request, checked_mul(window_tokens, e));
-      out.costs.context_swa_per_token_no_scratch = checked_add(out.costs.context_swa_per_token_no_scratch, e);
-      const std::size_t key = static_cast<std::size_t>(ti * 3 + (r == 1 ? 0 : r == 4 ? 1 : 2));
-      if (!seen[key]) {
-        seen[key] = true;
-        out.costs.context_swa_per_token = checked_add(out.costs.context_swa_per_token, e);
-      } else {
-        out.costs.context_swa_per_request =
-            checked_add(out.costs.context_swa_per_request, checked_mul(window_tokens, e));
-      }
-    }
-  }
-
-  // Block tables over the library's groups, one per pool group.
-  engine_pools& e = out.tables;
-  for (int gi = 0; gi < out.num_groups; ++gi) {
-    const trtllm_pool_group& pg = out[gi];
-    engine_group& eg = e.groups[static_cast<std::size_t>(e.num_groups++)];
-    eg.rule.kind = pg.window_tokens == 0 ? table_kind::full_history : table_kind::sliding_window;
-    eg.rule.page_tokens = tokens_per_block;
-    eg.rule.window_tokens = pg.window_tokens;
-    for (const paged_cache_group_spec& g : specs) {
-      const bool state = g.id.kind == group_kind::compressor_state || g.id.kind == group_kind::indexer_compressor_state;
-      const std::int64_t w = g.id.kind == group_kind::swa_kv          ? window
-                             : g.id.kind == group_kind::compressed_kv ? 0
-                                                                      : (g.id.ratio == 4 ? 8 : g.id.ratio);
-      if (w != pg.window_tokens || g.num_layers == 0) continue;
-      for (int p = 0; p < g.num_pools; ++p) {
-        require(eg.num_members < kMaxGroupMembers, "too many members in a TensorRT-LLM table",
-                {"members", eg.num_members});
-        engine_member& m = eg.members[static_cast<std::size_t>(eg.num_members++)];
-        m.group = g.id;
-        m.pool = p;
-        for (int i = 0; i < g.num_layers; ++i) m.layers.set(g.layers[static_cast<std::size_t>(i)]);
-        const std::int64_t stride = state ? 1 : g.entry_stride_tokens;
-        m.rows_per_page = tokens_per_block / stride;
-        m.page_bytes = checked_mul(m.rows_per_page, g.pools[static_cast<std::size_t>(p)].row_bytes);
-        m.alignment = 1;
-      }
-    }
-    require(eg.bytes() == pg.slot_bytes(), "TensorRT-LLM table bytes differ from its pool group's slot bytes",
-            {"table_bytes", eg.bytes()}, {"slot_bytes", pg.slot_bytes()});
-  }
+  out.num_layers = c.num_hidden_layers;
+  out.num_manager_layers = lcs.num_layers;
+  out.groups = lcs.groups;
+  out.num_groups = lcs.num;
+  out.costs = detail::trtllm_costs_of(c, tokens_per_block, d);
+  for (int gi = 0; gi < out.num_groups; ++gi)  // block tables over the library's groups, one per pool group
+    out.tables.groups[static_cast<std::size_t>(out.tables.num_groups++)] =
+        detail::trtllm_table_of(out[gi], specs, c.sliding_window, tokens_per_block);
   return out;
 }
 

@@ -467,7 +467,7 @@ constexpr std::uint64_t trtllm_quota_from_max_tokens(const trtllm_layout& L, con
 constexpr double trtllm_max_tokens_from_quota(const trtllm_layout& L, const trtllm_options& o, std::uint64_t quota) {
   const std::int64_t ctx_swa =
       o.swa_scratch_reuse ? L.costs.context_swa_per_token : L.costs.context_swa_per_token_no_scratch;
-  const std::uint64_t per_batch = static_cast<std::uint64_t>(
+  const auto per_batch = static_cast<std::uint64_t>(
       checked_add(checked_mul(o.max_batch_size, L.costs.generation_swa_per_request),
                   std::int64_t{kTrtllmAttentionTypes} * static_cast<std::int64_t>(2 * kTrtllmMiB)));
   if (quota < per_batch) return 0;

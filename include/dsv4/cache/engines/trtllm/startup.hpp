@@ -52,7 +52,7 @@ inline std::string trtllm_role_mapping_entry(trtllm_attention_type t, int ratio,
 /// order within a layer) and of their buffers (entries deduplicated as an OrderedDict).
 inline std::vector<std::string> trtllm_role_mapping_lines(const model_config& c, const trtllm_layout& L) {
   std::vector<std::string> out{"DeepseekV4CacheManager role-to-pool/lifecycle mapping:"};
-  std::array<bool, kTrtllmAttentionTypes * 3> seen{};
+  std::array<bool, detail::kTrtllmRoleKeys> seen{};
   for (int l = 0; l < c.num_hidden_layers; ++l) {
     const int r = trtllm_ratio(c.compress_ratios[static_cast<std::size_t>(l)]);
     std::array<detail::trtllm_manager_layer, 3> m{};
@@ -62,7 +62,7 @@ inline std::vector<std::string> trtllm_role_mapping_lines(const model_config& c,
       const int pg = L.group_of_window(ml.window);
       for (int b = 0; b < ml.num_types; ++b) {
         const trtllm_attention_type t = ml.types[static_cast<std::size_t>(b)];
-        const auto key = static_cast<std::size_t>(static_cast<int>(t) * 3 + (r == 1 ? 0 : r == 4 ? 1 : 2));
+        const std::size_t key = detail::trtllm_role_key(static_cast<int>(t), r);
         if (seen[key]) continue;
         seen[key] = true;
         out.push_back(trtllm_role_mapping_entry(t, r, pg, L[pg].life_cycle_id));
