@@ -88,7 +88,7 @@ T pick(FuzzedDataProvider& fdp, std::initializer_list<T> interesting) {
 /// A shared-block-pool plan (vLLM) against its definition (memory_plan.hpp `size_plan`), in 128
 /// bits: bytes_per_block the widest group's sum of pages, every group's blocks H x per request +
 /// shared, the pool their sum + the null block but at least vLLM's startup charge + the null
-/// block (the charge derived here from engines/vllm.hpp's rule, not from the plan) and the
+/// block (the charge derived here from engines/vllm/engine.hpp's rule, not from the plan) and the
 /// admission gate's bound, total bytes = blocks x bytes_per_block.
 inline void check_shared_plan(const cache::memory_plan& p) {
   const cache::plan_options& o = p.options;

@@ -1,5 +1,5 @@
-// SGLang's DeepSeek V4 pool configurator (engines/sglang.hpp, pinned at sgl-project/sglang
-// cce0a124), its occupancy replay (engines/sglang_sim.hpp) and the plan under --engine sglang.
+// SGLang's DeepSeek V4 pool configurator (engines/sglang/engine.hpp, pinned at sgl-project/sglang
+// cce0a124), its occupancy replay (engines/sglang/replay.hpp) and the plan under --engine sglang.
 // Expected values are hand sums (shown), replays worked by hand from SGLang's rules
 // (docs/engines/sglang-pools.md 6) and figures of the independent Python oracle
 // tests/oracle/sglang_pool_oracle.py (written from SGLang's source apart from the C++; its own
@@ -11,8 +11,8 @@
 #include <cstdio>
 #include <vector>
 
-#include "dsv4/cache/engines/sglang.hpp"
-#include "dsv4/cache/engines/sglang_sim.hpp"
+#include "dsv4/cache/engines/sglang/engine.hpp"
+#include "dsv4/cache/engines/sglang/replay.hpp"
 #include "dsv4/cache/memory_plan.hpp"
 #include "test_util.hpp"
 

@@ -85,7 +85,7 @@ constexpr memory_plan kFlashPlan = build_memory_plan(deepseek_v4_flash, {.pools 
 static_assert(kFlashPlan.total_bytes == 6'755'043'136ULL);
 static_assert(kFlashPlan.groups[3].pages_per_request == 17);  // ceil((128 + 1 - 2) / 8) + 1
 
-// ---- vLLM's shared block pool (engines/vllm.hpp), the same plan, worked by hand ----
+// ---- vLLM's shared block pool (engines/vllm/engine.hpp), the same plan, worked by hand ----
 // bytes_per_block = the full-history group: 21 x 37,440 + 20 x 1,728 + 21 x 8,640 = 1,002,240
 // one request's startup charge: 4,096 + 2 x (ceil(8,319 / 64) + 1) + (ceil(8,199 / 4) + 1)
 //                               + (ceil(8,319 / 8) + 1) = 4,096 + 262 + 2,051 + 1,041 = 7,450 blocks
@@ -95,7 +95,7 @@ static_assert(kFlashVllm.pools.bytes_per_block == 21 * 37'440 + 20 * 1'728 + 21 
 static_assert(kFlashVllm.startup_blocks == 4'096 + 2 * 131 + 2'051 + 1'041 + 1);
 static_assert(kFlashVllm.total_bytes == 7'451ULL * 1'002'240);
 
-// ---- tokenspeed's parent arena (engines/tokenspeed.hpp), the same request, worked by hand ----
+// ---- tokenspeed's parent arena (engines/tokenspeed/engine.hpp), the same request, worked by hand ----
 // The pin (tokenspeed@f4d8ec6e): parent = 2,403,072 B (tokenspeed_engine_test: plane by plane) +
 // the MTP layer's SWA plane (39,168 B) = 2,442,240; the request's pages bind 131 (SWA, K = 1) +
 // 2,051 / 2 -> 1,026 (CSA states) + 2,051 / 8 -> 257 (indexer states) + 1,041 / 2 -> 521 (HCA

@@ -1,4 +1,4 @@
-// tokenspeed as an engine (engines/tokenspeed.hpp): its parent arena (packing, planes, parent
+// tokenspeed as an engine (engines/tokenspeed/engine.hpp): its parent arena (packing, planes, parent
 // bytes), its startup figures (`Cache profile`), the plan in its parents, and the simulator on
 // its arena. Expected values are hand sums (shown), tokenspeed's own memory-plan tests (their
 // inputs and expected values, cited), and the independent Python oracle

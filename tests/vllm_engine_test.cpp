@@ -1,4 +1,4 @@
-// vLLM as an engine (engines/vllm.hpp): its packed groups and shared block pool, its startup
+// vLLM as an engine (engines/vllm/engine.hpp): its packed groups and shared block pool, its startup
 // figures, the plan in its blocks, and the simulator on its pool. Expected values are hand sums
 // (shown), the independent Python oracle tests/oracle/vllm_pool_oracle.py (written from vLLM's
 // source apart from the C++; `vllm_oracle_agrees` runs it live), a second independent reading of

@@ -1,5 +1,5 @@
 // dsv4-cache-planner-bench: the wall time of the planner's answers with a budget (issue 41),
-// dominated by the replays of the engines' allocators (alloc_sim.hpp, engines/sglang_sim.hpp).
+// dominated by the replays of the engines' allocators (alloc_sim.hpp, engines/sglang/replay.hpp).
 // A plain timing program, built by default, never run by ctest (speed targets live in
 // benchmarks that print figures, never in timed tests).
 //

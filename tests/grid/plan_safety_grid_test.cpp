@@ -134,14 +134,14 @@ void check_grid(const model_config& model, const allocation_policy& policy, pool
 }
 
 TEST(PlanSafetyGrid, Vllm) { check_grid(deepseek_v4_flash, vllm_policy); }
-// vLLM's own structure: one shared block pool (engines/vllm.hpp), in blocks, with and without async scheduling.
+// vLLM's own structure: one shared block pool (engines/vllm/engine.hpp), in blocks, with and without async scheduling.
 TEST(PlanSafetyGrid, VllmSharedPool) { check_grid(deepseek_v4_flash, vllm_policy, pools_choice::engine); }
 TEST(PlanSafetyGrid, VllmSharedPoolAsync) {
   check_grid(deepseek_v4_flash, policy_for("vllm", true), pools_choice::engine);
 }
 TEST(PlanSafetyGrid, Tokenspeed) { check_grid(deepseek_v4_flash, tokenspeed_policy); }
 TEST(PlanSafetyGrid, TokenspeedDefault) { check_grid(deepseek_v4_flash, tokenspeed_default_policy); }
-// tokenspeed's own structure: its parent arena (engines/tokenspeed.hpp), in parents.
+// tokenspeed's own structure: its parent arena (engines/tokenspeed/engine.hpp), in parents.
 TEST(PlanSafetyGrid, TokenspeedParentArena) { check_grid(deepseek_v4_flash, tokenspeed_policy, pools_choice::engine); }
 TEST(PlanSafetyGrid, TokenspeedDefaultParentArena) {
   check_grid(deepseek_v4_flash, tokenspeed_default_policy, pools_choice::engine);

@@ -63,7 +63,7 @@
 #include <vector>
 
 #include "dsv4/cache/engines/engine.hpp"
-#include "dsv4/cache/engines/vllm.hpp"
+#include "dsv4/cache/engines/vllm/engine.hpp"
 #include "dsv4/cache/group_spec.hpp"
 #include "dsv4/cache/policy.hpp"
 
@@ -1185,7 +1185,7 @@ struct sim_work_budget {
   bool exhausted = false;  ///< A probe ran out of it: the searches' answers are lower bounds.
 };
 
-/// A parent arena's peak parents (tokenspeed, engines/tokenspeed.hpp) by the simulation `r`:
+/// A parent arena's peak parents (tokenspeed, engines/tokenspeed/engine.hpp) by the simulation `r`:
 /// sum over groups of ceil(peak pages / K). A group fills its bound parents before it binds a
 /// free one (`BlockPool::AcquireBlocks`), so it never holds more than ceil(its peak pages / K):
 /// an upper bound on the arena's peak, exact when the groups peak together.

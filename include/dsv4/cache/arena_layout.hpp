@@ -26,7 +26,7 @@
 // truth for every offset. All arithmetic is 64-bit and overflow-checked.
 //
 // The arena lays out the library's own pools (`pools_choice::own`): a plan priced in vLLM's
-// shared block pool (memory_plan.hpp, engines/vllm.hpp) is refused here, and the options
+// shared block pool (memory_plan.hpp, engines/vllm/engine.hpp) is refused here, and the options
 // overload plans own pools.
 #pragma once
 

@@ -66,6 +66,18 @@ DSV4_HOST_DEVICE constexpr std::uint64_t saturating_mul(std::uint64_t a, std::ui
   return b != 0 && a > kMax / b ? kMax : a * b;
 }
 
+/// a + b for a, b >= 0 (token and block counts), or INT64_MAX where the sum does not fit.
+DSV4_HOST_DEVICE constexpr std::int64_t saturating_add(std::int64_t a, std::int64_t b) {
+  constexpr std::int64_t kMax = 0x7fffffffffffffff;
+  return a > kMax - b ? kMax : a + b;
+}
+
+/// a x b for a, b >= 0 (token and block counts), or INT64_MAX where the product does not fit.
+DSV4_HOST_DEVICE constexpr std::int64_t saturating_mul(std::int64_t a, std::int64_t b) {
+  constexpr std::int64_t kMax = 0x7fffffffffffffff;
+  return b != 0 && a > kMax / b ? kMax : a * b;
+}
+
 /// `saturating_add` that also records whether the sum did not fit (`overflowed` set, never cleared).
 DSV4_HOST_DEVICE constexpr std::uint64_t saturating_add(std::uint64_t a, std::uint64_t b, bool& overflowed) {
   const std::uint64_t r = saturating_add(a, b);

@@ -40,7 +40,7 @@ namespace detail {
 /// Returns false if any quantity overflows 64 bits.
 ///
 /// Own pools: every group holds H x per request + shared pages + 1 null page per layer, priced at
-/// its own page bytes. The engine's own structure: its `engine_sizing` (engines/<engine>_plan.hpp)
+/// its own page bytes. The engine's own structure: its `engine_sizing` (engines/<engine>/plan.hpp)
 /// sizes what it allocates as a whole (vLLM's blocks, tokenspeed's parents, SGLang's pools) and
 /// each library group's share of it.
 constexpr bool size_plan(const model_config& c, const group_spec_list& specs, const plan_options& o,

@@ -57,9 +57,9 @@
 
 #include "dsv4/cache/checked.hpp"
 #include "dsv4/cache/engines/engine.hpp"
-#include "dsv4/cache/engines/sglang.hpp"
-#include "dsv4/cache/engines/tokenspeed.hpp"
-#include "dsv4/cache/engines/vllm.hpp"
+#include "dsv4/cache/engines/sglang/engine.hpp"
+#include "dsv4/cache/engines/tokenspeed/engine.hpp"
+#include "dsv4/cache/engines/vllm/engine.hpp"
 #include "dsv4/cache/group_spec.hpp"
 #include "dsv4/cache/model.hpp"
 #include "dsv4/cache/policy.hpp"
@@ -351,7 +351,7 @@ constexpr void size_group_in_tables(const engine_pools& pools, const memory_plan
 
 /// How an engine's own pool structure enters a plan: `size_plan` (memory_plan.hpp) calls these
 /// for a plan that prices the engine's structure (`plans_engine_structure`) and sizes own pools
-/// itself. Each engine defines its value beside its rules (engines/<engine>_plan.hpp).
+/// itself. Each engine defines its value beside its rules (engines/<engine>/plan.hpp).
 struct engine_sizing {
   /// The engine's structure of the groups `specs` of `c` (built for the indexer format and MTP
   /// choice of `o`) for the validated options `o`. Errors as the engine's builder.

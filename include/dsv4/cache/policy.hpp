@@ -1,7 +1,7 @@
 // dsv4-cache: how an engine allocates cache pages, as a value (`allocation_policy`): the rules
 // that decide how many pages a request holds at once (scheduler order, expiry, extents,
 // lookahead, state windows, overlap). Each engine's preset lives with the engine
-// (engines/vllm.hpp `vllm_policy`, engines/tokenspeed.hpp `tokenspeed_policy`, ...); the rules
+// (engines/vllm/engine.hpp `vllm_policy`, engines/tokenspeed/engine.hpp `tokenspeed_policy`, ...); the rules
 // as read from each engine's code, with their sources: docs/engines/policies.md. Notation: per
 // group R = tokens per page, W = window; N requests of context L, B = the step's token budget,
 // s = tokens per decode step (1 verified + s - 1 drafts), c = a request's computed tokens.
@@ -12,6 +12,7 @@
 #include <limits>
 #include <string_view>
 
+#include "dsv4/cache/checked.hpp"
 #include "dsv4/cache/platform.hpp"
 
 namespace dsv4::cache {
@@ -70,7 +71,7 @@ struct allocation_policy {
   /// (Saturated at INT64_MAX: the plan then reports an overflow, never a wrapped number.)
   [[nodiscard]] constexpr std::int64_t in_flight_tokens(std::int64_t s) const {
     if (!overlap) return s;
-    return s > std::numeric_limits<std::int64_t>::max() / 2 ? std::numeric_limits<std::int64_t>::max() : 2 * s;
+    return saturating_mul(s, std::int64_t{2});
   }
 };
 
@@ -132,8 +133,7 @@ constexpr std::int64_t effective_window(std::int64_t window_tokens, std::int64_t
       s <= window_tokens - step_window_base_tokens)
     return window_tokens;
   // Saturates for a huge s: the plan then reports an overflow.
-  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
-  return s > kMax - step_window_base_tokens ? kMax : step_window_base_tokens + s;
+  return saturating_add(step_window_base_tokens, s);
 }
 
 }  // namespace dsv4::cache

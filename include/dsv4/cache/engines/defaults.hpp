@@ -1,8 +1,8 @@
 // dsv4-cache: an engine's defaults as a value: what each engine does with an input its operator
 // leaves out (async / overlap scheduling, the draft model's MTP layers, speculative tokens, the
 // running cap, the step's token budget, block size, index-key format, SGLang's SWA ratio), each
-// with the engine code that sets it. Each engine's header defines its value (engines/vllm.hpp
-// `vllm_defaults`, engines/tokenspeed.hpp `tokenspeed_defaults`, engines/sglang.hpp
+// with the engine code that sets it. Each engine's header defines its value (engines/vllm/engine.hpp
+// `vllm_defaults`, engines/tokenspeed/engine.hpp `tokenspeed_defaults`, engines/sglang/engine.hpp
 // `sglang_defaults`); engines/registry.hpp gives every version preset its own.
 #pragma once
 

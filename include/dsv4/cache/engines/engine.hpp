@@ -2,7 +2,7 @@
 // pages into bytes: its traits, `pool_structure_traits`), the block tables it forms from the
 // library's group specs (`engine_pools`, `engine_group`, `table_rule`), and the library's own
 // pools (`own_pools_structure`, `own_pools_of`). Each engine defines its own structure beside its
-// rules (vLLM's shared block pool in engines/vllm.hpp, tokenspeed's parent arena, SGLang's ratio
+// rules (vLLM's shared block pool in engines/vllm/engine.hpp, tokenspeed's parent arena, SGLang's ratio
 // pools, ...); engines/registry.hpp lists the engines. The memory plan and the allocation
 // simulator price and replay a plan in the structure's units, reading only these traits.
 #pragma once
@@ -14,7 +14,7 @@
 
 #include "dsv4/cache/checked.hpp"
 #include "dsv4/cache/engines/defaults.hpp"
-#include "dsv4/cache/engines/sglang.hpp"
+#include "dsv4/cache/engines/sglang/engine.hpp"
 #include "dsv4/cache/engines/traits.hpp"
 #include "dsv4/cache/group_spec.hpp"
 #include "dsv4/cache/policy.hpp"

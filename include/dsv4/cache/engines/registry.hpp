@@ -3,16 +3,16 @@
 // preset, each rule citing its source in the engine's header. Adding an engine (or a version
 // preset of one) is one header and one line here.
 //
-//   vllm@2026.11        vLLM v1 main as read 2026-11: one shared block pool (engines/vllm.hpp);
+//   vllm@2026.11        vLLM v1 main as read 2026-11: one shared block pool (engines/vllm/engine.hpp);
 //                       `vllm` names it (the newest preset)
 //   vllm@0.33.0         vLLM 0.33.0 as released: the same rules (its wheel run unchanged gives
 //                       the planner's figures, 336 of 336; issue 38)
 //   tokenspeed          tokenspeed 0.1.1 as released with --enable-mixed-batch, its parent arena
-//                       (engines/tokenspeed.hpp, `tokenspeed_rules_0_1_1`); @f4d8ec6e: the pin
+//                       (engines/tokenspeed/engine.hpp, `tokenspeed_rules_0_1_1`); @f4d8ec6e: the pin
 //   tokenspeed-default  tokenspeed's default scheduler, its parent arena (0.1.1; @f4d8ec6e)
 //   sglang              SGLang 0.5.23 as released; @cce0a124 the pin: its DeepSeek V4 pool
-//                       configurator and ratio pools (engines/sglang.hpp), its occupancy
-//                       replayed by engines/sglang_sim.hpp
+//                       configurator and ratio pools (engines/sglang/engine.hpp), its occupancy
+//                       replayed by engines/sglang/replay.hpp
 #pragma once
 
 #include <algorithm>
@@ -23,17 +23,17 @@
 #include <vector>
 
 #include "dsv4/cache/engines/engine.hpp"
-#include "dsv4/cache/engines/sglang.hpp"
-#include "dsv4/cache/engines/sglang_plan.hpp"
-#include "dsv4/cache/engines/sglang_report.hpp"
+#include "dsv4/cache/engines/sglang/engine.hpp"
+#include "dsv4/cache/engines/sglang/plan.hpp"
+#include "dsv4/cache/engines/sglang/report.hpp"
 #include "dsv4/cache/engines/spec.hpp"
-#include "dsv4/cache/engines/tokenspeed.hpp"
-#include "dsv4/cache/engines/tokenspeed_plan.hpp"
-#include "dsv4/cache/engines/tokenspeed_report.hpp"
+#include "dsv4/cache/engines/tokenspeed/engine.hpp"
+#include "dsv4/cache/engines/tokenspeed/plan.hpp"
+#include "dsv4/cache/engines/tokenspeed/report.hpp"
 #include "dsv4/cache/engines/trtllm/trtllm.hpp"
-#include "dsv4/cache/engines/vllm.hpp"
-#include "dsv4/cache/engines/vllm_plan.hpp"
-#include "dsv4/cache/engines/vllm_report.hpp"
+#include "dsv4/cache/engines/vllm/engine.hpp"
+#include "dsv4/cache/engines/vllm/plan.hpp"
+#include "dsv4/cache/engines/vllm/report.hpp"
 #include "dsv4/cache/policy.hpp"
 
 namespace dsv4::cache {
@@ -41,17 +41,18 @@ namespace dsv4::cache {
 /// Every engine preset, the newest preset of an engine first among its presets: the first entry
 /// of a name is its default.
 inline constexpr std::array<engine_spec, 9> kEngines = {{
-    {"vllm", "2026.11", "vllm-project/vllm main as read 2026-11, files and commits in engines/vllm.hpp",
+    {"vllm", "2026.11", "vllm-project/vllm main as read 2026-11, files and commits in engines/vllm/engine.hpp",
      "4253bd44243c89bb62c1898399f69236b2b5c721", vllm_policy, &vllm_shared_block_pool, vllm_traits, vllm_sizing,
      vllm_engine_startup, vllm_pool_rules{}, vllm_defaults},
     {"vllm", "0.33.0",
-     "vLLM 0.33.0 as released (wheel vllm-0.33.0, 2026-11): the rules of vllm@2026.11 (engines/vllm.hpp); its own "
+     "vLLM 0.33.0 as released (wheel vllm-0.33.0, 2026-11): the rules of vllm@2026.11 (engines/vllm/engine.hpp); its "
+     "own "
      "sizing code run unchanged gives the planner's figures, 336 of 336 (issue 38)",
      "", vllm_policy, &vllm_shared_block_pool, vllm_traits, vllm_sizing, vllm_engine_startup, vllm_pool_rules{},
      vllm_defaults},
     // The released tokenspeed is the default `--engine tokenspeed` (and tokenspeed-default).
     {"tokenspeed", "0.1.1",
-     "tokenspeed 0.1.1 as released (wheel tokenspeed-0.1.1, 2026-10), files in engines/tokenspeed.hpp: the CSA "
+     "tokenspeed 0.1.1 as released (wheel tokenspeed-0.1.1, 2026-10), files in engines/tokenspeed/engine.hpp: the CSA "
      "index keys a cache group of their own; its token capacity (the compiled tokenspeed-scheduler wheel's "
      "CapacityModel, >=0.1.25) is not run: the planner's capacity model of f4d8ec6e (recipes/spec.py) is assumed",
      "", tokenspeed_policy, &tokenspeed_parent_arena, tokenspeed_traits, tokenspeed_sizing, tokenspeed_engine_startup,
@@ -59,12 +60,12 @@ inline constexpr std::array<engine_spec, 9> kEngines = {{
      " for tokenspeed 0.1.1, whose stages keep the whole model's parent geometry (recipes/plan.py "
      "CacheMemoryPlan.narrow_to_layers); plan the pin's per-stage arenas with --engine tokenspeed@f4d8ec6e"},
     {"tokenspeed", "f4d8ec6e",
-     "lightseekorg/tokenspeed main as read 2026-08-22, files and commits in engines/tokenspeed.hpp",
+     "lightseekorg/tokenspeed main as read 2026-08-22, files and commits in engines/tokenspeed/engine.hpp",
      "f4d8ec6e039c028c7ee71317ccfb84e56ae2b45c", tokenspeed_policy, &tokenspeed_parent_arena, tokenspeed_traits,
      tokenspeed_sizing, tokenspeed_engine_startup, vllm_pool_rules{}, tokenspeed_defaults, sglang_pool_rules{},
      tokenspeed_rules_f4d8ec6e},
     {"tokenspeed-default", "0.1.1",
-     "tokenspeed 0.1.1 as released (wheel tokenspeed-0.1.1, 2026-10), files in engines/tokenspeed.hpp: the CSA "
+     "tokenspeed 0.1.1 as released (wheel tokenspeed-0.1.1, 2026-10), files in engines/tokenspeed/engine.hpp: the CSA "
      "index keys a cache group of their own; its token capacity (the compiled tokenspeed-scheduler wheel's "
      "CapacityModel, >=0.1.25) is not run: the planner's capacity model of f4d8ec6e (recipes/spec.py) is assumed",
      "", tokenspeed_default_policy, &tokenspeed_parent_arena, tokenspeed_traits, tokenspeed_sizing,
@@ -75,7 +76,7 @@ inline constexpr std::array<engine_spec, 9> kEngines = {{
      nullptr, "tokenspeed"},
     {"tokenspeed-default",
      "f4d8ec6e",
-     "lightseekorg/tokenspeed main as read 2026-08-22, files and commits in engines/tokenspeed.hpp",
+     "lightseekorg/tokenspeed main as read 2026-08-22, files and commits in engines/tokenspeed/engine.hpp",
      "f4d8ec6e039c028c7ee71317ccfb84e56ae2b45c",
      tokenspeed_default_policy,
      &tokenspeed_parent_arena,
@@ -93,7 +94,8 @@ inline constexpr std::array<engine_spec, 9> kEngines = {{
     // The released SGLang is the default `--engine sglang`.
     {"sglang",
      "0.5.23",
-     "SGLang 0.5.23 as released (wheel sglang-0.5.23, 2026-10), files in engines/sglang.hpp; its SWA pool sized by "
+     "SGLang 0.5.23 as released (wheel sglang-0.5.23, 2026-10), files in engines/sglang/engine.hpp; its SWA pool sized "
+     "by "
      "--swa-full-tokens-ratio (its cap sizing, used when the flag is left out, is not modelled)",
      "",
      sglang_policy,
@@ -110,7 +112,7 @@ inline constexpr std::array<engine_spec, 9> kEngines = {{
      [](const model_config& m) { (void)sglang_geometry_of(m, false, 0, -1, sglang_rules_0_5_23); }},
     {"sglang",
      "cce0a124",
-     "sgl-project/sglang cce0a124 (2026-08-23), files and lines in engines/sglang.hpp",
+     "sgl-project/sglang cce0a124 (2026-08-23), files and lines in engines/sglang/engine.hpp",
      "cce0a1244b5a3ee60411fb403f65f856a1d012f0",
      sglang_policy,
      &sglang_ratio_pools,

@@ -7,10 +7,10 @@
 #include "dsv4/cache/engines/defaults.hpp"
 #include "dsv4/cache/engines/engine.hpp"
 #include "dsv4/cache/engines/report.hpp"
-#include "dsv4/cache/engines/sglang.hpp"
-#include "dsv4/cache/engines/tokenspeed.hpp"
+#include "dsv4/cache/engines/sglang/engine.hpp"
+#include "dsv4/cache/engines/tokenspeed/engine.hpp"
 #include "dsv4/cache/engines/traits.hpp"
-#include "dsv4/cache/engines/vllm.hpp"
+#include "dsv4/cache/engines/vllm/engine.hpp"
 #include "dsv4/cache/model.hpp"
 #include "dsv4/cache/plan_types.hpp"
 #include "dsv4/cache/policy.hpp"
@@ -26,8 +26,8 @@ struct engine_spec {
   allocation_policy policy{};
   pool_structure structure = &own_pools_structure;
   engine_traits traits{};  ///< Its name in a sentence, budget chain and refusals (engines/traits.hpp).
-  engine_sizing sizing{};  ///< How a plan prices its own structure (plan_types.hpp; engines/<engine>_plan.hpp).
-  /// Its own report of a plan in its structure (engines/report.hpp; engines/<engine>_report.hpp).
+  engine_sizing sizing{};  ///< How a plan prices its own structure (plan_types.hpp; engines/<engine>/plan.hpp).
+  /// Its own report of a plan in its structure (engines/report.hpp; engines/<engine>/report.hpp).
   engine_startup (*startup)(const engine_spec& e, const engine_report_inputs& in) = nullptr;
   vllm_pool_rules vllm{};  ///< shared_block_pool: vLLM's pool rules of this preset.
   /// What the engine does with every input left out, each with its source (engines/defaults.hpp):

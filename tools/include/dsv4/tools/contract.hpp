@@ -114,12 +114,14 @@ inline std::string unrecorded_engine(const std::string& engine) {
   const std::string name = engine.substr(0, engine.find('@'));  // "sglang@preset" is SGLang too
   if (name == "sglang")
     return "--engine sglang: SGLang's DeepSeek V4 pages are not recorded by the layout contract (its own pools "
-           "of 576-B-aligned rows with padding pages and state rows, include/dsv4/cache/engines/sglang.hpp), and the "
+           "of 576-B-aligned rows with padding pages and state rows, include/dsv4/cache/engines/sglang/engine.hpp), "
+           "and the "
            "library's pages (schema dsv4-cache-layout/1) would fingerprint like any generic descriptor although "
            "SGLang's pages differ; describe without --engine for the library's pages, or --engine vllm";
   if (name == "tokenspeed")
     return "--engine tokenspeed: tokenspeed's pages are not recorded by the layout contract (it packs each group's "
-           "pages into parent blocks of one arena, include/dsv4/cache/engines/tokenspeed.hpp), and the library's "
+           "pages into parent blocks of one arena, include/dsv4/cache/engines/tokenspeed/engine.hpp), and the "
+           "library's "
            "pages (schema dsv4-cache-layout/1) would fingerprint like any generic descriptor; describe without "
            "--engine for the library's pages, or --engine vllm";
   return {};

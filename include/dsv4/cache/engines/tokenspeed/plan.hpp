@@ -1,20 +1,20 @@
 // dsv4-cache: tokenspeed's parent arena in a memory plan (plan_types.hpp): the parents every engine
 // group's pages bind, what its recipe needs to start, and the budget that makes tokenspeed
-// allocate them. Rules and sources: engines/tokenspeed.hpp.
+// allocate them. Rules and sources: engines/tokenspeed/engine.hpp.
 #pragma once
 
 #include <cstdint>
 #include <limits>
 
 #include "dsv4/cache/engines/engine.hpp"
-#include "dsv4/cache/engines/tokenspeed.hpp"
+#include "dsv4/cache/engines/tokenspeed/engine.hpp"
 #include "dsv4/cache/plan_types.hpp"
 
 namespace dsv4::cache {
 
 namespace detail {
 
-/// tokenspeed's scheduler limits for options `o` (engines/tokenspeed.hpp): max_num_seqs
+/// tokenspeed's scheduler limits for options `o` (engines/tokenspeed/engine.hpp): max_num_seqs
 /// (`o.max_running_requests`, or tokenspeed's default), the prefill chunk, L, s and the overlap.
 constexpr tokenspeed_limits tokenspeed_limits_of(const plan_options& o) {
   tokenspeed_limits lim;

@@ -1,5 +1,5 @@
 // dsv4-cache: SGLang's occupancy of its DeepSeek V4 pools, replayed step by step (what really
-// fits beside the pool sizes its configurator computes, engines/sglang.hpp).
+// fits beside the pool sizes its configurator computes, engines/sglang/engine.hpp).
 //
 // Every rule with its source (repository, file, commit, function) and what is not modelled:
 // docs/engines/sglang.md; each function below cites the rule it implements. [G]: the pin,
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "dsv4/cache/checked.hpp"
-#include "dsv4/cache/engines/sglang.hpp"
+#include "dsv4/cache/engines/sglang/engine.hpp"
 
 namespace dsv4::cache {
 

@@ -25,7 +25,7 @@ namespace dsv4::cache {
 /// SGLang as an allocation policy: it names the engine and its prefill-first scheduler with
 /// the overlap scheduler on (its default, scheduler.py:1873-1877). Its plan and occupancy read
 /// none of the window or lookahead rules: they are SGLang's own (`sglang_plan_demand` below,
-/// engines/sglang_sim.hpp).
+/// engines/sglang/replay.hpp).
 inline constexpr allocation_policy sglang_policy{
     .engine = "sglang",
     .scheduler = scheduler_kind::prefill_first,
@@ -362,7 +362,7 @@ constexpr const char* sglang_format_mismatch(const paged_cache_group_spec& g, in
 }
 
 /// The pool sizes N requests of L tokens need in SGLang's pools (per worker, tokens), a bound of
-/// what its admission gates and occupancy ask (engines/sglang_sim.hpp replays them; tests check
+/// what its admission gates and occupancy ask (engines/sglang/replay.hpp replays them; tests check
 /// the replay fits at the plan's sizes):
 ///   full = (N - 1) x (ceil256(L) + min(L + 255, 512)) + L + 257, page-rounded: every
 ///          admitted request holds at most ceil256(L) (under overlap its KV reaches L: it is

@@ -1,5 +1,5 @@
 // dsv4-cache: tokenspeed's own report of a plan (engines/report.hpp): its parent arena's groups,
-// what its recipe computes and logs at startup (`tokenspeed_startup`, engines/tokenspeed.hpp,
+// what its recipe computes and logs at startup (`tokenspeed_startup`, engines/tokenspeed/engine.hpp,
 // with its sources) and, with a budget, what really fits its parents (its scheduler replayed).
 #pragma once
 
@@ -10,8 +10,8 @@
 #include "dsv4/cache/engines/engine.hpp"
 #include "dsv4/cache/engines/report.hpp"
 #include "dsv4/cache/engines/spec.hpp"
-#include "dsv4/cache/engines/tokenspeed.hpp"
-#include "dsv4/cache/engines/tokenspeed_plan.hpp"
+#include "dsv4/cache/engines/tokenspeed/engine.hpp"
+#include "dsv4/cache/engines/tokenspeed/plan.hpp"
 #include "dsv4/cache/plan_types.hpp"
 #include "dsv4/cache/text.hpp"
 

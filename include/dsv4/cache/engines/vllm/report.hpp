@@ -1,5 +1,5 @@
 // dsv4-cache: vLLM's own report of a plan (engines/report.hpp): its shared block pool's groups,
-// what it computes and logs at startup (`vllm_startup`, engines/vllm.hpp, with its sources) and,
+// what it computes and logs at startup (`vllm_startup`, engines/vllm/engine.hpp, with its sources) and,
 // with a budget, what really fits its num_blocks blocks (its scheduler replayed).
 #pragma once
 
@@ -11,7 +11,7 @@
 #include "dsv4/cache/engines/engine.hpp"
 #include "dsv4/cache/engines/report.hpp"
 #include "dsv4/cache/engines/spec.hpp"
-#include "dsv4/cache/engines/vllm.hpp"
+#include "dsv4/cache/engines/vllm/engine.hpp"
 #include "dsv4/cache/plan_types.hpp"
 #include "dsv4/cache/text.hpp"
 

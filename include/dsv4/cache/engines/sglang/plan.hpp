@@ -1,16 +1,16 @@
 // dsv4-cache: SGLang's ratio pools in a memory plan (plan_types.hpp). SGLang sizes every pool from
 // the budget as a ratio of one "full token" count: its plan is the smallest KV budget
 // (`available_bytes`) with which its configurator starts with the pool sizes N requests of L need
-// (`sglang_plan_demand`, a bound of what engines/sglang_sim.hpp replays), the HCA-state
+// (`sglang_plan_demand`, a bound of what engines/sglang/replay.hpp replays), the HCA-state
 // reservation sized for max(its max_running_requests, N); a group's bytes are what the
-// configurator charges its pool. Rules and sources: engines/sglang.hpp.
+// configurator charges its pool. Rules and sources: engines/sglang/engine.hpp.
 #pragma once
 
 #include <cstdint>
 #include <limits>
 
 #include "dsv4/cache/engines/engine.hpp"
-#include "dsv4/cache/engines/sglang.hpp"
+#include "dsv4/cache/engines/sglang/engine.hpp"
 #include "dsv4/cache/plan_types.hpp"
 
 namespace dsv4::cache {
@@ -59,7 +59,7 @@ constexpr void size_ratio_pools(const group_spec_list& specs, const engine_pools
 }  // namespace detail
 
 /// SGLang's pool structure: one pool per kind (SWA, CSA / HCA KV, index keys, states) sized from
-/// the budget as ratios of one "full token" count by its configurator (engines/sglang.hpp); the
+/// the budget as ratios of one "full token" count by its configurator (engines/sglang/engine.hpp); the
 /// groups are the library's.
 inline constexpr pool_structure_traits sglang_ratio_pools{
     .name = "ratio_pools",

@@ -1,13 +1,13 @@
 // dsv4-cache: vLLM's shared block pool in a memory plan (plan_types.hpp): the blocks every engine
 // group (block table) holds by the plan's page rules, vLLM's startup need and its admission gate,
-// and what a library group's tensors occupy of those blocks. Rules and sources: engines/vllm.hpp.
+// and what a library group's tensors occupy of those blocks. Rules and sources: engines/vllm/engine.hpp.
 #pragma once
 
 #include <cstdint>
 #include <limits>
 
 #include "dsv4/cache/engines/engine.hpp"
-#include "dsv4/cache/engines/vllm.hpp"
+#include "dsv4/cache/engines/vllm/engine.hpp"
 #include "dsv4/cache/plan_types.hpp"
 
 namespace dsv4::cache {

@@ -123,9 +123,8 @@ constexpr std::int64_t ts_round_up(std::int64_t v, std::int64_t a) {
 /// The sliding window a tokenspeed group keeps (tokens): its own, or max(W, base + d) for the
 /// CSA states (v4_c4_state_window: max(8, 4 + d)); saturates at INT64_MAX for a huge d.
 constexpr std::int64_t ts_window(const table_rule& r, std::int64_t d) {
-  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
   if (r.step_window_base_tokens <= 0 || d <= r.window_tokens - r.step_window_base_tokens) return r.window_tokens;
-  return d > kMax - r.step_window_base_tokens ? kMax : r.step_window_base_tokens + d;
+  return saturating_add(r.step_window_base_tokens, d);
 }
 
 }  // namespace detail

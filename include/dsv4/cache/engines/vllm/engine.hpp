@@ -566,9 +566,7 @@ inline vllm_startup_report vllm_startup(const engine_pools& pools, std::span<con
   vllm_startup_report r;
   r.max_model_len = L;
   r.async_scheduling = async_scheduling;
-  r.in_flight_tokens = B > std::numeric_limits<std::int64_t>::max() / 2 && async_scheduling
-                           ? std::numeric_limits<std::int64_t>::max()
-                           : vllm_in_flight_tokens(B, async_scheduling);
+  r.in_flight_tokens = async_scheduling ? saturating_mul(B, std::int64_t{2}) : B;  // saturated: never wraps
   r.num_groups = pools.num_groups;
   const auto charge_at = [&](std::int64_t len) {
     std::int64_t total = 0;

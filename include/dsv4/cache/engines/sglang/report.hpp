@@ -1,7 +1,7 @@
 // dsv4-cache: SGLang's own report of a plan (engines/report.hpp): what its DeepSeek V4 pool
-// configurator computes and logs for the budget (engines/sglang.hpp, with its sources), what its
+// configurator computes and logs for the budget (engines/sglang/engine.hpp, with its sources), what its
 // pools then allocate, what its ratio sizing leaves unused, and, with a budget, what really fits
-// its pools (its occupancy replayed, engines/sglang_sim.hpp) with the SWA share that would fit more.
+// its pools (its occupancy replayed, engines/sglang/replay.hpp) with the SWA share that would fit more.
 #pragma once
 
 #include <algorithm>
@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "dsv4/cache/engines/report.hpp"
-#include "dsv4/cache/engines/sglang.hpp"
-#include "dsv4/cache/engines/sglang_plan.hpp"
-#include "dsv4/cache/engines/sglang_sim.hpp"
+#include "dsv4/cache/engines/sglang/engine.hpp"
+#include "dsv4/cache/engines/sglang/plan.hpp"
+#include "dsv4/cache/engines/sglang/replay.hpp"
 #include "dsv4/cache/engines/spec.hpp"
 #include "dsv4/cache/plan_types.hpp"
 #include "dsv4/cache/text.hpp"
@@ -90,7 +90,7 @@ inline sglang_engine_report sglang_report(const sglang_geometry& g, const sglang
 
 /// What really fits SGLang's pools `r.sizes`: the largest N of L (at most its
 /// max_running_requests and the replay's 2^20) and the longest context for n requests with which
-/// the replay (engines/sglang_sim.hpp, worst case over prompt lengths) fits, of at most
+/// the replay (engines/sglang/replay.hpp, worst case over prompt lengths) fits, of at most
 /// `max_context` tokens. Assumes both monotone. The replays together make at most `max_visits`
 /// visits (about 10^8 a second here); past it a probe counts as not fitting and the answers are
 /// lower bounds. `hint`: the plan's answer, checked, not trusted.
