@@ -396,11 +396,16 @@ TEST(ContractEngine, EnginesWhosePagesAreNotRecordedAreRefused) {
     const run_out s = layout_cli({sub, "--engine", "sglang"});
     EXPECT_EQ(s.rc, 2) << sub;
     EXPECT_EQ(s.out, "") << sub;
-    EXPECT_NE(s.err.find("--engine sglang: SGLang's DeepSeek V4 pages are not recorded"), std::string::npos) << s.err;
+    EXPECT_NE(s.err.find("--engine sglang: SGLang's pages are not recorded"), std::string::npos) << s.err;
     EXPECT_NE(s.err.find("describe without --engine"), std::string::npos) << s.err;
     const run_out t = layout_cli({sub, "--engine", "tokenspeed", "--preset", "v4-pro"});
     EXPECT_EQ(t.rc, 2) << sub;
     EXPECT_NE(t.err.find("--engine tokenspeed: tokenspeed's pages are not recorded"), std::string::npos) << t.err;
+    // TensorRT-LLM's pool groups are not recorded either: its structure says so, not a list of names.
+    const run_out r = layout_cli({sub, "--engine", "trtllm"});
+    EXPECT_EQ(r.rc, 2) << sub;
+    EXPECT_NE(r.err.find("--engine trtllm: TensorRT-LLM's pages are not recorded"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("or --engine vllm"), std::string::npos) << r.err;
   }
   EXPECT_EQ(layout_cli({"describe", "--engine", "sglang@x"}).rc, 2);
   EXPECT_EQ(layout_cli({"describe", "--engine", "vllm"}).rc, 0);

@@ -322,14 +322,15 @@ def main():
     binary = sys.argv[1]
     cases = [
         (["--preset", "v4-pro", "--tp", "8", "--memory-gib", "60", "--context", "131072", "--requests", "64"],
-         7, ["vllm", "tokenspeed", "sglang"], ()),
+         7, ["vllm", "tokenspeed", "sglang", "trtllm"], ()),
+        # SGLang and TensorRT-LLM plan V4 models only: their refusals legend notes.
         (["--preset", "v4.1-flash", "--memory-gib", "30", "--context", "65536", "--requests", "40"],
-         5, ["vllm", "tokenspeed"], ("sglang",)),
+         5, ["vllm", "tokenspeed"], ("sglang", "trtllm")),
         # SGLang refuses --no-overlap: its refusal a legend note, the other curves drawn.
         (["--preset", "v4-flash", "--memory-gib", "30", "--context", "131072", "--requests", "1", "--no-overlap"],
-         7, ["vllm", "tokenspeed"], ("sglang",)),
+         7, ["vllm", "tokenspeed", "trtllm"], ("sglang",)),
         (["--preset", "v4-flash", "--memory-gib", "30", "--context", "131072", "--requests", "1", "--overlap"],
-         7, ["vllm", "tokenspeed", "sglang"], ()),
+         7, ["vllm", "tokenspeed", "sglang", "trtllm"], ()),
     ]
     with tempfile.TemporaryDirectory(prefix="dsv4-svg-") as tmp:
         for args, bars, curves, refused in cases:

@@ -58,6 +58,8 @@ struct pool_structure_traits {
   /// else the whole model's groups are projected onto the stage (vLLM, `project_pools`).
   bool stage_builds_own = false;
   bool placed = false;  ///< The contract describes its placement (descriptor.hpp, schema /2).
+  /// Why the layout contract does not record its pages (not `placed`), in a clause.
+  std::string_view unplaced_why{};
   /// JSON keys of the plan's block figures: bytes of one unit, units allocated, planned, needed to
   /// start, one request's (admission); the simulator's peak units and peak at admission.
   std::string_view key_unit_bytes{}, key_units{}, key_planned{}, key_startup{}, key_admission{}, key_sim_peak{},

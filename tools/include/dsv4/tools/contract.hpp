@@ -108,23 +108,23 @@ inline std::string layout_message(std::string m) {
   return m;
 }
 
-/// Why `--engine NAME` cannot be described: the engines whose pages the layout contract does not
-/// record. Empty for an engine it records (vLLM's shared block pool) or keeps as the library's.
+/// Why `--engine NAME` cannot be described: an engine whose pool structure the layout contract
+/// does not record (`pool_structure_traits::placed`, its `unplaced_why`). Empty for an engine it
+/// records (vLLM's shared block pool) or keeps as the library's, and for an unknown name (the
+/// planner refuses it).
 inline std::string unrecorded_engine(const std::string& engine) {
-  const std::string name = engine.substr(0, engine.find('@'));  // "sglang@preset" is SGLang too
-  if (name == "sglang")
-    return "--engine sglang: SGLang's DeepSeek V4 pages are not recorded by the layout contract (its own pools "
-           "of 576-B-aligned rows with padding pages and state rows, include/dsv4/cache/engines/sglang/engine.hpp), "
-           "and the "
-           "library's pages (schema dsv4-cache-layout/1) would fingerprint like any generic descriptor although "
-           "SGLang's pages differ; describe without --engine for the library's pages, or --engine vllm";
-  if (name == "tokenspeed")
-    return "--engine tokenspeed: tokenspeed's pages are not recorded by the layout contract (it packs each group's "
-           "pages into parent blocks of one arena, include/dsv4/cache/engines/tokenspeed/engine.hpp), and the "
-           "library's "
-           "pages (schema dsv4-cache-layout/1) would fingerprint like any generic descriptor; describe without "
-           "--engine for the library's pages, or --engine vllm";
-  return {};
+  const cache::engine_spec* e = cache::find_engine(engine);
+  if (e == nullptr) return {};
+  const cache::pool_structure_traits& t = cache::traits_of(e->structure);
+  if (t.placed || t.unplaced_why.empty()) return {};
+  std::string recorded;  // the engines it does record
+  for (const std::string_view n : cache::engine_family_names())
+    if (cache::traits_of(cache::find_engine(n)->structure).placed) recorded += ", or --engine " + std::string(n);
+  return fmt::format(
+      "--engine {}: {}'s pages are not recorded by the layout contract ({}), and the library's pages (schema "
+      "dsv4-cache-layout/1) would fingerprint like any generic descriptor although {}'s pages differ; describe "
+      "without --engine for the library's pages{}",
+      e->name, e->traits.title, t.unplaced_why, e->traits.title, recorded);
 }
 }  // namespace contract_detail
 

@@ -57,15 +57,15 @@ struct planner_args {
   bool layers = false;   // --layers / --groups / --ranks: a table after the screen
   bool groups = false;
   bool ranks = false;
-  bool summary = false;      // --summary: one line
-  std::string svg_path;      // --svg FILE
-  bool require_fit = false;  // --require-fit: exit 1 when the verdict is "does not fit"
-  std::string engine = "vllm";
-  std::string pools = "engine";             // --pools engine|own
-  std::optional<std::int64_t> max_running;  // --max-running-requests (default: the engine's)
-  std::optional<double> swa_ratio;          // --swa-full-tokens-ratio (SGLang only; default 0.1)
-  bool overlap = false;                     // --overlap (the engines' default: on)
-  bool no_overlap = false;                  // --no-overlap
+  bool summary = false;                       // --summary: one line
+  std::string svg_path;                       // --svg FILE
+  bool require_fit = false;                   // --require-fit: exit 1 when the verdict is "does not fit"
+  std::string engine{kEngines.front().name};  // the registry's first: vLLM
+  std::string pools = "engine";               // --pools engine|own
+  std::optional<std::int64_t> max_running;    // --max-running-requests (default: the engine's)
+  std::optional<double> swa_ratio;            // --swa-full-tokens-ratio (SGLang only; default 0.1)
+  bool overlap = false;                       // --overlap (the engines' default: on)
+  bool no_overlap = false;                    // --no-overlap
   bool simulate = false;
   std::int64_t max_sim_visits = kSimulateMaxVisits;  // not a flag: the fuzz target lowers it (inputs end in seconds)
   /// Not a flag: the library's pages alone, no engine's defaults or refusals (dsv4-cache-layout

@@ -71,7 +71,10 @@ inline constexpr pool_structure_traits sglang_ratio_pools{
         "tokens, not pages per request (its pool sizes: the engine section); bytes: what SGLang's configurator "
         "charges the group's pool at the plan's budget; the total is that budget)\n",
     .sim_legend = "",
-    .token_ratios = true};
+    .token_ratios = true,
+    .unplaced_why =
+        "its own pools of 576-B-aligned rows with padding pages and state rows, "
+        "include/dsv4/cache/engines/sglang/engine.hpp"};
 
 /// SGLang's sizing: the library's groups, each in its pool, sized by its configurator
 /// (`sglang_geometry_of` with the preset's rules `o.sglang_pools`); a group's window is the model's.

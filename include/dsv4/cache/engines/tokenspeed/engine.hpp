@@ -293,6 +293,9 @@ inline constexpr pool_structure_traits tokenspeed_parent_arena{
     .whole_blocks = true,
     .measure = peak_measure::parents,
     .stage_builds_own = true,
+    .unplaced_why =
+        "it packs each group's pages into parent blocks of one arena, "
+        "include/dsv4/cache/engines/tokenspeed/engine.hpp",
     .key_unit_bytes = "parent_bytes",
     .key_units = "num_parents",
     .key_planned = "planned_parents",

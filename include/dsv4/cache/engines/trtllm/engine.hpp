@@ -30,6 +30,9 @@ inline constexpr pool_structure_traits trtllm_life_cycle_pools{
         "one page of one layer, all pools; pages/L: the slots of its pool group (TensorRT-LLM's quota split); bytes: "
         "what its pages take of those slots{sim})\n",
     .sim_legend = "",
+    .unplaced_why =
+        "its pool groups coalesce every layer's buffers of one size into one pool, "
+        "include/dsv4/cache/engines/trtllm/pools.hpp",
 };
 
 /// TensorRT-LLM's allocation rules as the planner's vocabulary has them. Its plan is its
@@ -54,7 +57,7 @@ inline constexpr allocation_policy trtllm_policy{
 inline constexpr engine_defaults trtllm_defaults{
     .overlap = true,
     .overlap_off_modelled = true,
-    .overlap_name = "overlap scheduler",
+    .overlap_name = "overlap scheduling",
     .overlap_ref =
         "NVIDIA/TensorRT-LLM tensorrt_llm/llmapi/llm_args.py@0004396 TorchLlmArgs.disable_overlap_scheduler "
         "(default False)",
