@@ -80,16 +80,22 @@ DSV4_HOST_DEVICE constexpr std::int64_t saturating_mul(std::int64_t a, std::int6
 
 /// `saturating_add` that also records whether the sum did not fit (`overflowed` set, never cleared).
 DSV4_HOST_DEVICE constexpr std::uint64_t saturating_add(std::uint64_t a, std::uint64_t b, bool& overflowed) {
-  const std::uint64_t r = saturating_add(a, b);
-  if (r != a + b) overflowed = true;
-  return r;
+  constexpr std::uint64_t kMax = ~std::uint64_t{0};
+  if (a > kMax - b) {  // tested before adding: no wrapped sum, even one thrown away
+    overflowed = true;
+    return kMax;
+  }
+  return a + b;
 }
 
 /// `saturating_mul` that also records whether the product did not fit (`overflowed` set, never cleared).
 DSV4_HOST_DEVICE constexpr std::uint64_t saturating_mul(std::uint64_t a, std::uint64_t b, bool& overflowed) {
-  const std::uint64_t r = saturating_mul(a, b);
-  if (r != a * b) overflowed = true;
-  return r;
+  constexpr std::uint64_t kMax = ~std::uint64_t{0};
+  if (b != 0 && a > kMax / b) {  // tested before multiplying: no wrapped product
+    overflowed = true;
+    return kMax;
+  }
+  return a * b;
 }
 
 /// The smallest multiple of `m` that is >= `a` (a >= 0, m > 0); fails on overflow.
