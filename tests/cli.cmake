@@ -17,7 +17,9 @@ if(TARGET dsv4-cache-plan)
   target_compile_definitions(layout_cli_test PRIVATE DSV4_LAYOUT_BIN="$<TARGET_FILE:dsv4-cache-layout>")
   add_dependencies(layout_cli_test dsv4-cache-layout)
   # The layout contract: describe, fingerprint (against libxxhash), diff, check.
-  dsv4_cache_add_test(contract_test ${CMAKE_CURRENT_SOURCE_DIR}/cli/contract_test.cpp)
+  # Transfer manifests (issue 46): the merge, vLLM's NIXL rule, the proof on host arenas, the CLI.
+  dsv4_cache_add_test(contract_test ${CMAKE_CURRENT_SOURCE_DIR}/cli/contract_test.cpp
+                      ${CMAKE_CURRENT_SOURCE_DIR}/cli/transfer_test.cpp)
   target_link_libraries(contract_test PRIVATE CLI11::CLI11 dsv4_cache_tools ${XXHASH_LIBRARY})
   target_include_directories(contract_test PRIVATE ${XXHASH_INCLUDE_DIR})
   # Golden pages: in-process tests of run_golden, byte-compared with an independent Python writer

@@ -189,7 +189,9 @@ inline void check_keys(const ojson& d, const std::string& file) {
   const ojson& l = d["layout"];
   only(l, "layout", {"schema", "model", "layers", "groups", "rank", "engine"});
   only(d.contains("info") ? d["info"] : ojson(), "info",
-       {"model", "engine", "windows", "requests", "context_tokens", "plan_bytes", "rank"});
+       {"model", "engine", "windows", "requests", "context_tokens", "plan_bytes", "rank", "parallel"});
+  if (d.contains("info") && d["info"].is_object() && d["info"].contains("parallel"))
+    only(d["info"]["parallel"], "info.parallel", {"tp", "dp", "pp", "dcp", "dcp_interleave", "stage"});
   each(l, "layers", [&](const ojson& y, std::size_t i) {
     only(y, fmt::format("layout.layers[{}]", i), {"index", "attention", "ratio", "role", "owner"});
   });
@@ -708,11 +710,20 @@ inline int run_diff(const std::string& a_path, const std::string& b_path, std::o
 }
 
 /// The descriptor `describe` prints for `a`: the layout's descriptor, with `info.rank` when a
-/// rank or parallel flags were given. Throws std::invalid_argument as `layout_from_flags`.
+/// rank or parallel flags were given, and then `info.parallel` (tp, dp, pp, dcp, dcp_interleave
+/// and the rank's pipeline stage: outside the fingerprint, a replicated TP rank's layout is the
+/// same; `transfer` pairs ranks from it). Throws std::invalid_argument as `layout_from_flags`.
 inline nlohmann::ordered_json describe_descriptor(const contract_args& a) {
   const auto [layout, plan] = layout_from_flags(a);
   nlohmann::ordered_json d = descriptor_json(layout, plan);
   if (a.rank || plan.parallel) d["info"]["rank"] = a.rank.value_or(0);
+  if (plan.parallel) {
+    const cache::parallel_config& q = *plan.parallel;
+    const cache::rank_coords rc = cache::rank_of(q, a.rank.value_or(0));
+    d["info"]["parallel"] = {
+        {"tp", q.tp},       {"dp", q.dp}, {"pp", q.pp}, {"dcp", q.dcp}, {"dcp_interleave", q.dcp_interleave_rows},
+        {"stage", rc.stage}};
+  }
   return d;
 }
 

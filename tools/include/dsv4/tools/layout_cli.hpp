@@ -42,6 +42,7 @@
 #include "dsv4/tools/golden_cli.hpp"
 #include "dsv4/tools/messages.hpp"
 #include "dsv4/tools/planner_cli.hpp"
+#include "dsv4/tools/transfer.hpp"
 #include "dsv4/tools/writers_cli.hpp"
 
 namespace dsv4::tools {
@@ -63,6 +64,7 @@ struct layout_args {
   std::string check;
   golden_args golden;
   bool writers_json = false;
+  transfer_args transfer;
 };
 
 namespace layout_detail {
@@ -122,6 +124,35 @@ inline CLI::App* add_formats_command(CLI::App& app, formats_args& a) {
   return cmd;
 }
 
+/// Registers the `transfer` subcommand on `app`, parsing into `a`.
+inline CLI::App* add_transfer_command(CLI::App& app, transfer_args& a) {
+  CLI::App* cmd = app.add_subcommand(
+      "transfer",
+      "One request's prefill -> decode transfer manifest between two descriptors (describe --engine vllm): per "
+      "group the byte ranges vLLM's NIXL connector moves, merged (exit 0; 1 the layouts cannot exchange pages; 2 bad "
+      "input)");
+  cmd->add_option("descriptors", a.descriptors, "PREFILL.json DECODE.json")->expected(2)->required();
+  cmd->add_option("--prompt-len", a.prompt_len, "Tokens of the request's prompt")
+      ->required()
+      ->transform(cache::cli::kDecimalInt);
+  cmd->add_option("--prefix", a.prefix,
+                  "Tokens of the prompt already cached on the decode side (whole blocks; default 0)")
+      ->transform(cache::cli::kDecimalInt);
+  cmd->add_option("--blocks", a.blocks,
+                  "JSON file {\"prefill\": [[block ids] per engine group], \"decode\": [...]}: the request's block "
+                  "tables; without it a dry run (each pool fresh, blocks handed out from 1)");
+  cmd->add_option("--prefill-dp-rank", a.prefill_dp_rank, "The prefill DP rank that ran the request (default 0)")
+      ->transform(cache::cli::kDecimalInt);
+  cmd->add_option("--decode-dp-rank", a.decode_dp_rank, "The decode DP rank the request goes to (default 0)")
+      ->transform(cache::cli::kDecimalInt);
+  CLI::Option* json = cmd->add_flag("--json", a.json, "The manifest as JSON (exact offsets)");
+  CLI::Option* nixl = cmd->add_flag("--nixl", a.nixl, "NIXL descriptor lists (addr, len, dev_id) per rank pair");
+  CLI::Option* mooncake = cmd->add_flag("--mooncake", a.mooncake, "Mooncake batch transfer requests per rank pair");
+  json->excludes(nixl)->excludes(mooncake);
+  nixl->excludes(mooncake);
+  return cmd;
+}
+
 /// Runs dsv4-cache-layout on `args` (without the program name). Returns the exit code.
 inline int run_layout(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   layout_args a;
@@ -143,6 +174,7 @@ inline int run_layout(const std::vector<std::string>& args, std::ostream& out, s
       "check", "Recompute every derived number of a descriptor (exit 0 right, 1 wrong, 2 bad input)");
   check->add_option("descriptor", a.check, "FILE")->required()->check(CLI::ExistingFile);
   const CLI::App* golden = add_golden_command(app, a.golden);
+  const CLI::App* transfer = add_transfer_command(app, a.transfer);
   CLI::App* writers = app.add_subcommand(
       "writers", "Each format's writers and, per pair that writes different bytes, the rule and a witness block");
   writers->add_flag("--json", a.writers_json, "JSON instead of text");
@@ -162,6 +194,7 @@ inline int run_layout(const std::vector<std::string>& args, std::ostream& out, s
     if (diff->parsed()) return run_diff(a.diff[0], a.diff[1], out, err);
     if (check->parsed()) return run_check(a.check, out, err);
     if (golden->parsed()) return run_golden(a.golden, out, err);
+    if (transfer->parsed()) return run_transfer(a.transfer, out, err);
     if (formats->parsed()) {
       text = a.formats.json ? formats_json(a.formats).dump(2) + "\n" : formats_text(a.formats);
     } else if (describe->parsed()) {

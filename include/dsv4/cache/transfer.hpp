@@ -1,0 +1,117 @@
+// dsv4-cache: prefill -> decode transfer manifests: the byte ranges one request's caches move
+// between two deployments' registered KV regions, and their merge.
+//
+// A manifest is engine-neutral: per block table (an engine's KV-cache group), the (source
+// offset, destination offset, length) copies that move what decode reads of one request, each
+// offset from the base of that side's registered KV region (the region NIXL registers, the
+// buffer Mooncake's segment exposes). Which entries of a request's block table move, and how
+// many bytes one entry addresses, is the engine connector's rule: engines/<engine>/transfer.hpp
+// (vLLM's NIXL connector: engines/vllm/transfer.hpp).
+//
+// Merging: copies are kept in the connector's order; a copy joins the one before it when it
+// continues it on both sides (source and destination contiguous), so a run of blocks adjacent
+// in both pools is one range. Byte totals do not change by merging.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "dsv4/cache/checked.hpp"
+
+namespace dsv4::cache {
+
+/// One copy: `length` bytes from `src_offset` in the prefill side's registered KV region to
+/// `dst_offset` in the decode side's (both from the region's base, bytes).
+struct transfer_range {
+  std::uint64_t src_offset = 0;
+  std::uint64_t dst_offset = 0;
+  std::uint64_t length = 0;
+  friend bool operator==(const transfer_range&, const transfer_range&) = default;
+};
+
+/// One block table (one KV-cache group of the engine) as a transfer sees it.
+struct transfer_table {
+  std::string name;                ///< What the output calls it, e.g. "sliding_window[v4.swa_kv]".
+  bool sliding = false;            ///< Sliding-window table: entries before the window are freed.
+  bool ring = false;               ///< One block for the request's life (vLLM `CircularBufferSpec`): its latest state.
+  std::int64_t block_tokens = 0;   ///< Tokens one entry covers (vLLM: the group's block_size).
+  std::int64_t window_tokens = 0;  ///< Sliding tables: the window W in tokens; 0 otherwise.
+};
+
+/// The pool one side's block ids index: block b is `block_bytes` bytes at b x block_bytes from
+/// the region's base; block 0 is the null block (freed or padding entries point at it).
+struct transfer_pool {
+  std::uint64_t block_bytes = 0;  ///< Bytes one block id addresses (vLLM: one slab block of every layer).
+  std::int64_t num_blocks = 0;    ///< Blocks of the pool, the null block included.
+};
+
+/// Per table, one request's block table on each side (entry i: block id; 0 for a freed entry).
+struct transfer_blocks {
+  std::vector<std::vector<std::int64_t>> prefill;
+  std::vector<std::vector<std::int64_t>> decode;
+};
+
+/// What one table moves for one request.
+struct transfer_group {
+  std::string name;              ///< `transfer_table::name`.
+  std::int64_t first_entry = 0;  ///< Table entries [first_entry, end_entry) move (null ones skipped).
+  std::int64_t end_entry = 0;
+  std::int64_t blocks_moved = 0;  ///< Entries that move (non-null on the prefill side).
+  std::int64_t blocks_held = 0;   ///< Non-null entries the request holds on the prefill side.
+  std::uint64_t bytes_moved = 0;
+  std::uint64_t bytes_held = 0;
+  std::int64_t ranges_before_merge = 0;  ///< One per moved entry (the connector's copies).
+  std::vector<transfer_range> ranges;    ///< Merged.
+};
+
+/// One request's transfer between two layouts, per table and in total.
+struct transfer_manifest {
+  std::vector<transfer_group> groups;  ///< In table order.
+  std::uint64_t bytes_moved = 0;       ///< Sum over groups.
+  std::uint64_t bytes_held = 0;        ///< What the request holds on the prefill side (its non-null blocks).
+  std::int64_t ranges_before_merge = 0;
+  std::vector<transfer_range> ranges;  ///< Every group's copies in table order, merged across groups too.
+};
+
+/// Appends `r` to `out`, joining it to the last range when it continues that one on both sides
+/// (src and dst contiguous). Throws std::invalid_argument (checked.hpp) if an end overflows 64
+/// bits.
+inline void append_merged(std::vector<transfer_range>& out, const transfer_range& r) {
+  if (r.length == 0) return;
+  if (!out.empty()) {
+    transfer_range& last = out.back();
+    if (checked_add(last.src_offset, last.length) == r.src_offset &&
+        checked_add(last.dst_offset, last.length) == r.dst_offset) {
+      last.length = checked_add(last.length, r.length);
+      return;
+    }
+  }
+  out.push_back(r);
+}
+
+/// `ranges` merged in order: one range per run contiguous on both sides (`append_merged`);
+/// zero-length ranges dropped. The bytes they cover do not change.
+inline std::vector<transfer_range> merge_ranges(std::span<const transfer_range> ranges) {
+  std::vector<transfer_range> out;
+  for (const transfer_range& r : ranges) append_merged(out, r);
+  return out;
+}
+
+/// Totals of `m` from its groups: bytes moved and held, ranges before merging, and every
+/// group's ranges merged into `m.ranges`. Throws std::invalid_argument on a 64-bit overflow.
+inline void total_manifest(transfer_manifest& m) {
+  m.bytes_moved = 0;
+  m.bytes_held = 0;
+  m.ranges_before_merge = 0;
+  m.ranges.clear();
+  for (const transfer_group& g : m.groups) {
+    m.bytes_moved = checked_add(m.bytes_moved, g.bytes_moved);
+    m.bytes_held = checked_add(m.bytes_held, g.bytes_held);
+    m.ranges_before_merge = checked_add(m.ranges_before_merge, g.ranges_before_merge);
+    for (const transfer_range& r : g.ranges) append_merged(m.ranges, r);
+  }
+}
+
+}  // namespace dsv4::cache

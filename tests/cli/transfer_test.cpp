@@ -1,0 +1,363 @@
+// Prefill -> decode transfer manifests (issue 46): the merge, vLLM's NIXL rule against hand sums,
+// the proof on host arenas that decode reads exactly prefill's bytes after the manifest's copies
+// (and that a manifest missing a state group, or a window clipped one block short, fails it), and
+// the CLI: exit codes, the refusal naming the difference, the NIXL and Mooncake shapes.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "../test_util.hpp"
+#include "dsv4/cache/engines/vllm/transfer.hpp"
+#include "dsv4/cache/transfer.hpp"
+#include "dsv4/tools/layout_cli.hpp"
+
+namespace {
+
+using namespace dsv4::cache;  // NOLINT(google-build-using-namespace)
+using ojson = nlohmann::ordered_json;
+namespace fs = std::filesystem;
+
+struct cli_out {
+  int rc;
+  std::string out;
+  std::string err;
+};
+
+cli_out layout(const std::vector<std::string>& args) {
+  std::ostringstream out;
+  std::ostringstream err;
+  const int rc = dsv4::tools::run_layout(args, out, err);
+  return {rc, out.str(), err.str()};
+}
+
+fs::path write_temp(const std::string& name, const std::string& text) {
+  const fs::path p = dsv4::cache::testing::unique_temp_path("transfer-" + name);
+  std::ofstream(p, std::ios::binary) << text;
+  return p;
+}
+
+ojson describe_json(std::vector<std::string> args) {
+  args.insert(args.begin(), "describe");
+  const cli_out r = layout(args);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  return ojson::parse(r.out);
+}
+
+TEST(TransferMerge, JoinsRunsContiguousOnBothSidesOnly) {
+  // Hand-made: 0..10 -> 100..110 and 10..20 -> 110..120 join; 20..30 -> 200 breaks on dst;
+  // 40..50 -> 210 breaks on src; a zero length vanishes.
+  const std::vector<transfer_range> in = {{0, 100, 10}, {10, 110, 10}, {20, 200, 10}, {40, 210, 10}, {50, 220, 0}};
+  const std::vector<transfer_range> want = {{0, 100, 20}, {20, 200, 10}, {40, 210, 10}};
+  EXPECT_EQ(merge_ranges(in), want);
+  // An end past 2^64 is refused, never wrapped.
+  const std::vector<transfer_range> wrap = {{~std::uint64_t{0} - 4, 0, 8}, {4, 8, 8}};
+  EXPECT_THROW(merge_ranges(wrap), std::invalid_argument);
+}
+
+/// V4-Flash's vLLM tables as `describe --engine vllm` records them (windows from info).
+std::vector<transfer_table> flash_tables() {
+  return {{"swa even", true, false, 64, 128},
+          {"swa odd", true, false, 64, 128},
+          {"full", false, false, 256, 0},
+          {"c4 states", true, false, 4, 8},
+          {"c128 state", true, false, 8, 128}};
+}
+
+TEST(TransferVllm, FlashAt131072TokensIsTheHandSum) {
+  // Hand sums (vLLM's rules: full tables every block, 131,072 / 256 = 512; sliding tables hold
+  // ceil(P / R) - floor((P - W + 1) / R) blocks and move the last cdiv(W, R) + 1 entries, the
+  // null ones skipped): SWA 2048 - 2046 = 2 each, c4 states 32768 - 32766 = 2, c128 state
+  // 16384 - 16368 = 16. 534 blocks x 1,002,240 B = 535,196,160 B.
+  const std::vector<transfer_table> t = flash_tables();
+  const transfer_pool pool{1'002'240, 10'847};
+  const auto ids = vllm_dry_run_blocks(t, 131'072);
+  const transfer_manifest m = vllm_transfer_manifest(t, pool, pool, {ids, ids}, 131'072);
+  ASSERT_EQ(m.groups.size(), 5U);
+  EXPECT_EQ(m.groups[0].first_entry, 2045);  // 2048 - (2 + 1)
+  EXPECT_EQ(m.groups[0].blocks_moved, 2);
+  EXPECT_EQ(m.groups[2].blocks_moved, 512);
+  EXPECT_EQ(m.groups[3].blocks_moved, 2);
+  EXPECT_EQ(m.groups[4].first_entry, 16384 - 17);
+  EXPECT_EQ(m.groups[4].blocks_moved, 16);
+  EXPECT_EQ(m.bytes_moved, 535'196'160U);
+  EXPECT_EQ(m.bytes_held, 535'196'160U);
+  EXPECT_EQ(m.ranges_before_merge, 534);
+  EXPECT_EQ(m.ranges.size(), 1U);  // a dry run's ids are consecutive on both sides
+  // A prefix of 65,536 tokens on decode: the full table moves entries [256, 512).
+  const transfer_manifest h = vllm_transfer_manifest(t, pool, pool, {ids, ids}, 131'072, 65'536);
+  EXPECT_EQ(h.groups[2].first_entry, 256);
+  EXPECT_EQ(h.groups[2].blocks_moved, 256);
+}
+
+TEST(TransferVllm, BadInputNamesTheValue) {
+  const std::vector<transfer_table> t = flash_tables();
+  const transfer_pool pool{1'002'240, 100};
+  auto ids = vllm_dry_run_blocks(t, 1000);
+  const auto message = [&](const transfer_blocks& b, std::int64_t prompt, std::int64_t prefix,
+                           transfer_pool dst = {1'002'240, 100}) {
+    try {
+      (void)vllm_transfer_manifest(t, pool, dst, b, prompt, prefix);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message({ids, ids}, 1000, 1000).find("prefix"), std::string::npos);
+  EXPECT_NE(message({ids, ids}, 1000, 100).find("whole blocks"), std::string::npos);
+  EXPECT_NE(message({ids, ids}, 2000, 0).find("entries, but a prompt of this length needs"), std::string::npos);
+  EXPECT_NE(message({ids, ids}, 1000, 0, {917'568, 100}).find("same block bytes"), std::string::npos);
+  auto bad = ids;
+  bad[2][1] = 100;  // == num_blocks
+  EXPECT_NE(message({bad, ids}, 1000, 0).find("block id 100 at entry 1 is outside the pool [0, 100)"),
+            std::string::npos);
+  bad = ids;
+  bad[2][0] = 0;
+  EXPECT_NE(message({ids, bad}, 1000, 0).find("decode block table of full: entry 0 is the null block"),
+            std::string::npos);
+}
+
+/// The engine groups of a /2 descriptor with, per group, its tensors' pages in a block: (offset,
+/// page bytes, layer count).
+struct page_set {
+  std::uint64_t offset;
+  std::uint64_t page_bytes;
+  std::uint64_t layers;
+};
+
+std::vector<std::vector<page_set>> pages_of(const ojson& d) {
+  std::vector<std::vector<page_set>> out;
+  for (const ojson& g : d["layout"]["engine"]["groups"]) {
+    std::vector<page_set> v;
+    for (const ojson& t : g["tensors"])
+      v.push_back({t["offset"].get<std::uint64_t>(), t["page_bytes"].get<std::uint64_t>(), t["layers"].size()});
+    out.push_back(v);
+  }
+  return out;
+}
+
+/// Where decode's reads of one request differ from prefill's bytes, after the copies `ranges`
+/// on host arenas (every block random; the decode side's prefix blocks already prefill's), or
+/// empty. What decode reads, independently of the connector: the pages of every entry covering a
+/// token of a full table, the last W - 1 prompt tokens of a sliding table (the ones vLLM keeps:
+/// first kept token P - W + 1), a ring's one entry.
+std::string decode_mismatch(const std::vector<transfer_table>& tables, const std::vector<std::vector<page_set>>& pages,
+                            std::uint64_t block_bytes, const transfer_blocks& ids, std::int64_t prompt,
+                            std::int64_t prefix, const std::vector<transfer_range>& ranges) {
+  std::int64_t max_id = 0;
+  for (const auto* side : {&ids.prefill, &ids.decode})
+    for (const auto& v : *side)
+      for (const std::int64_t x : v) max_id = std::max(max_id, x);
+  const std::size_t bytes = static_cast<std::size_t>(max_id + 1) * block_bytes;
+  std::vector<std::uint8_t> src(bytes);
+  std::vector<std::uint8_t> dst(bytes);
+  std::mt19937_64 rng(static_cast<std::uint64_t>(prompt) * 7919U + static_cast<std::uint64_t>(prefix));
+  for (auto* a : {&src, &dst})
+    for (std::size_t i = 0; i + 8 <= a->size(); i += 8) {
+      const std::uint64_t w = rng();
+      std::memcpy(a->data() + i, &w, 8);
+    }
+  for (std::size_t k = 0; k < tables.size(); ++k)  // the prefix decode holds already
+    for (std::int64_t e = 0; !tables[k].ring && e < prefix / tables[k].block_tokens; ++e) {
+      const auto s = static_cast<std::size_t>(ids.prefill[k][static_cast<std::size_t>(e)]);
+      const auto d = static_cast<std::size_t>(ids.decode[k][static_cast<std::size_t>(e)]);
+      if (s != 0 && d != 0) std::memcpy(&dst[d * block_bytes], &src[s * block_bytes], block_bytes);
+    }
+  for (const transfer_range& r : ranges) {
+    if (r.src_offset + r.length > bytes || r.dst_offset + r.length > bytes) return "a range outside the arenas";
+    std::memcpy(&dst[r.dst_offset], &src[r.src_offset], r.length);
+  }
+  for (std::size_t k = 0; k < tables.size(); ++k) {
+    const transfer_table& t = tables[k];
+    std::int64_t first_token = 0;
+    if (t.sliding) first_token = std::max<std::int64_t>(0, prompt - t.window_tokens + 1);
+    // Each entry once: the one holding `tok`, then the next entry's first token.
+    for (std::int64_t tok = first_token; tok < prompt;
+         tok = t.ring ? prompt : (tok / t.block_tokens + 1) * t.block_tokens) {
+      const std::int64_t e = t.ring ? 0 : tok / t.block_tokens;
+      const auto s = static_cast<std::size_t>(ids.prefill[k][static_cast<std::size_t>(e)]);
+      const auto d = static_cast<std::size_t>(ids.decode[k][static_cast<std::size_t>(e)]);
+      for (const page_set& p : pages[k])
+        for (std::uint64_t l = 0; l < p.layers; ++l) {
+          const std::size_t at = p.offset + l * p.page_bytes;
+          if (std::memcmp(&dst[d * block_bytes + at], &src[s * block_bytes + at], p.page_bytes) != 0)
+            return t.name + " entry " + std::to_string(e) + " (token " + std::to_string(tok) + ", layer slot " +
+                   std::to_string(l) + ")";
+        }
+    }
+  }
+  return {};
+}
+
+/// Decode's block ids for the same request: the dry run's, handed out from the pool's far end
+/// downwards (so that runs merge on the prefill side only).
+std::vector<std::vector<std::int64_t>> reversed_ids(const std::vector<std::vector<std::int64_t>>& ids) {
+  std::int64_t max_id = 0;
+  for (const auto& v : ids)
+    for (const std::int64_t x : v) max_id = std::max(max_id, x);
+  auto out = ids;
+  for (auto& v : out)
+    for (std::int64_t& x : v)
+      if (x != 0) x = max_id + 1 - x;
+  return out;
+}
+
+TEST(TransferProof, DecodeReadsPrefillsBytesForEveryFamilyAndBoundary) {
+  for (const char* preset : {"v4-flash", "v4-pro", "v4.1-flash", "v3.2"}) {
+    const ojson d = describe_json({"--preset", preset, "--engine", "vllm"});
+    std::vector<transfer_table> tables;
+    transfer_pool pool;
+    dsv4::tools::transfer_detail::tables_of(d, preset, tables, pool);
+    const auto pages = pages_of(d);
+    std::int64_t lcm = 1;
+    for (const transfer_table& t : tables)
+      if (!t.ring) lcm = std::lcm(lcm, t.block_tokens);
+    for (const std::int64_t prompt : {1,   2,   3,   4,   5,   7,   8,   9,   31,  32,  33,   63,   64,  65,
+                                      127, 128, 129, 130, 255, 256, 257, 383, 384, 385, 1000, 1024, 1025}) {
+      for (const std::int64_t prefix : {std::int64_t{0}, lcm, 2 * lcm}) {
+        if (prefix >= prompt) continue;
+        const auto pre = vllm_dry_run_blocks(tables, prompt);
+        const transfer_blocks ids{pre, reversed_ids(pre)};
+        const transfer_manifest m = vllm_transfer_manifest(tables, pool, pool, ids, prompt, prefix);
+        const std::string where =
+            std::string(preset) + " P=" + std::to_string(prompt) + " prefix=" + std::to_string(prefix);
+        EXPECT_EQ(decode_mismatch(tables, pages, pool.block_bytes, ids, prompt, prefix, m.ranges), "") << where;
+        // No byte beyond the request's blocks: every range starts and ends on a block the request
+        // holds on each side.
+        for (const transfer_range& r : m.ranges) {
+          EXPECT_EQ(r.src_offset % pool.block_bytes, 0U) << where;
+          EXPECT_EQ(r.length % pool.block_bytes, 0U) << where;
+        }
+        std::uint64_t held = 0;
+        for (std::size_t k = 0; k < tables.size(); ++k)
+          for (const std::int64_t x : pre[k]) held += x != 0 ? pool.block_bytes : 0;
+        EXPECT_EQ(m.bytes_held, held) << where;
+      }
+    }
+  }
+}
+
+TEST(TransferProof, AMissingStateGroupOrAShortWindowFails) {
+  const ojson d = describe_json({"--preset", "v4-flash", "--engine", "vllm"});
+  std::vector<transfer_table> tables;
+  transfer_pool pool;
+  dsv4::tools::transfer_detail::tables_of(d, "v4-flash", tables, pool);
+  const auto pages = pages_of(d);
+  const std::int64_t prompt = 1000;
+  const auto pre = vllm_dry_run_blocks(tables, prompt);
+  const transfer_blocks ids{pre, reversed_ids(pre)};
+  const transfer_manifest m = vllm_transfer_manifest(tables, pool, pool, ids, prompt, 0);
+  ASSERT_EQ(decode_mismatch(tables, pages, pool.block_bytes, ids, prompt, 0, m.ranges), "");
+  // SGLang's #24878: the compressor state pools not sent. Every group's ranges but the states'.
+  std::vector<transfer_range> no_state;
+  for (const transfer_group& g : m.groups)
+    if (g.name.find("compressor_state") == std::string::npos)
+      no_state.insert(no_state.end(), g.ranges.begin(), g.ranges.end());
+  EXPECT_NE(decode_mismatch(tables, pages, pool.block_bytes, ids, prompt, 0, no_state).find("compressor_state"),
+            std::string::npos);
+  // A window clipped to cdiv(W, R) blocks (no "+ 1"): at P = 1000 the SWA window's first token
+  // 873 lies in entry 13, the clip's first entry would be 14.
+  std::vector<transfer_range> short_window;
+  for (std::size_t k = 0; k < m.groups.size(); ++k) {
+    const transfer_group& g = m.groups[k];
+    const bool swa = g.name.find("swa_kv") != std::string::npos;
+    for (std::int64_t e = g.first_entry + (swa ? 1 : 0); e < g.end_entry; ++e) {
+      const std::int64_t s = ids.prefill[k][static_cast<std::size_t>(e)];
+      const std::int64_t t = ids.decode[k][static_cast<std::size_t>(e)];
+      if (s != 0)
+        short_window.push_back({static_cast<std::uint64_t>(s) * pool.block_bytes,
+                                static_cast<std::uint64_t>(t) * pool.block_bytes, pool.block_bytes});
+    }
+  }
+  EXPECT_NE(decode_mismatch(tables, pages, pool.block_bytes, ids, prompt, 0, short_window)
+                .find("v4.swa_kv] entry 13 (token 873"),
+            std::string::npos);
+}
+
+TEST(TransferCli, TpEightPrefillToDpEightDecode) {
+  const cli_out p = layout({"describe", "--preset", "v4-flash", "--engine", "vllm", "--tp", "8"});
+  const cli_out d = layout({"describe", "--preset", "v4-flash", "--engine", "vllm", "--dp", "8"});
+  ASSERT_EQ(p.rc, 0);
+  ASSERT_EQ(d.rc, 0);
+  EXPECT_EQ(ojson::parse(p.out)["info"]["parallel"]["tp"], 8);
+  const fs::path pf = write_temp("p.json", p.out);
+  const fs::path df = write_temp("d.json", d.out);
+  const cli_out text = layout({"transfer", pf.string(), df.string(), "--prompt-len", "131072"});
+  EXPECT_EQ(text.rc, 0) << text.err;
+  EXPECT_NE(text.out.find("total: 535,196,160 B moved of 535,196,160 B held"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("assumed: block ids: a dry run"), std::string::npos);
+  const cli_out json = layout({"transfer", pf.string(), df.string(), "--prompt-len", "131072", "--json"});
+  ASSERT_EQ(json.rc, 0) << json.err;
+  const ojson j = ojson::parse(json.out);
+  EXPECT_EQ(j["bytes_moved"], 535'196'160U);
+  EXPECT_EQ(j["ranges_before_merge"], 534);
+  EXPECT_EQ(j["pairs"].size(), 1U);  // decode DP rank 0 (TP 1) reads from prefill TP rank 0
+  const cli_out nixl =
+      layout({"transfer", pf.string(), df.string(), "--prompt-len", "131072", "--nixl", "--decode-dp-rank", "5"});
+  ASSERT_EQ(nixl.rc, 0) << nixl.err;
+  const ojson n = ojson::parse(nixl.out);
+  ASSERT_EQ(n["pairs"].size(), 1U);
+  EXPECT_EQ(n["pairs"][0]["dst_rank"], 5);
+  EXPECT_EQ(n["pairs"][0]["src"].size(), n["pairs"][0]["dst"].size());
+  EXPECT_EQ(n["pairs"][0]["src"][0]["len"], 535'196'160U);
+  const cli_out moon = layout({"transfer", pf.string(), df.string(), "--prompt-len", "131072", "--mooncake"});
+  ASSERT_EQ(moon.rc, 0) << moon.err;
+  EXPECT_EQ(ojson::parse(moon.out)["batches"][0]["requests"][0]["opcode"], "WRITE");
+  // TP 8 -> TP 4: each decode TP rank reads from prefill rank 2 x its rank.
+  const cli_out d4 = layout({"describe", "--preset", "v4-flash", "--engine", "vllm", "--tp", "4"});
+  const fs::path d4f = write_temp("d4.json", d4.out);
+  const ojson q = ojson::parse(layout({"transfer", pf.string(), d4f.string(), "--prompt-len", "4096", "--json"}).out);
+  ASSERT_EQ(q["pairs"].size(), 4U);
+  EXPECT_EQ(q["pairs"][3]["src_rank"], 6);
+  EXPECT_EQ(q["pairs"][3]["dst_rank"], 3);
+}
+
+TEST(TransferCli, RefusalsAndBadInput) {
+  const fs::path flash = write_temp("flash.json", layout({"describe", "--preset", "v4-flash", "--engine", "vllm"}).out);
+  const fs::path pro = write_temp("pro.json", layout({"describe", "--preset", "v4-pro", "--engine", "vllm"}).out);
+  const fs::path own = write_temp("own.json", layout({"describe", "--preset", "v4-flash"}).out);
+  const cli_out other = layout({"transfer", flash.string(), pro.string(), "--prompt-len", "4096"});
+  EXPECT_EQ(other.rc, 1);
+  EXPECT_NE(other.out.find("refused: the layouts cannot exchange pages: incompatible: engine block 1,002,240 B vs"),
+            std::string::npos)
+      << other.out;
+  const cli_out lib = layout({"transfer", flash.string(), own.string(), "--prompt-len", "4096"});
+  EXPECT_EQ(lib.rc, 2);
+  EXPECT_NE(lib.err.find("no engine placement"), std::string::npos) << lib.err;
+  EXPECT_EQ(layout({"transfer", flash.string(), flash.string(), "--prompt-len", "0"}).rc, 2);
+  // A block table shorter than the prompt, and a block id outside the pool, name the value.
+  const ojson d = ojson::parse(layout({"describe", "--preset", "v4-flash", "--engine", "vllm"}).out);
+  std::vector<transfer_table> tables;
+  transfer_pool pool;
+  dsv4::tools::transfer_detail::tables_of(d, "flash", tables, pool);
+  const auto ids = vllm_dry_run_blocks(tables, 300);
+  const fs::path blocks = write_temp("blocks.json", ojson{{"prefill", ids}, {"decode", ids}}.dump());
+  const cli_out longer =
+      layout({"transfer", flash.string(), flash.string(), "--prompt-len", "600", "--blocks", blocks.string()});
+  EXPECT_EQ(longer.rc, 2);
+  EXPECT_NE(longer.err.find("entries, but a prompt of this length needs"), std::string::npos) << longer.err;
+  auto far = ids;
+  far[2][0] = pool.num_blocks;
+  const fs::path bad = write_temp("bad.json", ojson{{"prefill", far}, {"decode", ids}}.dump());
+  const cli_out outside =
+      layout({"transfer", flash.string(), flash.string(), "--prompt-len", "300", "--blocks", bad.string()});
+  EXPECT_EQ(outside.rc, 2);
+  EXPECT_NE(outside.err.find("block id " + std::to_string(pool.num_blocks) + " at entry 0 is outside the pool"),
+            std::string::npos)
+      << outside.err;
+  const cli_out given =
+      layout({"transfer", flash.string(), flash.string(), "--prompt-len", "300", "--blocks", blocks.string()});
+  EXPECT_EQ(given.rc, 0) << given.err;
+}
+
+}  // namespace
