@@ -20,3 +20,9 @@ add_executable(dsv4-cache-planner-bench ${CMAKE_CURRENT_SOURCE_DIR}/bench/planne
 target_link_libraries(dsv4-cache-planner-bench PRIVATE dsv4_cache_tools)
 target_include_directories(dsv4-cache-planner-bench PRIVATE ${PROJECT_SOURCE_DIR}/tests)
 dsv4_cache_warnings(dsv4-cache-planner-bench)
+
+# dsv4-cache-transfer-bench: transfer manifests per second for 1M-token prompts and the range
+# counts against tokenspeed's unmerged form (issue 46). A plain timing program, never run by ctest.
+add_executable(dsv4-cache-transfer-bench ${CMAKE_CURRENT_SOURCE_DIR}/bench/transfer_bench.cpp)
+target_link_libraries(dsv4-cache-transfer-bench PRIVATE dsv4_cache_tools)
+dsv4_cache_warnings(dsv4-cache-transfer-bench)

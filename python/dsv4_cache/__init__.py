@@ -22,7 +22,7 @@ Bad input raises ValueError naming the parameter, its value and the rule.
 from __future__ import annotations
 
 from .codec import Format, Golden, dequantize_rows, formats, golden, quantize_rows, write_file
-from .contract import CheckResult, Diff, Difference, check, describe, diff, fingerprint, layout
+from .contract import CheckResult, Diff, Difference, Transfer, check, describe, diff, fingerprint, layout, transfer
 from .model import GroupSpec, Layer, Model, Pool
 from .plan import Capacity, Hint, Plan, Verdict, capacity, engine_report, plan, rank_plans, simulate
 from ._core import EngineFit, EngineReport, GroupPlan, Layout, MemoryPlan, PlanResult, PoolSpec, RankPlan
@@ -32,6 +32,6 @@ __version__ = "0.1.0"
 __all__ = [
     "Capacity", "CheckResult", "Diff", "Difference", "EngineFit", "EngineReport", "Format", "Golden", "GroupPlan",
     "GroupSpec", "Hint", "Layer", "Layout", "MemoryPlan", "Model", "Plan", "PlanResult", "Pool", "PoolSpec",
-    "RankPlan", "Verdict", "capacity", "check", "dequantize_rows", "describe", "diff", "engine_report", "fingerprint",
-    "formats", "golden", "layout", "plan", "quantize_rows", "rank_plans", "simulate", "write_file",
+    "RankPlan", "Transfer", "Verdict", "capacity", "check", "dequantize_rows", "describe", "diff", "engine_report", "fingerprint",
+    "formats", "golden", "layout", "plan", "quantize_rows", "rank_plans", "simulate", "transfer", "write_file",
 ]

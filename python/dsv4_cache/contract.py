@@ -13,7 +13,7 @@ import os
 import re
 import stat
 from dataclasses import dataclass
-from typing import Any, Dict, Mapping, Optional, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 from . import _core
 from ._args import call, fill, text
@@ -185,3 +185,67 @@ def diff(a: Descriptor, b: Descriptor) -> Diff:
     code, text, diffs = call(_core.diff, a_text, b_text, a_name, b_name)
     verdict = {0: "identical", 4: "compatible", 1: "incompatible"}[code]
     return Diff(verdict=verdict, code=code, text=text, differences=tuple(Difference(r, t) for r, t in diffs))
+
+
+@dataclass(frozen=True)
+class Transfer:
+    """`transfer()`'s answer: the manifest of one request between two descriptors, as
+    `dsv4-cache-layout transfer` computes it. `refused` says why the layouts cannot exchange pages
+    (the CLI's exit 1; then the rest is empty); `manifest` is `--json` (per group the entries,
+    blocks, bytes and merged ranges; `bytes_moved`, `bytes_held`, `ranges`,
+    `ranges_before_merge`), `nixl` and `mooncake` the wire shapes of `--nixl` / `--mooncake`,
+    `text` what the CLI prints."""
+
+    refused: Optional[str]
+    manifest: Dict[str, Any]
+    nixl: Dict[str, Any]
+    mooncake: Dict[str, Any]
+    text: str
+
+    def __bool__(self) -> bool:
+        return self.refused is None
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def _block_tables(blocks: Any) -> Optional[Tuple[List[List[int]], List[List[int]]]]:
+    if blocks is None:
+        return None
+    if not isinstance(blocks, Mapping) or set(blocks) != {"prefill", "decode"}:
+        raise ValueError('blocks must be {"prefill": [[ids] per engine group], "decode": [...]}')
+    out = []
+    for side in ("prefill", "decode"):
+        tables = blocks[side]
+        if not isinstance(tables, (list, tuple)):
+            raise ValueError(f"blocks[{side!r}] must be a list of block tables")
+        rows = []
+        for g, ids in enumerate(tables):
+            if not isinstance(ids, (list, tuple)) or any(isinstance(x, bool) or not isinstance(x, int) for x in ids):
+                raise ValueError(f"blocks[{side!r}][{g}] must be a list of integer block ids")
+            rows.append([int(x) for x in ids])
+        out.append(rows)
+    return out[0], out[1]
+
+
+def transfer(prefill: Descriptor, decode: Descriptor, *, prompt_len: int, prefix: int = 0,
+             blocks: Optional[Mapping[str, Any]] = None, prefill_dp_rank: int = 0,
+             decode_dp_rank: int = 0) -> Transfer:
+    """One request's prefill -> decode transfer manifest (dsv4-cache-layout transfer): the byte
+    ranges vLLM's NIXL connector moves between the two descriptors' block pools (both written by
+    `describe(..., engine="vllm")`), for a prompt of `prompt_len` tokens, `prefix` of them
+    cached on the decode side, the block tables `blocks` ({"prefill": [[ids] per engine group],
+    "decode": [...]}; None: a dry run). Bad input (a block id outside the pool, a table shorter
+    than the prompt, a descriptor without the engine's placement) is a ValueError naming it."""
+    p_text, p_name = _descriptor_text(prefill, "prefill")
+    d_text, d_name = _descriptor_text(decode, "decode")
+    for name, v in (("prompt_len", prompt_len), ("prefix", prefix), ("prefill_dp_rank", prefill_dp_rank),
+                    ("decode_dp_rank", decode_dp_rank)):
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise ValueError(f"{name} must be an integer, got {type(v).__name__}")
+    refused, manifest, nixl, mooncake, screen = call(_core.transfer, p_text, d_text, p_name, d_name, prompt_len,
+                                                     prefix, _block_tables(blocks), prefill_dp_rank, decode_dp_rank)
+    if refused:
+        return Transfer(refused=refused, manifest={}, nixl={}, mooncake={}, text=screen)
+    return Transfer(refused=None, manifest=json.loads(manifest), nixl=json.loads(nixl), mooncake=json.loads(mooncake),
+                    text=screen)

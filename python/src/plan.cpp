@@ -27,6 +27,7 @@
 #include "dsv4/tools/render_screen.hpp"
 #include "dsv4/tools/render_svg.hpp"
 #include "dsv4/tools/render_tables.hpp"
+#include "dsv4/tools/transfer.hpp"
 
 #ifdef CLI11_VERSION
 #error "the Python extension parses no command line: include the *_args / report headers, not CLI11's"
@@ -488,6 +489,37 @@ void register_plan(nb::module_& m) {
       },
       nb::arg("a_text"), nb::arg("b_text"), nb::arg("a_name"), nb::arg("b_name"),
       "dsv4-cache-layout diff: (exit code 0 / 4 / 1, the text it prints, [(rank, difference)]).");
+
+  m.def(
+      "transfer",
+      [](const std::string& p_text, const std::string& d_text, const std::string& p_name, const std::string& d_name,
+         std::int64_t prompt_len, std::int64_t prefix,
+         const std::optional<std::pair<std::vector<std::vector<std::int64_t>>, std::vector<std::vector<std::int64_t>>>>&
+             blocks,
+         std::int64_t prefill_dp_rank, std::int64_t decode_dp_rank) {
+        const auto p = tools::contract_detail::parse_descriptor(p_text, p_name);
+        const auto d = tools::contract_detail::parse_descriptor(d_text, d_name);
+        tools::transfer_args a;
+        a.descriptors = {p_name, d_name};
+        a.prompt_len = prompt_len;
+        a.prefix = prefix;
+        a.prefill_dp_rank = prefill_dp_rank;
+        a.decode_dp_rank = decode_dp_rank;
+        std::optional<cache::transfer_blocks> given;
+        if (blocks) given = cache::transfer_blocks{blocks->first, blocks->second};
+        try {
+          const tools::transfer_report r = tools::compute_transfer(p, d, p_name, d_name, a, given);
+          return std::tuple{std::string(), tools::transfer_json(r, a).dump(), tools::transfer_nixl(r).dump(),
+                            tools::transfer_mooncake(r).dump(), tools::transfer_text(r, a)};
+        } catch (const tools::transfer_refused& e) {
+          return std::tuple{std::string(e.what()), std::string(), std::string(), std::string(),
+                            "refused: " + std::string(e.what()) + "\n"};
+        }
+      },
+      nb::arg("prefill_text"), nb::arg("decode_text"), nb::arg("prefill_name"), nb::arg("decode_name"),
+      nb::arg("prompt_len"), nb::arg("prefix"), nb::arg("blocks").none(), nb::arg("prefill_dp_rank"),
+      nb::arg("decode_dp_rank"),
+      "dsv4-cache-layout transfer: (why refused or '', --json, --nixl, --mooncake, the text it prints).");
 
   m.def("preset_names", &cache::cli::preset_names, "The built-in models' names and aliases (--preset).");
   m.def("engine_names", &cache::engine_names, "The registered engines' names (--engine), comma-separated.");

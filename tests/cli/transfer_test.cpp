@@ -361,3 +361,49 @@ TEST(TransferCli, RefusalsAndBadInput) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(TransferCli, PipelineStagesDcpShardsAndDraftLayers) {
+  // PP 2 on both sides: stage 1 of each holds the same layers; its pairs are stage 1's ranks.
+  const auto describe_file = [](const std::string& name, const std::vector<std::string>& flags,
+                                const std::string& preset = "v4-flash") {
+    std::vector<std::string> args = {"describe", "--preset", preset, "--engine", "vllm"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    const cli_out r = layout(args);
+    EXPECT_EQ(r.rc, 0) << r.err;
+    return write_temp(name, r.out);
+  };
+  const fs::path p1 = describe_file("pp-p1.json", {"--pp", "2", "--tp", "2", "--rank", "2"});
+  const fs::path d1 = describe_file("pp-d1.json", {"--pp", "2", "--rank", "1"});
+  const fs::path d0 = describe_file("pp-d0.json", {"--pp", "2", "--rank", "0"});
+  const cli_out same = layout({"transfer", p1.string(), d1.string(), "--prompt-len", "4096", "--json"});
+  ASSERT_EQ(same.rc, 0) << same.err << same.out;
+  const ojson j = ojson::parse(same.out);
+  ASSERT_EQ(j["pairs"].size(), 1U);
+  EXPECT_EQ(j["pairs"][0]["src_rank"], 2);  // dp 0, stage 1, tp rank 0 of tp 2
+  EXPECT_EQ(j["pairs"][0]["dst_rank"], 1);  // dp 0, stage 1, tp 1
+  const cli_out other = layout({"transfer", p1.string(), d0.string(), "--prompt-len", "4096"});
+  EXPECT_EQ(other.rc, 1);
+  EXPECT_NE(other.out.find("refused:"), std::string::npos) << other.out;
+  // DCP shards that differ are refused: a block moves whole (V3.2: vLLM refuses DCP for V4).
+  const fs::path dcp = describe_file("dcp.json", {"--tp", "4", "--dcp", "2", "--rank", "1"}, "v3.2");
+  const fs::path tp4 = describe_file("tp4.json", {"--tp", "4", "--rank", "1"}, "v3.2");
+  const cli_out shards = layout({"transfer", tp4.string(), dcp.string(), "--prompt-len", "4096"});
+  EXPECT_EQ(shards.rc, 1) << shards.err;
+  EXPECT_NE(shards.out.find("refused:"), std::string::npos) << shards.out;
+  // The MTP (draft) layers' pages move with their groups: the proof holds with them cached.
+  const ojson m = describe_json({"--preset", "v4-flash", "--engine", "vllm", "--mtp"});
+  std::vector<transfer_table> tables;
+  transfer_pool pool;
+  dsv4::tools::transfer_detail::tables_of(m, "mtp", tables, pool);
+  const auto pages = pages_of(m);
+  for (const std::int64_t prompt : {129, 1000, 1025}) {
+    const auto pre = vllm_dry_run_blocks(tables, prompt);
+    const transfer_blocks ids{pre, reversed_ids(pre)};
+    const transfer_manifest t = vllm_transfer_manifest(tables, pool, pool, ids, prompt, 0);
+    EXPECT_EQ(decode_mismatch(tables, pages, pool.block_bytes, ids, prompt, 0, t.ranges), "") << prompt;
+  }
+}
+
+}  // namespace

@@ -72,3 +72,33 @@ def test_diff_and_check_as_the_cli(layout_cli, tmp_path):
         d.fingerprint(wrong)
     with pytest.raises(ValueError, match="fails check"):
         d.diff(wrong, good)
+
+
+def test_transfer_is_the_cli_manifest(layout_cli, tmp_path):
+    m = d.Model.preset("v4-flash")
+    prefill = d.describe(m, engine="vllm", tp=8)
+    decode = d.describe(m, engine="vllm", dp=8)
+    pa, pb = tmp_path / "p.json", tmp_path / "d.json"
+    pa.write_text(json.dumps(prefill, indent=2))
+    pb.write_text(json.dumps(decode, indent=2))
+    t = d.transfer(pa, pb, prompt_len=131072)
+    assert t and t.refused is None
+    assert t.manifest == layout_cli.json(["transfer", str(pa), str(pb), "--prompt-len", "131072", "--json"])
+    assert t.nixl == layout_cli.json(["transfer", str(pa), str(pb), "--prompt-len", "131072", "--nixl"])
+    assert t.mooncake == layout_cli.json(["transfer", str(pa), str(pb), "--prompt-len", "131072", "--mooncake"])
+    assert t.text == layout_cli.run(["transfer", str(pa), str(pb), "--prompt-len", "131072"])
+    # Hand sum (vLLM's NIXL rule): 512 + 2 + 2 + 2 + 16 blocks of 1,002,240 B.
+    assert t.manifest["bytes_moved"] == 534 * 1002240
+    # Block tables given: the decode side's ids from another end of its pool.
+    ids = d.transfer(prefill, decode, prompt_len=300).manifest
+    assert ids["block_ids"] == "dry_run"
+    pro = d.describe(d.Model.preset("v4-pro"), engine="vllm")
+    refused = d.transfer(prefill, pro, prompt_len=4096)
+    assert not refused and "engine block 1,002,240 B vs" in refused.refused
+    with pytest.raises(ValueError, match="no engine placement"):
+        d.transfer(prefill, d.describe(m), prompt_len=100)
+    with pytest.raises(ValueError, match="outside the pool"):
+        d.transfer(prefill, decode, prompt_len=4, blocks={"prefill": [[1], [2], [3], [4], [10**9]],
+                                                          "decode": [[1], [2], [3], [4], [5]]})
+    with pytest.raises(ValueError, match="blocks"):
+        d.transfer(prefill, decode, prompt_len=4, blocks={"prefill": [[1]]})

@@ -189,7 +189,7 @@ inline void check_keys(const ojson& d, const std::string& file) {
   const ojson& l = d["layout"];
   only(l, "layout", {"schema", "model", "layers", "groups", "rank", "engine"});
   only(d.contains("info") ? d["info"] : ojson(), "info",
-       {"model", "engine", "windows", "requests", "context_tokens", "plan_bytes", "rank", "parallel"});
+       {"model", "engine", "windows", "requests", "context_tokens", "plan_bytes", "rank", "parallel", "num_blocks"});
   if (d.contains("info") && d["info"].is_object() && d["info"].contains("parallel"))
     only(d["info"]["parallel"], "info.parallel", {"tp", "dp", "pp", "dcp", "dcp_interleave", "stage"});
   each(l, "layers", [&](const ojson& y, std::size_t i) {
@@ -712,11 +712,18 @@ inline int run_diff(const std::string& a_path, const std::string& b_path, std::o
 /// The descriptor `describe` prints for `a`: the layout's descriptor, with `info.rank` when a
 /// rank or parallel flags were given, and then `info.parallel` (tp, dp, pp, dcp, dcp_interleave
 /// and the rank's pipeline stage: outside the fingerprint, a replicated TP rank's layout is the
-/// same; `transfer` pairs ranks from it). Throws std::invalid_argument as `layout_from_flags`.
+/// same; `transfer` pairs ranks from it), and with an engine placement `info.num_blocks` (the
+/// described rank's pool blocks, the null block included). Throws std::invalid_argument as
+/// `layout_from_flags`.
 inline nlohmann::ordered_json describe_descriptor(const contract_args& a) {
   const auto [layout, plan] = layout_from_flags(a);
   nlohmann::ordered_json d = descriptor_json(layout, plan);
   if (a.rank || plan.parallel) d["info"]["rank"] = a.rank.value_or(0);
+  // The described rank's pool, in blocks of the engine's placement (its stage's own block bytes).
+  const cache::memory_plan* own = &plan.plan;
+  for (const cache::rank_plan_result& rp : plan.ranks)
+    if (rp.coords.rank == a.rank.value_or(0)) own = &rp.plan;
+  if (layout.engine.present && own->num_blocks > 0) d["info"]["num_blocks"] = own->num_blocks;
   if (plan.parallel) {
     const cache::parallel_config& q = *plan.parallel;
     const cache::rank_coords rc = cache::rank_of(q, a.rank.value_or(0));

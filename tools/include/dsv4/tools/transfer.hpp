@@ -30,6 +30,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <fstream>
+#include <optional>
 #include <ostream>
 #include <sstream>
 #include <stdexcept>
@@ -120,7 +121,7 @@ inline transfer_parallel parallel_of(const ojson& d, const std::string& path) {
 }
 
 /// The engine groups of a /2 descriptor as block tables (windows from `info.windows`), and its
-/// pool (num_blocks = info.plan_bytes / block_bytes). Throws bad_descriptor naming the path.
+/// pool (`info.num_blocks`, or info.plan_bytes / block_bytes). Throws bad_descriptor naming the path.
 inline void tables_of(const ojson& d, const std::string& path, std::vector<cache::transfer_table>& tables,
                       cache::transfer_pool& pool) {
   if (d["schema"] != std::string(cache::kLayoutSchemaEngine) || !d["layout"].contains("engine"))
@@ -136,13 +137,23 @@ inline void tables_of(const ojson& d, const std::string& path, std::vector<cache
                     path, name));
   const std::int64_t block_bytes = contract_detail::int_at(e, "block_bytes", path + ": layout.engine");
   const ojson info = d.contains("info") ? d["info"] : ojson::object();
-  const std::int64_t plan_bytes = contract_detail::int_at(info, "plan_bytes", path + ": info");
-  if (block_bytes < 1 || plan_bytes < block_bytes || plan_bytes % block_bytes != 0)
-    throw contract_detail::bad_descriptor(
-        fmt::format("{}: info.plan_bytes {} must be a whole number (>= 1) of blocks of layout.engine.block_bytes {}",
-                    path, plan_bytes, block_bytes));
   pool.block_bytes = static_cast<std::uint64_t>(block_bytes);
-  pool.num_blocks = plan_bytes / block_bytes;
+  if (block_bytes < 1)
+    throw contract_detail::bad_descriptor(
+        fmt::format("{}: layout.engine.block_bytes {} must be >= 1", path, block_bytes));
+  if (info.contains("num_blocks")) {  // the described rank's pool (describe writes it)
+    pool.num_blocks = contract_detail::int_at(info, "num_blocks", path + ": info");
+  } else {  // a one-GPU descriptor: the plan is the pool
+    const std::int64_t plan_bytes = contract_detail::int_at(info, "plan_bytes", path + ": info");
+    if (plan_bytes % block_bytes != 0)
+      throw contract_detail::bad_descriptor(
+          fmt::format("{}: info.plan_bytes {} must be a whole number of blocks of layout.engine.block_bytes {}", path,
+                      plan_bytes, block_bytes));
+    pool.num_blocks = plan_bytes / block_bytes;
+  }
+  if (pool.num_blocks < 2)
+    throw contract_detail::bad_descriptor(
+        fmt::format("{}: the pool has {} blocks; it needs the null block and one more", path, pool.num_blocks));
   tables.clear();
   const ojson& groups = contract_detail::array_at(e, "groups", path + ": layout.engine");
   for (std::size_t i = 0; i < groups.size(); ++i) {
@@ -240,20 +251,18 @@ inline std::vector<transfer_pair> pairs_of(const transfer_report& r, const trans
 
 }  // namespace transfer_detail
 
-/// The manifest of `a`: both descriptors read and checked (`check`), compared (`diff`: a
-/// difference a page transfer breaks, or one of the layer sets or the rank part, refuses), and
-/// vLLM's connector rule applied to the block tables (--blocks, or a dry run). Throws
-/// transfer_refused (exit 1) when the layouts cannot exchange pages, std::invalid_argument (exit
-/// 2) for bad input.
-inline transfer_report compute_transfer(const transfer_args& a) {
+/// The manifest of one request between descriptors `p` (prefill) and `d` (decode), named
+/// `pp` and `dp` in messages: both checked (`check`) and compared (`diff`: a difference a page
+/// transfer breaks, or one of the layer sets or the rank part, refuses), then vLLM's connector
+/// rule applied to the block tables `given` ([tables][entries] per side), or a dry run's without
+/// them; `a` gives the prompt, the prefix and the DP ranks (its descriptors and --blocks are not
+/// read). Throws transfer_refused (exit 1) when the layouts cannot exchange pages,
+/// std::invalid_argument (exit 2) for bad input.
+inline transfer_report compute_transfer(const contract_detail::ojson& p, const contract_detail::ojson& d,
+                                        const std::string& pp, const std::string& dp, const transfer_args& a,
+                                        const std::optional<cache::transfer_blocks>& given = std::nullopt) {
   using namespace transfer_detail;  // NOLINT(google-build-using-namespace)
-  if (a.descriptors.size() != 2)
-    throw std::invalid_argument("transfer takes two descriptors: PREFILL.json DECODE.json");
   if (a.prompt_len < 1) throw std::invalid_argument(fmt::format("--prompt-len {} must be >= 1", a.prompt_len));
-  const std::string& pp = a.descriptors[0];
-  const std::string& dp = a.descriptors[1];
-  const ojson p = contract_detail::read_descriptor(pp);
-  const ojson d = contract_detail::read_descriptor(dp);
   transfer_report r;
   // The engine placement first (a /1 descriptor has no blocks to move), then the contract.
   std::vector<cache::transfer_table> decode_tables;
@@ -278,7 +287,7 @@ inline transfer_report compute_transfer(const transfer_args& a) {
     r.assumed.emplace_back(dp + " records no parallel layout (info.parallel): one GPU assumed");
   r.pairs = pairs_of(r, a);
   cache::transfer_blocks blocks;
-  r.dry_run = a.blocks.empty();
+  r.dry_run = !given.has_value();
   if (r.dry_run) {
     blocks.prefill = cache::vllm_dry_run_blocks(r.tables, a.prompt_len);
     blocks.decode = blocks.prefill;
@@ -286,14 +295,39 @@ inline transfer_report compute_transfer(const transfer_args& a) {
         "block ids: a dry run (no --blocks): each side's pool fresh, the request's blocks handed out in group order "
         "from block 1");
   } else {
-    blocks = read_blocks(a.blocks, r.tables.size());
+    blocks = *given;
+    if (blocks.prefill.size() != r.tables.size() || blocks.decode.size() != r.tables.size())
+      throw std::invalid_argument(
+          fmt::format("block tables: {} prefill and {} decode tables given, the layout has {} "
+                      "engine groups",
+                      blocks.prefill.size(), blocks.decode.size(), r.tables.size()));
+  }
+  r.manifest = cache::vllm_transfer_manifest(r.tables, r.prefill_pool, r.decode_pool, blocks, a.prompt_len, a.prefix);
+  return r;
+}
+
+/// `compute_transfer` of `a`'s two descriptor files and its --blocks file (when given). Throws
+/// as there; a file that cannot be read is bad input naming it.
+inline transfer_report compute_transfer(const transfer_args& a) {
+  if (a.descriptors.size() != 2)
+    throw std::invalid_argument("transfer takes two descriptors: PREFILL.json DECODE.json");
+  const contract_detail::ojson p = contract_detail::read_descriptor(a.descriptors[0]);
+  const contract_detail::ojson d = contract_detail::read_descriptor(a.descriptors[1]);
+  std::optional<cache::transfer_blocks> given;
+  std::size_t tables = 0;
+  if (!a.blocks.empty()) {
+    std::vector<cache::transfer_table> t;
+    cache::transfer_pool pool;
+    transfer_detail::tables_of(p, a.descriptors[0], t, pool);
+    tables = t.size();
+    given = transfer_detail::read_blocks(a.blocks, tables);
   }
   try {
-    r.manifest = cache::vllm_transfer_manifest(r.tables, r.prefill_pool, r.decode_pool, blocks, a.prompt_len, a.prefix);
+    return compute_transfer(p, d, a.descriptors[0], a.descriptors[1], a, given);
   } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument(std::string(e.what()) + (r.dry_run ? "" : " (--blocks " + a.blocks + ")"));
+    if (a.blocks.empty()) throw;
+    throw std::invalid_argument(std::string(e.what()) + " (--blocks " + a.blocks + ")");
   }
-  return r;
 }
 
 /// The manifest as JSON: inputs, pairs, per group the entries, blocks, bytes and merged ranges,
@@ -309,11 +343,11 @@ inline nlohmann::ordered_json transfer_json(const transfer_report& r, const tran
   ojson j;
   j["model"] = r.model;
   j["connector"] = "vllm-nixl";
-  j["prefill"] = {{"descriptor", a.descriptors[0]},
+  j["prefill"] = {{"descriptor", a.descriptors.empty() ? std::string() : a.descriptors[0]},
                   {"engine", r.prefill_engine},
                   {"block_bytes", r.prefill_pool.block_bytes},
                   {"num_blocks", r.prefill_pool.num_blocks}};
-  j["decode"] = {{"descriptor", a.descriptors[1]},
+  j["decode"] = {{"descriptor", a.descriptors.size() < 2 ? std::string() : a.descriptors[1]},
                  {"engine", r.decode_engine},
                  {"block_bytes", r.decode_pool.block_bytes},
                  {"num_blocks", r.decode_pool.num_blocks}};
