@@ -235,9 +235,12 @@ TEST(LayoutCli, BadInputIsOneLineOnStderrAndExitCode2) {
       {{"formats", "--rows", "0x10"}, "got '0x10'"},
       {{"formats", "--rows", ""}, "got an empty value"},
       {{"formats", "--rows", "6\n4"}, "got '6\\x0A4'"},  // still one line
-      {{}, "a subcommand is required (subcommands: formats, describe, fingerprint, diff, check, golden, writers)"},
+      {{},
+       "a subcommand is required (subcommands: formats, describe, fingerprint, diff, check, golden, transfer, "
+       "writers)"},
       {{"bogus"},
-       "unknown subcommand 'bogus' (subcommands: formats, describe, fingerprint, diff, check, golden, writers)"},
+       "unknown subcommand 'bogus' (subcommands: formats, describe, fingerprint, diff, check, golden, transfer, "
+       "writers)"},
       {{"-x"}, "unexpected argument '-x' before a subcommand"},
       {{"bogus", "formats"}, "bogus"},
       {{"formats", "--bogus"}, "--bogus"},

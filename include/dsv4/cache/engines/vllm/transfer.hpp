@@ -91,14 +91,16 @@ inline std::vector<std::vector<std::int64_t>> vllm_dry_run_blocks(std::span<cons
 
 namespace detail {
 
-/// Throws std::invalid_argument: "<side> block table of <table>: <what>".
+/// Raises std::invalid_argument (platform.hpp's one helper): "dsv4::cache: <side> block table of
+/// <table>: <what>".
 [[noreturn]] inline void bad_block_table(const char* side, const transfer_table& t, const std::string& what) {
-  std::string m = side;
+  std::string m = "dsv4::cache: ";
+  m += side;
   m += " block table of ";
   m += t.name;
   m += ": ";
   m += what;
-  throw std::invalid_argument(m);
+  raise_invalid_argument(m);
 }
 
 /// Checks one side's block table of table `t` (`side`: "prefill" or "decode"): its length is
