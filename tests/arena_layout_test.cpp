@@ -3,8 +3,14 @@
 // Golden values are derived by hand from the memory-plan formula (memory_plan.hpp) and the
 // page bytes of docs/facts.md (section 3), not by running the code under test.
 #include "dsv4/cache/arena_layout.hpp"
+#include "dsv4/cache/descriptor.hpp"
+#include "dsv4/cache/engines/registry.hpp"
 
 #include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <set>
+#include <tuple>
 
 #include <cstdint>
 #include <stdexcept>
@@ -302,6 +308,137 @@ TEST(ArenaLayout, OverflowIsAnError) {
     ADD_FAILURE() << "no exception";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("overflows 64 bits"), std::string::npos) << e.what();
+  }
+}
+
+// ---- vLLM's shared block pool (issue 45) ----
+
+/// Options planned for `engine` as the planner and `describe --engine` do: its policy and pool
+/// rules, the engine's pool structure.
+plan_options engine_options(const engine_spec& e, std::int64_t context, std::int64_t requests) {
+  plan_options o;
+  o.context_tokens = context;
+  o.requests = requests;
+  o.policy = e.policy;
+  o.vllm_pools = e.vllm;
+  o.sglang_pools = e.sglang;
+  o.tokenspeed_pools = e.tokenspeed;
+  o.pools = pools_choice::engine;
+  return o;
+}
+
+// V4-Flash in vLLM's block pool, FP8 keys, by hand from vLLM's packing (docs/engines/vllm.md):
+// pages padded to 576 B multiples; the full-history group holds, in registration order (index
+// keys, then compressed KV, per layer), 21 x 8,640 B index-key pages, 21 x 37,440 B CSA KV pages
+// and 20 x 1,728 B HCA KV pages: 181,440 + 786,240 + 34,560 = 1,002,240 B, the widest group, so
+// the block. SWA layers alternate between two groups (repeats j, j + 2): layer 0 then layer 2 in
+// the first, layer 1 in the second, each from byte 0 of a block.
+TEST(ArenaLayout, VllmFlashBlockPoolByHand) {
+  const engine_spec& vllm = *find_engine("vllm");
+  const memory_plan p = build_memory_plan(deepseek_v4_flash, engine_options(vllm, 1'048'576, 1));
+  const arena_layout a = build_arena_layout(deepseek_v4_flash, p);
+  ASSERT_TRUE(a.engine_placed());
+  EXPECT_EQ(p.pools.bytes_per_block, 1'002'240);
+  EXPECT_EQ(a.total_bytes, static_cast<std::uint64_t>(p.num_blocks) * 1'002'240u);
+  EXPECT_EQ(a.total_bytes, p.total_bytes);
+  EXPECT_EQ(a.payload_bytes, p.total_bytes);
+  EXPECT_EQ(a.padding_bytes, 0u);
+  EXPECT_EQ(a.num_regions, 44 + 21 + 42 + 20 + 20 + 21);
+
+  const pool_region swa0 = a.find(kSwa, 0);
+  EXPECT_EQ(swa0.offset_bytes, 0u);
+  EXPECT_EQ(swa0.page_stride, 1'002'240);
+  EXPECT_EQ(swa0.page_bytes, 37'440);
+  EXPECT_EQ(swa0.num_pages, p.num_blocks);
+  EXPECT_EQ(swa0.rows_per_page, 64);
+  EXPECT_EQ(a.find(kSwa, 2).offset_bytes, 37'440u);
+  EXPECT_EQ(a.find(kSwa, 1).offset_bytes, 0u);
+  EXPECT_NE(a.find(kSwa, 1).engine_group, swa0.engine_group);
+  // Page 5 (block 5) of SWA layer 2: 5 blocks in, then one page.
+  EXPECT_EQ(a.find(kSwa, 2).page_offset(5), 5u * 1'002'240u + 37'440u);
+
+  const pool_region keys2 = a.find(kC4Kv, 2, 1);
+  EXPECT_EQ(keys2.offset_bytes, 0u);
+  EXPECT_EQ(keys2.page_bytes, 8'640);  // 8,448 padded to 15 x 576
+  EXPECT_EQ(a.find(kC4Kv, 4, 1).offset_bytes, 8'640u);
+  EXPECT_EQ(a.find(kC4Kv, 2, 0).offset_bytes, 181'440u);
+  EXPECT_EQ(a.find(kC4Kv, 4, 0).offset_bytes, 181'440u + 37'440u);
+  EXPECT_EQ(a.find(kC128Kv, 3).offset_bytes, 967'680u);
+  EXPECT_EQ(a.find(kC128Kv, 3).page_bytes, 1'728);
+  EXPECT_EQ(a.find(kC128Kv, 41).offset_bytes, 967'680u + 19u * 1'728u);
+  EXPECT_EQ(a.find(kC128Kv, 41).offset_bytes + 1'728u, 1'002'240u);  // the widest group fills the block
+  // A compressor state page: 32,768 B padded to 57 x 576 = 32,832.
+  EXPECT_EQ(a.find(kC4State, 2).page_bytes, 32'832);
+  EXPECT_EQ(a.fp8_ds_mla_layout(a.find(kC4Kv, 2, 0)).page_bytes(), 37'440);
+}
+
+/// Every region of the engine arena of `c` for `e` against the layout contract's placement
+/// (canonical /2 JSON, parsed): page p of tensor (group, pool) in layer `layers[k]` at
+/// p x block_bytes + offset + k x page_bytes; every region is one of the contract's tensors.
+void check_against_contract(const model_config& c, const engine_spec& e, const plan_options& o) {
+  SCOPED_TRACE(std::string(c.name.view()) + " " + std::string(e.name));
+  const memory_plan p = build_memory_plan(c, o);
+  const arena_layout a = build_arena_layout(c, p);
+  ASSERT_TRUE(a.engine_placed());
+  const nlohmann::json j = nlohmann::json::parse(canonical_layout(describe_layout(c, o, e)).view());
+  ASSERT_EQ(j.at("schema"), "dsv4-cache-layout/2");
+  const nlohmann::json& eng = j.at("engine");
+  const auto block = eng.at("block_bytes").get<std::int64_t>();
+  EXPECT_EQ(a.total_bytes, static_cast<std::uint64_t>(p.num_blocks) * static_cast<std::uint64_t>(block));
+  EXPECT_EQ(a.total_bytes, p.total_bytes);
+  std::set<std::tuple<int, int, int>> seen;  // (group, layer, pool)
+  for (const nlohmann::json& g : eng.at("groups")) {
+    for (const nlohmann::json& t : g.at("tensors")) {
+      const group_id id = parse_group_id(t.at("group").get<std::string>());
+      const int pool = t.at("pool").get<int>();
+      const auto offset = t.at("offset").get<std::uint64_t>();
+      const auto page = t.at("page_bytes").get<std::int64_t>();
+      std::uint64_t k = 0;
+      for (const nlohmann::json& layer : t.at("layers")) {
+        const pool_region r = a.find(id, layer.get<int>(), pool);
+        EXPECT_EQ(r.offset_bytes, offset + k * static_cast<std::uint64_t>(page)) << t.at("group") << " " << layer;
+        EXPECT_EQ(r.page_bytes, page);
+        EXPECT_EQ(r.page_stride, block);
+        EXPECT_EQ(r.rows_per_page, t.at("rows_per_page").get<std::int64_t>());
+        EXPECT_EQ(r.num_pages, p.num_blocks);
+        EXPECT_LE(r.end_offset(), a.total_bytes);
+        EXPECT_TRUE(seen.insert({r.group, r.layer, r.pool}).second) << "a tensor twice in the contract";
+        ++k;
+      }
+    }
+  }
+  EXPECT_EQ(static_cast<int>(seen.size()), a.num_regions);
+}
+
+TEST(ArenaLayout, VllmOffsetsEqualTheContract) {
+  for (const char* name : {"vllm", "vllm@0.33.0"}) {
+    const engine_spec& e = *find_engine(name);
+    for (const model_config* c : {&deepseek_v4_flash, &deepseek_v4_pro, &deepseek_v4_1_flash, &deepseek_v3_2})
+      for (const std::int64_t ctx : {4096, 1'048'576}) {
+        plan_options o = engine_options(e, ctx > c->max_position_embeddings ? c->max_position_embeddings : ctx, 3);
+        check_against_contract(*c, e, o);
+        o.indexer = indexer_format::mxfp4;
+        if (c->family == model_family::v4) check_against_contract(*c, e, o);
+      }
+  }
+  // V4.1 in V4 rows (vLLM on Hopper), and without the MTP layer.
+  const engine_spec& e = *find_engine("vllm");
+  plan_options o = engine_options(e, 65'536, 2);
+  o.formats.set = format_set::v4;
+  o.cache_mtp = false;
+  check_against_contract(deepseek_v4_1_flash, e, o);
+}
+
+TEST(ArenaLayout, UnplacedStructuresAreRefused) {
+  for (const char* name : {"tokenspeed", "sglang"}) {
+    const engine_spec& e = *find_engine(name);
+    const memory_plan p = build_memory_plan(deepseek_v4_flash, engine_options(e, 65'536, 1));
+    try {
+      (void)build_arena_layout(deepseek_v4_flash, p);
+      ADD_FAILURE() << name << ": no exception";
+    } catch (const std::invalid_argument& ex) {
+      EXPECT_NE(std::string(ex.what()).find("pools_choice::own"), std::string::npos) << ex.what();
+    }
   }
 }
 

@@ -302,7 +302,6 @@ constexpr void engine_json(fixed_text<N>& t, const layout_engine& e) {
     key_int(t, "block_tokens", g.rule.page_tokens);
     key(t, "tensors");
     t.append("[");
-    std::int64_t offset = 0;
     for (int m = 0; m < g.num_members; ++m) {
       const engine_member& mb = g.members[static_cast<std::size_t>(m)];
       t.append(m == 0 ? "{" : ",{");
@@ -312,7 +311,7 @@ constexpr void engine_json(fixed_text<N>& t, const layout_engine& e) {
       key_int(t, "rows_per_page", mb.rows_per_page);
       key_int(t, "alignment", mb.alignment);
       key_int(t, "page_bytes", mb.page_bytes);
-      key_int(t, "offset", offset);
+      key_int(t, "offset", g.member_offset(m));
       key(t, "layers");
       t.append("[");
       bool first = true;
@@ -323,7 +322,6 @@ constexpr void engine_json(fixed_text<N>& t, const layout_engine& e) {
         t.append_int(l);
       }
       t.append("]}");
-      offset += mb.bytes();
     }
     t.append("]}");
   }
