@@ -8,9 +8,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <tuple>
+#include <vector>
 
 #include <cstdint>
 #include <stdexcept>
@@ -429,8 +432,89 @@ TEST(ArenaLayout, VllmOffsetsEqualTheContract) {
   check_against_contract(deepseek_v4_1_flash, e, o);
 }
 
+// tokenspeed's parent arena, V4-Flash without the MTP layer, by hand from tokenspeed's `pack`
+// (docs/engines/tokenspeed.md): plane "unit.<s>" holds each group's layer-slot-s field, K pages
+// of it per parent; a plane is max over its groups of K x field bytes, rounded up to lcm(256,
+// K x 4 for fp32 states, K x 576 for KV fields). Fields: SWA 37,440 (43 layers), CSA KV 37,440
+// (21), index keys 8,448 (21), CSA state 32,768 (21), indexer state 8,192 (21), HCA KV 1,728
+// (20), HCA state 32,768 (20).
+//   f4d8ec6e (keys beside the CSA KV, K 1, on plane 21 + slot): K swa 1, c4kv 1, c4st 2, idxst 8,
+//     c128kv 32, c128st 2. Planes 0-19: max(37,440, 65,536, 65,536, 55,296, 65,536) = 65,536 at
+//     lcm(256, 576, 32 x 576) = 18,432: 73,728; plane 20 (no HCA): at 2,304: 66,816; planes
+//     21-42 (SWA, keys): 37,440 at 2,304: 39,168. Parent 20 x 73,728 + 66,816 + 22 x 39,168 =
+//     2,403,072.
+//   0.1.1 (keys a group of their own, on plane slot): K c4kv 2, keys 8, the rest as above. Planes
+//     0-19: 2 x 37,440 = 74,880 at 18,432: 92,160; plane 20: at lcm(256, 2 x 576) = 2,304: 76,032;
+//     21-42: 39,168. Parent 2,780,928.
+// Arena (tokenspeed's `field_page_byte_offset`): planes in string order of their ids, each
+// N x plane bytes (N parents, the null one included); page p of a field at
+// plane_offset + plane - plane / K + p x plane / K.
+struct ts_hand {
+  const char* engine;
+  std::int64_t parent;
+  std::int64_t plane_low, plane_20;  // planes 0-19 and 20; planes 21-42 are 39,168
+  std::int64_t k_c4kv, k_keys;
+  bool keys_own_plane_slot;  // 0.1.1: keys on plane slot; f4d8ec6e: on plane 21 + slot
+};
+
+void check_tokenspeed_by_hand(const ts_hand& h) {
+  SCOPED_TRACE(h.engine);
+  const engine_spec& e = *find_engine(h.engine);
+  plan_options o = engine_options(e, 65'536, 4);
+  o.cache_mtp = false;
+  const memory_plan p = build_memory_plan(deepseek_v4_flash, o);
+  const arena_layout a = build_arena_layout(deepseek_v4_flash, p);
+  ASSERT_TRUE(a.engine_placed());
+  EXPECT_EQ(p.pools.bytes_per_block, h.parent);
+  EXPECT_EQ(a.total_bytes, p.total_bytes);
+  EXPECT_EQ(a.total_bytes, static_cast<std::uint64_t>(p.num_blocks) * static_cast<std::uint64_t>(h.parent));
+  ASSERT_GE(p.arena_units, 2);
+  ASSERT_LE(p.arena_units, p.num_blocks);
+  const auto n = static_cast<std::uint64_t>(p.arena_units);
+  const auto plane_bytes = [&](int s) -> std::uint64_t {
+    return static_cast<std::uint64_t>(s < 20 ? h.plane_low : s == 20 ? h.plane_20 : 39'168);
+  };
+  // Plane offsets: ids sorted as strings.
+  std::vector<std::string> ids;
+  for (int s = 0; s < 43; ++s) ids.push_back("unit." + std::to_string(s));
+  std::sort(ids.begin(), ids.end());
+  std::map<int, std::uint64_t> plane_offset;
+  std::uint64_t at = 0;
+  for (const std::string& id : ids) {
+    const int s = std::stoi(id.substr(5));
+    plane_offset[s] = at;
+    at += n * plane_bytes(s);
+  }
+  // "unit.2" follows unit.0, unit.1 and unit.10 .. unit.19: 12 planes of planes 0-19's bytes.
+  EXPECT_EQ(plane_offset.at(2), n * 12u * static_cast<std::uint64_t>(h.plane_low));
+  EXPECT_EQ(a.find(kSwa, 0).offset_bytes, 0u);  // K = 1: the null page starts plane unit.0
+  for (int i = 0; i < a.num_regions; ++i) {
+    const pool_region r = a.region(i);
+    const group_id id = p.groups[static_cast<std::size_t>(r.group)].spec.id;
+    std::int64_t k = 0;
+    int plane = r.layer_slot;
+    if (id == kSwa) k = 1;
+    if (id == kC4Kv) k = r.pool == 0 ? h.k_c4kv : h.k_keys;
+    if (id == kC4Kv && r.pool == 1 && !h.keys_own_plane_slot) plane = 21 + r.layer_slot;
+    if (id == kC4State || id == kC128State) k = 2;
+    if (id == kIdxState) k = 8;
+    if (id == kC128Kv) k = 32;
+    ASSERT_GT(k, 0) << "region " << i;
+    const std::uint64_t stride = plane_bytes(plane) / static_cast<std::uint64_t>(k);
+    EXPECT_EQ(r.offset_bytes, plane_offset.at(plane) + plane_bytes(plane) - stride) << "region " << i;
+    EXPECT_EQ(static_cast<std::uint64_t>(r.page_stride), stride) << "region " << i;
+    EXPECT_EQ(r.num_pages, 1 + (p.arena_units - 1) * k) << "region " << i;
+    EXPECT_LE(r.end_offset(), n * static_cast<std::uint64_t>(h.parent)) << "region " << i;
+  }
+}
+
+TEST(ArenaLayout, TokenspeedParentArenaByHand) {
+  check_tokenspeed_by_hand({"tokenspeed@f4d8ec6e", 2'403'072, 73'728, 66'816, 1, 1, false});
+  check_tokenspeed_by_hand({"tokenspeed@0.1.1", 2'780'928, 92'160, 76'032, 2, 8, true});
+}
+
 TEST(ArenaLayout, UnplacedStructuresAreRefused) {
-  for (const char* name : {"tokenspeed", "sglang"}) {
+  for (const char* name : {"sglang"}) {
     const engine_spec& e = *find_engine(name);
     const memory_plan p = build_memory_plan(deepseek_v4_flash, engine_options(e, 65'536, 1));
     try {

@@ -153,7 +153,7 @@ struct arena_layout {
     r.format = ps.format;
     r.row_bytes = ps.row_bytes;
     if (place != nullptr) {  // the engine's placement
-      const page_placement pp = place(plan.pools, plan.num_blocks, gp.spec.id, r.layer, pool);
+      const page_placement pp = place(plan.pools, plan.arena_units, gp.spec.id, r.layer, pool);
       r.offset_bytes = pp.offset_bytes;
       r.page_bytes = pp.page_bytes;
       r.page_stride = pp.page_stride;

@@ -85,17 +85,23 @@ struct block_table_view {
   }
 };
 
-/// Host check of a block table view before a launch or a host call: rows_per_block > 0,
-/// num_blocks >= 1 with num_blocks x rows_per_block in 64 bits, num_requests >= 0, indptr
-/// non-null with indptr[0] = 0 and non-decreasing, indices non-null if any entry. Throws
-/// std::invalid_argument naming the value. (Block ids are not checked: a bad id is refused per
-/// row, as today's slots.)
-inline void validate_block_table(const block_table_view& t) {
+/// Host check of a block table view's sizes, without reading its arrays (a device view before a
+/// launch): rows_per_block > 0, num_blocks >= 1 with num_blocks x rows_per_block in 64 bits,
+/// num_requests >= 0, indptr non-null. Throws std::invalid_argument naming the value.
+inline void validate_block_table_shape(const block_table_view& t) {
   require(t.rows_per_block > 0, "a block table needs rows per block > 0", {"rows_per_block", t.rows_per_block});
   require(t.num_blocks >= 1, "a block table's pool needs at least its null block", {"num_blocks", t.num_blocks});
   (void)checked_mul(t.num_blocks, t.rows_per_block, "block table slots (num_blocks x rows_per_block) overflow 64 bits");
   require(t.num_requests >= 0, "a block table needs num_requests >= 0", {"num_requests", t.num_requests});
   require(t.indptr != nullptr, "a block table needs its indptr (num_requests + 1 offsets)");
+}
+
+/// Host check of a host block table view before a host call: `validate_block_table_shape`, and
+/// indptr[0] = 0, indptr non-decreasing, indices non-null if any entry. Throws
+/// std::invalid_argument naming the value. (Block ids are not checked: a bad id is refused per
+/// row, as today's slots.)
+inline void validate_block_table(const block_table_view& t) {
+  validate_block_table_shape(t);
   require(t.indptr[0] == 0, "a block table's indptr must start at 0", {"indptr0", t.indptr[0]});
   for (std::int64_t r = 0; r < t.num_requests; ++r)
     require(t.indptr[r + 1] >= t.indptr[r], "a block table's indptr must not decrease", {"request", r},

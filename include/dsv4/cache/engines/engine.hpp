@@ -15,6 +15,7 @@
 #include "dsv4/cache/checked.hpp"
 #include "dsv4/cache/engines/defaults.hpp"
 #include "dsv4/cache/engines/sglang/engine.hpp"
+#include "dsv4/cache/engines/tokenspeed/planes.hpp"
 #include "dsv4/cache/engines/traits.hpp"
 #include "dsv4/cache/group_spec.hpp"
 #include "dsv4/cache/policy.hpp"
@@ -251,6 +252,8 @@ struct engine_pools {
   std::int64_t bytes_per_block = 0;
   /// ratio_pools: what SGLang's configurator reads of the model (its main layers).
   sglang_geometry sglang{};
+  /// parent_arena: the bytes of each plane of a parent (tokenspeed's `pack`), for its placement.
+  tokenspeed_planes tokenspeed{};
 
   [[nodiscard]] constexpr const engine_group* begin() const { return groups.data(); }
   [[nodiscard]] constexpr const engine_group* end() const { return groups.data() + num_groups; }
@@ -307,7 +310,8 @@ constexpr engine_pools project_pools(const engine_pools& e, const layer_mask& ke
   } else {
     out.bytes_per_block = e.bytes_per_block;  // one arena (a parent arena), or none
   }
-  out.sglang = e.sglang;  // ratio_pools: one stage only (the planner refuses pipeline stages)
+  out.sglang = e.sglang;          // ratio_pools: one stage only (the planner refuses pipeline stages)
+  out.tokenspeed = e.tokenspeed;  // parent_arena: one parent geometry (stages build their own, or keep it)
   return out;
 }
 
