@@ -513,6 +513,69 @@ TEST(ArenaLayout, TokenspeedParentArenaByHand) {
   check_tokenspeed_by_hand({"tokenspeed@0.1.1", 2'780'928, 92'160, 76'032, 2, 8, true});
 }
 
+/// Every region of tokenspeed's arena of `c` against the layout contract's record of its parent
+/// (canonical /2 JSON, parsed): with N parents (plan.arena_units), planes in the listed order,
+/// each N x bytes; the k-th layer of a tensor of a group of packing K on plane planes[k], page p
+/// at plane_offset + bytes - bytes / K + p x bytes / K.
+void check_tokenspeed_against_contract(const model_config& c, const engine_spec& e, const plan_options& o) {
+  SCOPED_TRACE(std::string(c.name.view()) + " " + engine_label(e));
+  const memory_plan p = build_memory_plan(c, o);
+  const arena_layout a = build_arena_layout(c, p);
+  ASSERT_TRUE(a.engine_placed());
+  const nlohmann::json j = nlohmann::json::parse(canonical_layout(describe_layout(c, o, e)).view());
+  ASSERT_EQ(j.at("schema"), "dsv4-cache-layout/2");
+  const nlohmann::json& eng = j.at("engine");
+  EXPECT_EQ(eng.at("structure"), "parent_arena");
+  const auto n = static_cast<std::uint64_t>(p.arena_units);
+  std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> planes;  // id -> (offset, bytes)
+  std::uint64_t at = 0;
+  std::uint64_t sum = 0;
+  for (const nlohmann::json& q : eng.at("planes")) {
+    const auto bytes = q.at("bytes").get<std::uint64_t>();
+    planes[q.at("id").get<std::string>()] = {at, bytes};
+    at += n * bytes;
+    sum += bytes;
+  }
+  EXPECT_LE(sum, eng.at("block_bytes").get<std::uint64_t>());
+  EXPECT_EQ(a.total_bytes, p.total_bytes);
+  EXPECT_LE(at, a.total_bytes);  // the planes of tokenspeed's parents fit the plan's bytes
+  std::set<std::tuple<int, int, int>> seen;
+  for (const nlohmann::json& g : eng.at("groups")) {
+    const auto k = g.at("packing").get<std::uint64_t>();
+    for (const nlohmann::json& t : g.at("tensors")) {
+      const group_id id = parse_group_id(t.at("group").get<std::string>());
+      const int pool = t.at("pool").get<int>();
+      const nlohmann::json& layers = t.at("layers");
+      const nlohmann::json& on = t.at("planes");
+      ASSERT_EQ(layers.size(), on.size());
+      for (std::size_t li = 0; li < layers.size(); ++li) {
+        const pool_region r = a.find(id, layers[li].get<int>(), pool);
+        const auto& [offset, bytes] = planes.at("unit." + std::to_string(on[li].get<int>()));
+        EXPECT_EQ(r.offset_bytes, offset + bytes - bytes / k) << t.at("group") << " layer " << layers[li];
+        EXPECT_EQ(static_cast<std::uint64_t>(r.page_stride), bytes / k);
+        EXPECT_EQ(r.page_bytes, t.at("page_bytes").get<std::int64_t>());
+        EXPECT_EQ(static_cast<std::uint64_t>(r.num_pages), 1 + (n - 1) * k);
+        EXPECT_TRUE(seen.insert({r.group, r.layer, r.pool}).second) << "a tensor twice in the contract";
+      }
+    }
+  }
+  EXPECT_EQ(static_cast<int>(seen.size()), a.num_regions);
+}
+
+TEST(ArenaLayout, TokenspeedOffsetsEqualTheContract) {
+  for (const char* name : {"tokenspeed", "tokenspeed@f4d8ec6e", "tokenspeed-default"}) {
+    const engine_spec& e = *find_engine(name);
+    for (const model_config* c : {&deepseek_v4_flash, &deepseek_v4_pro})
+      for (const bool mtp : {false, true}) {
+        plan_options o = engine_options(e, 131'072, 8);
+        o.cache_mtp = mtp;
+        check_tokenspeed_against_contract(*c, e, o);
+        o.indexer = indexer_format::mxfp4;
+        check_tokenspeed_against_contract(*c, e, o);
+      }
+  }
+}
+
 TEST(ArenaLayout, UnplacedStructuresAreRefused) {
   for (const char* name : {"sglang"}) {
     const engine_spec& e = *find_engine(name);

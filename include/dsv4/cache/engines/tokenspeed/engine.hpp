@@ -303,9 +303,7 @@ inline constexpr pool_structure_traits tokenspeed_parent_arena{
     .measure = peak_measure::parents,
     .place = tokenspeed_page_placement,
     .stage_builds_own = true,
-    .unplaced_why =
-        "it packs each group's pages into parent blocks of one arena, "
-        "include/dsv4/cache/engines/tokenspeed/engine.hpp",
+    .placed = true,
     .key_unit_bytes = "parent_bytes",
     .key_units = "num_parents",
     .key_planned = "planned_parents",

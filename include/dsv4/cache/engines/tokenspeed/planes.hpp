@@ -12,6 +12,7 @@ namespace dsv4::cache {
 /// Most planes of a tokenspeed parent: one per layer slot, and f4d8ec6e's index keys on planes
 /// of their own (`unit.<n4 + slot>`).
 inline constexpr int kMaxTokenspeedPlanes = 2 * kMaxLayers;
+static_assert(kMaxTokenspeedPlanes <= 1000, "tokenspeed_planes_in_order walks plane numbers of up to 3 digits");
 
 /// The planes of one tokenspeed parent, plane i being "unit.<i>" (recipes/deepseek_v4.py
 /// `DeepseekV4Recipe.groups`): each plane's bytes in one parent (0: no field on it), as
@@ -53,6 +54,22 @@ constexpr bool tokenspeed_plane_before(int a, int b) {
     if (ca != cb) return ca < cb;
   }
   return na < nb;
+}
+
+/// Calls f(q) for every plane q in [0, num_planes) in tokenspeed's order of plane ids (strings:
+/// unit.0, unit.1, unit.10, ..., unit.19, unit.2, ...): a preorder walk of the decimal digits.
+template <class F>
+constexpr void tokenspeed_planes_in_order(int num_planes, F&& f) {
+  if (num_planes <= 0) return;
+  f(0);
+  // Numbers of up to 3 digits (num_planes <= kMaxTokenspeedPlanes = 512).
+  for (int a = 1; a <= 9 && a < num_planes; ++a) {
+    f(a);
+    for (int b = 0; b <= 9 && a * 10 + b < num_planes; ++b) {
+      f(a * 10 + b);
+      for (int c = 0; c <= 9 && a * 100 + b * 10 + c < num_planes; ++c) f(a * 100 + b * 10 + c);
+    }
+  }
 }
 
 }  // namespace dsv4::cache
