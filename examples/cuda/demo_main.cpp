@@ -75,6 +75,17 @@ int main(int argc, char** argv) {
       throw std::invalid_argument("the plan needs " + std::to_string(r.plan.total_bytes) +
                                   " B, more than --memory-gib (" + std::to_string(*r.budget_bytes) + " B)");
     // The arena of exactly the planner's plan (own pools, or the engine's structure as it lays it).
+    const dsv4::cache::pool_structure_traits& t = dsv4::cache::traits_of(r.plan.pools.structure);
+    if (!t.laid_out && t.place == nullptr) {
+      std::string why = "--engine ";
+      why += a.engine;
+      why += ": the arena does not lay out ";
+      why += t.title;
+      why += " (";
+      why += t.unplaced_why;
+      why += "); run it with --pools own";
+      throw std::invalid_argument(why);
+    }
     arena = dsv4::cache::build_arena_layout(r.model, r.plan);
   } catch (const std::exception& e) {
     std::cerr << "dsv4-cache-cuda-demo: error: " << e.what() << "\n";
