@@ -44,6 +44,18 @@ int main(int argc, char** argv) {
                  "Writer whose bytes the pools get where the format lists it: flashmla, vllm, sglang, tokenspeed, "
                  "trtllm or flashinfer (default: each format's default writer; `dsv4-cache-layout writers` lists "
                  "them)");
+  // The planner's --engine and --pools (planner_cli.hpp `add_planner_options`), its defaults.
+  app.add_option("--engine", a.engine,
+                 "Engine whose pool structure the arena is laid out as, name or name@preset, as the planner takes "
+                 "it: " +
+                     dsv4::cache::engine_names())
+      ->check(cli::kNonEmpty)
+      ->capture_default_str();
+  app.add_option("--pools", a.pools,
+                 "engine: the engine's pool structure as it lays it out (vLLM: one shared block pool; tokenspeed: "
+                 "its parent arena); own: one pool per group (the library's own pools)")
+      ->check(CLI::IsMember(cli::kPoolsNames))
+      ->capture_default_str();
   app.add_flag("--json", json,
                "Print the arena (total_bytes, regions: offset, page_stride, page_bytes, pages) as one JSON object "
                "instead of the plan's screen, with or without a GPU; the device's report then goes to stderr");
