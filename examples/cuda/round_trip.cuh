@@ -24,7 +24,7 @@
 // request's block table as the engine's scheduler assigns blocks (ids 1 .. P from its free
 // queue, in a shuffled order: a queue after churn), its rows mapped to slots by the engine's
 // slot mapping on the host and on the device (`map_slots`, checked equal); P is bounded so
-// that the window of check 1 stays within 64 MiB.
+// that the window of check 1 stays within 16 MiB.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -220,7 +220,7 @@ round_trip_result round_trip_format(const device_arena& arena, const pool_region
 
   // An engine's region: the pages of one request's block table, P of them (see the top).
   const bool engine = r.engine_group >= 0;
-  constexpr std::int64_t kEngineWindowBytes = std::int64_t{64} << 20;
+  constexpr std::int64_t kEngineWindowBytes = std::int64_t{16} << 20;
   const std::int64_t pages_used =
       engine ? std::min<std::int64_t>(r.num_pages, 1 + std::max<std::int64_t>(1, kEngineWindowBytes / r.page_stride))
              : r.num_pages;
