@@ -14,7 +14,7 @@ if(DSV4_CACHE_HAS_CUDA)
 
   if(DSV4_CACHE_BUILD_TESTS)
     # The sample's exit codes, checked for real: with no GPU it must print the plan and exit 3.
-    foreach(mode IN ITEMS run bad_flag bad_writer over_budget)
+    foreach(mode IN ITEMS run json bad_flag bad_writer over_budget)
       add_test(NAME cuda_demo.${mode}
                COMMAND ${CMAKE_COMMAND} -DDEMO=$<TARGET_FILE:dsv4-cache-cuda-demo> -DMODE=${mode}
                        -P ${CMAKE_CURRENT_SOURCE_DIR}/cuda/demo_check.cmake)

@@ -58,11 +58,21 @@ plan_options fuzz_options(FuzzedDataProvider& fdp) {
   return o;
 }
 
-/// The arena of a plan: regions in order, inside the arena, aligned, payload = plan bytes.
+/// The arena of a plan: regions in order, inside the arena, aligned, payload = plan bytes (an
+/// engine's placement: exactly the plan's bytes, every page inside them, pages not overlapping).
 void check_arena(const model_config& c, const memory_plan& p, std::uint64_t alignment) {
   const auto a = dsv4::fuzz::expect_clean([&] { return build_arena_layout(c, p, alignment); });
   if (!a) return;
   DSV4_FUZZ_CHECK(a->payload_bytes == p.total_bytes && a->total_bytes == a->payload_bytes + a->padding_bytes);
+  if (a->engine_placed()) {
+    DSV4_FUZZ_CHECK(a->total_bytes == p.total_bytes);
+    for (int i = 0; i < a->num_regions; ++i) {
+      const pool_region r = a->region(i);
+      DSV4_FUZZ_CHECK(r.offset_bytes % 16 == 0 && r.page_bytes <= r.page_stride);
+      DSV4_FUZZ_CHECK(static_cast<u128>(r.offset_bytes) + r.span_bytes() <= a->total_bytes);
+    }
+    return;
+  }
   std::uint64_t prev_end = 0;
   for (int i = 0; i < a->num_regions; ++i) {
     const pool_region r = a->region(i);

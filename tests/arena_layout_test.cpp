@@ -3,8 +3,17 @@
 // Golden values are derived by hand from the memory-plan formula (memory_plan.hpp) and the
 // page bytes of docs/facts.md (section 3), not by running the code under test.
 #include "dsv4/cache/arena_layout.hpp"
+#include "dsv4/cache/descriptor.hpp"
+#include "dsv4/cache/engines/registry.hpp"
 
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <tuple>
+#include <vector>
 
 #include <cstdint>
 #include <stdexcept>
@@ -302,6 +311,281 @@ TEST(ArenaLayout, OverflowIsAnError) {
     ADD_FAILURE() << "no exception";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("overflows 64 bits"), std::string::npos) << e.what();
+  }
+}
+
+// ---- vLLM's shared block pool (issue 45) ----
+
+/// Options planned for `engine` as the planner and `describe --engine` do: its policy and pool
+/// rules, the engine's pool structure.
+plan_options engine_options(const engine_spec& e, std::int64_t context, std::int64_t requests) {
+  plan_options o;
+  o.context_tokens = context;
+  o.requests = requests;
+  o.policy = e.policy;
+  o.vllm_pools = e.vllm;
+  o.sglang_pools = e.sglang;
+  o.tokenspeed_pools = e.tokenspeed;
+  o.pools = pools_choice::engine;
+  return o;
+}
+
+// V4-Flash in vLLM's block pool, FP8 keys, by hand from vLLM's packing (docs/engines/vllm.md):
+// pages padded to 576 B multiples; the full-history group holds, in registration order (index
+// keys, then compressed KV, per layer), 21 x 8,640 B index-key pages, 21 x 37,440 B CSA KV pages
+// and 20 x 1,728 B HCA KV pages: 181,440 + 786,240 + 34,560 = 1,002,240 B, the widest group, so
+// the block. SWA layers alternate between two groups (repeats j, j + 2): layer 0 then layer 2 in
+// the first, layer 1 in the second, each from byte 0 of a block.
+TEST(ArenaLayout, VllmFlashBlockPoolByHand) {
+  const engine_spec& vllm = *find_engine("vllm");
+  const memory_plan p = build_memory_plan(deepseek_v4_flash, engine_options(vllm, 1'048'576, 1));
+  const arena_layout a = build_arena_layout(deepseek_v4_flash, p);
+  ASSERT_TRUE(a.engine_placed());
+  EXPECT_EQ(p.pools.bytes_per_block, 1'002'240);
+  EXPECT_EQ(a.total_bytes, static_cast<std::uint64_t>(p.num_blocks) * 1'002'240u);
+  EXPECT_EQ(a.total_bytes, p.total_bytes);
+  EXPECT_EQ(a.payload_bytes, p.total_bytes);
+  EXPECT_EQ(a.padding_bytes, 0u);
+  EXPECT_EQ(a.num_regions, 44 + 21 + 42 + 20 + 20 + 21);
+
+  const pool_region swa0 = a.find(kSwa, 0);
+  EXPECT_EQ(swa0.offset_bytes, 0u);
+  EXPECT_EQ(swa0.page_stride, 1'002'240);
+  EXPECT_EQ(swa0.page_bytes, 37'440);
+  EXPECT_EQ(swa0.num_pages, p.num_blocks);
+  EXPECT_EQ(swa0.rows_per_page, 64);
+  EXPECT_EQ(a.find(kSwa, 2).offset_bytes, 37'440u);
+  EXPECT_EQ(a.find(kSwa, 1).offset_bytes, 0u);
+  EXPECT_NE(a.find(kSwa, 1).engine_group, swa0.engine_group);
+  // Page 5 (block 5) of SWA layer 2: 5 blocks in, then one page.
+  EXPECT_EQ(a.find(kSwa, 2).page_offset(5), 5u * 1'002'240u + 37'440u);
+
+  const pool_region keys2 = a.find(kC4Kv, 2, 1);
+  EXPECT_EQ(keys2.offset_bytes, 0u);
+  EXPECT_EQ(keys2.page_bytes, 8'640);  // 8,448 padded to 15 x 576
+  EXPECT_EQ(a.find(kC4Kv, 4, 1).offset_bytes, 8'640u);
+  EXPECT_EQ(a.find(kC4Kv, 2, 0).offset_bytes, 181'440u);
+  EXPECT_EQ(a.find(kC4Kv, 4, 0).offset_bytes, 181'440u + 37'440u);
+  EXPECT_EQ(a.find(kC128Kv, 3).offset_bytes, 967'680u);
+  EXPECT_EQ(a.find(kC128Kv, 3).page_bytes, 1'728);
+  EXPECT_EQ(a.find(kC128Kv, 41).offset_bytes, 967'680u + 19u * 1'728u);
+  EXPECT_EQ(a.find(kC128Kv, 41).offset_bytes + 1'728u, 1'002'240u);  // the widest group fills the block
+  // A compressor state page: 32,768 B padded to 57 x 576 = 32,832.
+  EXPECT_EQ(a.find(kC4State, 2).page_bytes, 32'832);
+  EXPECT_EQ(a.fp8_ds_mla_layout(a.find(kC4Kv, 2, 0)).page_bytes(), 37'440);
+}
+
+/// Every region of the engine arena of `c` for `e` against the layout contract's placement
+/// (canonical /2 JSON, parsed): page p of tensor (group, pool) in layer `layers[k]` at
+/// p x block_bytes + offset + k x page_bytes; every region is one of the contract's tensors.
+void check_against_contract(const model_config& c, const engine_spec& e, const plan_options& o) {
+  SCOPED_TRACE(std::string(c.name.view()) + " " + std::string(e.name));
+  const memory_plan p = build_memory_plan(c, o);
+  const arena_layout a = build_arena_layout(c, p);
+  ASSERT_TRUE(a.engine_placed());
+  const nlohmann::json j = nlohmann::json::parse(canonical_layout(describe_layout(c, o, e)).view());
+  ASSERT_EQ(j.at("schema"), "dsv4-cache-layout/2");
+  const nlohmann::json& eng = j.at("engine");
+  const auto block = eng.at("block_bytes").get<std::int64_t>();
+  EXPECT_EQ(a.total_bytes, static_cast<std::uint64_t>(p.num_blocks) * static_cast<std::uint64_t>(block));
+  EXPECT_EQ(a.total_bytes, p.total_bytes);
+  std::set<std::tuple<int, int, int>> seen;  // (group, layer, pool)
+  for (const nlohmann::json& g : eng.at("groups")) {
+    for (const nlohmann::json& t : g.at("tensors")) {
+      const group_id id = parse_group_id(t.at("group").get<std::string>());
+      const int pool = t.at("pool").get<int>();
+      const auto offset = t.at("offset").get<std::uint64_t>();
+      const auto page = t.at("page_bytes").get<std::int64_t>();
+      std::uint64_t k = 0;
+      for (const nlohmann::json& layer : t.at("layers")) {
+        const pool_region r = a.find(id, layer.get<int>(), pool);
+        EXPECT_EQ(r.offset_bytes, offset + k * static_cast<std::uint64_t>(page)) << t.at("group") << " " << layer;
+        EXPECT_EQ(r.page_bytes, page);
+        EXPECT_EQ(r.page_stride, block);
+        EXPECT_EQ(r.rows_per_page, t.at("rows_per_page").get<std::int64_t>());
+        EXPECT_EQ(r.num_pages, p.num_blocks);
+        EXPECT_LE(r.end_offset(), a.total_bytes);
+        EXPECT_TRUE(seen.insert({r.group, r.layer, r.pool}).second) << "a tensor twice in the contract";
+        ++k;
+      }
+    }
+  }
+  EXPECT_EQ(static_cast<int>(seen.size()), a.num_regions);
+}
+
+TEST(ArenaLayout, VllmOffsetsEqualTheContract) {
+  for (const char* name : {"vllm", "vllm@0.33.0"}) {
+    const engine_spec& e = *find_engine(name);
+    for (const model_config* c : {&deepseek_v4_flash, &deepseek_v4_pro, &deepseek_v4_1_flash, &deepseek_v3_2})
+      for (const std::int64_t ctx : {4096, 1'048'576}) {
+        plan_options o = engine_options(e, ctx > c->max_position_embeddings ? c->max_position_embeddings : ctx, 3);
+        check_against_contract(*c, e, o);
+        o.indexer = indexer_format::mxfp4;
+        if (c->family == model_family::v4) check_against_contract(*c, e, o);
+      }
+  }
+  // V4.1 in V4 rows (vLLM on Hopper), and without the MTP layer.
+  const engine_spec& e = *find_engine("vllm");
+  plan_options o = engine_options(e, 65'536, 2);
+  o.formats.set = format_set::v4;
+  o.cache_mtp = false;
+  check_against_contract(deepseek_v4_1_flash, e, o);
+}
+
+// tokenspeed's parent arena, V4-Flash without the MTP layer, by hand from tokenspeed's `pack`
+// (docs/engines/tokenspeed.md): plane "unit.<s>" holds each group's layer-slot-s field, K pages
+// of it per parent; a plane is max over its groups of K x field bytes, rounded up to lcm(256,
+// K x 4 for fp32 states, K x 576 for KV fields). Fields: SWA 37,440 (43 layers), CSA KV 37,440
+// (21), index keys 8,448 (21), CSA state 32,768 (21), indexer state 8,192 (21), HCA KV 1,728
+// (20), HCA state 32,768 (20).
+//   f4d8ec6e (keys beside the CSA KV, K 1, on plane 21 + slot): K swa 1, c4kv 1, c4st 2, idxst 8,
+//     c128kv 32, c128st 2. Planes 0-19: max(37,440, 65,536, 65,536, 55,296, 65,536) = 65,536 at
+//     lcm(256, 576, 32 x 576) = 18,432: 73,728; plane 20 (no HCA): at 2,304: 66,816; planes
+//     21-42 (SWA, keys): 37,440 at 2,304: 39,168. Parent 20 x 73,728 + 66,816 + 22 x 39,168 =
+//     2,403,072.
+//   0.1.1 (keys a group of their own, on plane slot): K c4kv 2, keys 8, the rest as above. Planes
+//     0-19: 2 x 37,440 = 74,880 at 18,432: 92,160; plane 20: at lcm(256, 2 x 576) = 2,304: 76,032;
+//     21-42: 39,168. Parent 2,780,928.
+// Arena (tokenspeed's `field_page_byte_offset`): planes in string order of their ids, each
+// N x plane bytes (N parents, the null one included); page p of a field at
+// plane_offset + plane - plane / K + p x plane / K.
+struct ts_hand {
+  const char* engine;
+  std::int64_t parent;
+  std::int64_t plane_low, plane_20;  // planes 0-19 and 20; planes 21-42 are 39,168
+  std::int64_t k_c4kv, k_keys;
+  bool keys_own_plane_slot;  // 0.1.1: keys on plane slot; f4d8ec6e: on plane 21 + slot
+};
+
+void check_tokenspeed_by_hand(const ts_hand& h) {
+  SCOPED_TRACE(h.engine);
+  const engine_spec& e = *find_engine(h.engine);
+  plan_options o = engine_options(e, 65'536, 4);
+  o.cache_mtp = false;
+  const memory_plan p = build_memory_plan(deepseek_v4_flash, o);
+  const arena_layout a = build_arena_layout(deepseek_v4_flash, p);
+  ASSERT_TRUE(a.engine_placed());
+  EXPECT_EQ(p.pools.bytes_per_block, h.parent);
+  EXPECT_EQ(a.total_bytes, p.total_bytes);
+  EXPECT_EQ(a.total_bytes, static_cast<std::uint64_t>(p.num_blocks) * static_cast<std::uint64_t>(h.parent));
+  ASSERT_GE(p.arena_units, 2);
+  ASSERT_LE(p.arena_units, p.num_blocks);
+  const auto n = static_cast<std::uint64_t>(p.arena_units);
+  const auto plane_bytes = [&](int s) -> std::uint64_t {
+    return static_cast<std::uint64_t>(s < 20 ? h.plane_low : s == 20 ? h.plane_20 : 39'168);
+  };
+  // Plane offsets: ids sorted as strings.
+  std::vector<std::string> ids;
+  for (int s = 0; s < 43; ++s) ids.push_back("unit." + std::to_string(s));
+  std::sort(ids.begin(), ids.end());
+  std::map<int, std::uint64_t> plane_offset;
+  std::uint64_t at = 0;
+  for (const std::string& id : ids) {
+    const int s = std::stoi(id.substr(5));
+    plane_offset[s] = at;
+    at += n * plane_bytes(s);
+  }
+  // "unit.2" follows unit.0, unit.1 and unit.10 .. unit.19: 12 planes of planes 0-19's bytes.
+  EXPECT_EQ(plane_offset.at(2), n * 12u * static_cast<std::uint64_t>(h.plane_low));
+  EXPECT_EQ(a.find(kSwa, 0).offset_bytes, 0u);  // K = 1: the null page starts plane unit.0
+  for (int i = 0; i < a.num_regions; ++i) {
+    const pool_region r = a.region(i);
+    const group_id id = p.groups[static_cast<std::size_t>(r.group)].spec.id;
+    std::int64_t k = 0;
+    int plane = r.layer_slot;
+    if (id == kSwa) k = 1;
+    if (id == kC4Kv) k = r.pool == 0 ? h.k_c4kv : h.k_keys;
+    if (id == kC4Kv && r.pool == 1 && !h.keys_own_plane_slot) plane = 21 + r.layer_slot;
+    if (id == kC4State || id == kC128State) k = 2;
+    if (id == kIdxState) k = 8;
+    if (id == kC128Kv) k = 32;
+    ASSERT_GT(k, 0) << "region " << i;
+    const std::uint64_t stride = plane_bytes(plane) / static_cast<std::uint64_t>(k);
+    EXPECT_EQ(r.offset_bytes, plane_offset.at(plane) + plane_bytes(plane) - stride) << "region " << i;
+    EXPECT_EQ(static_cast<std::uint64_t>(r.page_stride), stride) << "region " << i;
+    EXPECT_EQ(r.num_pages, 1 + (p.arena_units - 1) * k) << "region " << i;
+    EXPECT_LE(r.end_offset(), n * static_cast<std::uint64_t>(h.parent)) << "region " << i;
+  }
+}
+
+TEST(ArenaLayout, TokenspeedParentArenaByHand) {
+  check_tokenspeed_by_hand({"tokenspeed@f4d8ec6e", 2'403'072, 73'728, 66'816, 1, 1, false});
+  check_tokenspeed_by_hand({"tokenspeed@0.1.1", 2'780'928, 92'160, 76'032, 2, 8, true});
+}
+
+/// Every region of tokenspeed's arena of `c` against the layout contract's record of its parent
+/// (canonical /2 JSON, parsed): with N parents (plan.arena_units), planes in the listed order,
+/// each N x bytes; the k-th layer of a tensor of a group of packing K on plane planes[k], page p
+/// at plane_offset + bytes - bytes / K + p x bytes / K.
+void check_tokenspeed_against_contract(const model_config& c, const engine_spec& e, const plan_options& o) {
+  SCOPED_TRACE(std::string(c.name.view()) + " " + engine_label(e));
+  const memory_plan p = build_memory_plan(c, o);
+  const arena_layout a = build_arena_layout(c, p);
+  ASSERT_TRUE(a.engine_placed());
+  const nlohmann::json j = nlohmann::json::parse(canonical_layout(describe_layout(c, o, e)).view());
+  ASSERT_EQ(j.at("schema"), "dsv4-cache-layout/2");
+  const nlohmann::json& eng = j.at("engine");
+  EXPECT_EQ(eng.at("structure"), "parent_arena");
+  const auto n = static_cast<std::uint64_t>(p.arena_units);
+  std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> planes;  // id -> (offset, bytes)
+  std::uint64_t at = 0;
+  std::uint64_t sum = 0;
+  for (const nlohmann::json& q : eng.at("planes")) {
+    const auto bytes = q.at("bytes").get<std::uint64_t>();
+    planes[q.at("id").get<std::string>()] = {at, bytes};
+    at += n * bytes;
+    sum += bytes;
+  }
+  EXPECT_LE(sum, eng.at("block_bytes").get<std::uint64_t>());
+  EXPECT_EQ(a.total_bytes, p.total_bytes);
+  EXPECT_LE(at, a.total_bytes);  // the planes of tokenspeed's parents fit the plan's bytes
+  std::set<std::tuple<int, int, int>> seen;
+  for (const nlohmann::json& g : eng.at("groups")) {
+    const auto k = g.at("packing").get<std::uint64_t>();
+    for (const nlohmann::json& t : g.at("tensors")) {
+      const group_id id = parse_group_id(t.at("group").get<std::string>());
+      const int pool = t.at("pool").get<int>();
+      const nlohmann::json& layers = t.at("layers");
+      const nlohmann::json& on = t.at("planes");
+      ASSERT_EQ(layers.size(), on.size());
+      for (std::size_t li = 0; li < layers.size(); ++li) {
+        const pool_region r = a.find(id, layers[li].get<int>(), pool);
+        const auto& [offset, bytes] = planes.at("unit." + std::to_string(on[li].get<int>()));
+        EXPECT_EQ(r.offset_bytes, offset + bytes - bytes / k) << t.at("group") << " layer " << layers[li];
+        EXPECT_EQ(static_cast<std::uint64_t>(r.page_stride), bytes / k);
+        EXPECT_EQ(r.page_bytes, t.at("page_bytes").get<std::int64_t>());
+        EXPECT_EQ(static_cast<std::uint64_t>(r.num_pages), 1 + (n - 1) * k);
+        EXPECT_TRUE(seen.insert({r.group, r.layer, r.pool}).second) << "a tensor twice in the contract";
+      }
+    }
+  }
+  EXPECT_EQ(static_cast<int>(seen.size()), a.num_regions);
+}
+
+TEST(ArenaLayout, TokenspeedOffsetsEqualTheContract) {
+  for (const char* name : {"tokenspeed", "tokenspeed@f4d8ec6e", "tokenspeed-default"}) {
+    const engine_spec& e = *find_engine(name);
+    for (const model_config* c : {&deepseek_v4_flash, &deepseek_v4_pro})
+      for (const bool mtp : {false, true}) {
+        plan_options o = engine_options(e, 131'072, 8);
+        o.cache_mtp = mtp;
+        check_tokenspeed_against_contract(*c, e, o);
+        o.indexer = indexer_format::mxfp4;
+        check_tokenspeed_against_contract(*c, e, o);
+      }
+  }
+}
+
+TEST(ArenaLayout, UnplacedStructuresAreRefused) {
+  for (const char* name : {"sglang"}) {
+    const engine_spec& e = *find_engine(name);
+    const memory_plan p = build_memory_plan(deepseek_v4_flash, engine_options(e, 65'536, 1));
+    try {
+      (void)build_arena_layout(deepseek_v4_flash, p);
+      ADD_FAILURE() << name << ": no exception";
+    } catch (const std::invalid_argument& ex) {
+      EXPECT_NE(std::string(ex.what()).find("pools_choice::own"), std::string::npos) << ex.what();
+    }
   }
 }
 

@@ -26,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include "../examples/cuda/arena_json.hpp"
 #include "../examples/cuda/dispatch.hpp"
 #include "dsv4/cache/arena_layout.hpp"
 #include "dsv4/cache/formats/registry.hpp"
@@ -351,6 +352,49 @@ TEST(SampleDispatch, EachPathWritesTheHostCodecOfTheWriterUsed) {
   }
   EXPECT_GT(checked_fast, 0);
   EXPECT_GT(checked_generic, 0);
+}
+
+// The sample's arena (issue 45): the planner's plan for the same flags, laid out as the engine
+// lays it; `--json` prints it. V4-Flash under vLLM at 1M tokens, 1 request: exactly the plan's
+// bytes, num_blocks x 1,002,240 (vLLM's block: docs/engines/vllm.md), every region strided by
+// the block, its offset inside the first block.
+TEST(SampleArena, VllmArenaIsThePlannersPlanAsVllmLaysIt) {
+  cli::planner_args a;
+  a.preset = "v4-flash";
+  a.engine = "vllm";
+  a.context = 1'048'576;
+  a.requests = 1;
+  const cli::planner_result r = cli::compute(a, false);
+  const arena_layout arena = build_arena_layout(r.model, r.plan);
+  const nlohmann::ordered_json j = cuda_demo::arena_json(arena);
+  EXPECT_EQ(j.at("total_bytes").get<std::uint64_t>(), r.plan.total_bytes);
+  EXPECT_EQ(j.at("total_bytes").get<std::uint64_t>(), static_cast<std::uint64_t>(r.plan.num_blocks) * 1'002'240u);
+  EXPECT_EQ(j.at("arena_bytes").get<std::uint64_t>(), r.plan.total_bytes);  // no padding
+  EXPECT_EQ(j.at("allocated_bytes").get<std::uint64_t>(), r.plan.total_bytes + 8u);
+  EXPECT_EQ(j.at("structure"), "shared_block_pool");
+  const nlohmann::ordered_json& regions = j.at("regions");
+  ASSERT_EQ(static_cast<int>(regions.size()), arena.num_regions);
+  for (std::size_t i = 0; i < regions.size(); ++i) {
+    const nlohmann::ordered_json& o = regions[i];
+    EXPECT_EQ(o.at("page_stride").get<std::int64_t>(), 1'002'240) << i;
+    EXPECT_LE(o.at("offset").get<std::uint64_t>() + o.at("page_bytes").get<std::uint64_t>(), 1'002'240u) << i;
+    EXPECT_EQ(o.at("pages").get<std::int64_t>(), r.plan.num_blocks) << i;
+    const pool_region reg = arena.region(static_cast<int>(i));
+    EXPECT_EQ(o.at("offset").get<std::uint64_t>(), reg.offset_bytes) << i;
+    EXPECT_EQ(o.at("layer").get<int>(), reg.layer) << i;
+  }
+  const std::string line = cuda_demo::arena_line(arena);
+  EXPECT_NE(line.find("= the plan's " + std::to_string(r.plan.total_bytes) + " B, laid out as the shared pool"),
+            std::string::npos)
+      << line;
+  // Own pools (--pools own): the plan's bytes plus alignment padding.
+  a.pools = "own";
+  const cli::planner_result own = cli::compute(a, false);
+  const arena_layout own_arena = build_arena_layout(own.model, own.plan);
+  const nlohmann::ordered_json jo = cuda_demo::arena_json(own_arena);
+  EXPECT_EQ(jo.at("total_bytes").get<std::uint64_t>(), own.plan.total_bytes);
+  EXPECT_EQ(jo.at("arena_bytes").get<std::uint64_t>(), own.plan.total_bytes + own_arena.padding_bytes);
+  EXPECT_EQ(jo.at("structure"), "own_pools");
 }
 
 }  // namespace

@@ -1,13 +1,17 @@
 # ctest driver for dsv4-cache-cuda-demo (label `host`): runs the sample and checks its exit
 # code and output, so that the no-device path is tested for real in CI.
-#   -DDEMO=<path> -DMODE=run|bad_flag|bad_writer|over_budget
+#   -DDEMO=<path> -DMODE=run|json|bad_flag|bad_writer|over_budget
 # run:         exit 0 with "bit-exact" (a GPU is present) or exit 3 with "no CUDA device found"
 #              and the printed plan (no GPU); anything else fails.
+# json:        the arena as one JSON object on stdout (the plan's total_bytes, its regions with
+#              offsets and page strides: vLLM's block pool), then exit 0 (GPU) or 3 (none).
 # bad_flag:    exit 2 and exactly one line on stderr.
 # bad_writer:  exit 2 and exactly one line on stderr naming --writer and the value.
 # over_budget: exit 2 and exactly one line on stderr naming --memory-gib.
 if(MODE STREQUAL "run")
   set(args --preset flash --context 4096 --requests 2 --max-tokens 256)
+elseif(MODE STREQUAL "json")
+  set(args --preset flash --engine vllm --context 4096 --requests 2 --max-tokens 256 --json)
 elseif(MODE STREQUAL "bad_flag")
   set(args --preset flash --requests)
 elseif(MODE STREQUAL "bad_writer")
@@ -27,6 +31,16 @@ if(MODE STREQUAL "run")
     message(STATUS "demo printed the plan and reported no CUDA device (exit 3)")
   else()
     message(FATAL_ERROR "unexpected exit ${rc}\n--- stdout:\n${out}\n--- stderr:\n${err}")
+  endif()
+elseif(MODE STREQUAL "json")
+  if(NOT (rc EQUAL 0 OR rc EQUAL 3))
+    message(FATAL_ERROR "unexpected exit ${rc}\n--- stderr:\n${err}")
+  endif()
+  string(JSON structure ERROR_VARIABLE json_error GET "${out}" structure)
+  string(JSON stride ERROR_VARIABLE json_error GET "${out}" regions 0 page_stride)
+  string(JSON total ERROR_VARIABLE json_error GET "${out}" total_bytes)
+  if(json_error OR NOT structure STREQUAL "shared_block_pool" OR NOT stride EQUAL 1002240 OR total LESS 1002240)
+    message(FATAL_ERROR "not the arena of vLLM's block pool (${json_error}):\n${out}")
   endif()
 else()
   if(NOT rc EQUAL 2 OR NOT err_lines EQUAL 1 OR NOT err MATCHES "^dsv4-cache-cuda-demo: error: ")

@@ -3,6 +3,10 @@
 // the format has them, generic otherwise) and check them bit for bit against the host codec of
 // the writer used (each format's default writer, or --writer where the format lists it).
 //
+// The arena is the planner's plan for the same flags (--engine, --pools: the planner's defaults),
+// laid out as the engine lays it (arena_layout.hpp); --json prints it (regions with offsets and
+// page strides) with or without a GPU.
+//
 // Exit codes: 0 all checks passed; 1 a byte differed; 2 bad flags, an invalid plan, a plan
 // above --memory-gib or above the device's free memory (one line on stderr); 3 the plan is
 // valid and printed but no CUDA device was found.
@@ -14,6 +18,7 @@
 #include <optional>
 #include <string>
 
+#include "arena_json.hpp"
 #include "demo.hpp"
 #include "dsv4/cache/formats/registry.hpp"
 #include "dsv4/tools/messages.hpp"
@@ -24,8 +29,8 @@ int main(int argc, char** argv) {
   namespace demo = dsv4::cache::cuda_demo;
   cli::planner_args a;
   a.context = 65536;  // the demo's defaults: a plan that allocates quickly
-  a.pools = "own";    // the arena lays out the library's own pools (one region per group, layer and pool)
-  a.requests = 4;
+  a.requests = 4;     // --engine and --pools: the planner's defaults (the engine's pool structure)
+  bool json = false;
   std::int64_t max_tokens = 65536;
   std::string writer_name;
   CLI::App app{
@@ -39,6 +44,21 @@ int main(int argc, char** argv) {
                  "Writer whose bytes the pools get where the format lists it: flashmla, vllm, sglang, tokenspeed, "
                  "trtllm or flashinfer (default: each format's default writer; `dsv4-cache-layout writers` lists "
                  "them)");
+  // The planner's --engine and --pools (planner_cli.hpp `add_planner_options`), its defaults.
+  app.add_option("--engine", a.engine,
+                 "Engine whose pool structure the arena is laid out as, name or name@preset, as the planner takes "
+                 "it: " +
+                     dsv4::cache::engine_names())
+      ->check(cli::kNonEmpty)
+      ->capture_default_str();
+  app.add_option("--pools", a.pools,
+                 "engine: the engine's pool structure as it lays it out (vLLM: one shared block pool; tokenspeed: "
+                 "its parent arena); own: one pool per group (the library's own pools)")
+      ->check(CLI::IsMember(cli::kPoolsNames))
+      ->capture_default_str();
+  app.add_flag("--json", json,
+               "Print the arena (total_bytes, regions: offset, page_stride, page_bytes, pages) as one JSON object "
+               "instead of the plan's screen, with or without a GPU; the device's report then goes to stderr");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
@@ -59,16 +79,34 @@ int main(int argc, char** argv) {
     writer = w;
   }
   cli::planner_result r;
+  dsv4::cache::arena_layout arena;
   try {
     if (a.context == 0) throw std::invalid_argument("--context must be >= 1");
     r = cli::compute(a);
     if (r.budget_bytes && r.plan.total_bytes > *r.budget_bytes)
       throw std::invalid_argument("the plan needs " + std::to_string(r.plan.total_bytes) +
                                   " B, more than --memory-gib (" + std::to_string(*r.budget_bytes) + " B)");
+    // The arena of exactly the planner's plan (own pools, or the engine's structure as it lays it).
+    const dsv4::cache::pool_structure_traits& t = dsv4::cache::traits_of(r.plan.pools.structure);
+    if (!t.laid_out && t.place == nullptr) {
+      std::string why = "--engine ";
+      why += a.engine;
+      why += ": the arena does not lay out ";
+      why += t.title;
+      why += " (";
+      why += t.unplaced_why;
+      why += "); run it with --pools own";
+      throw std::invalid_argument(why);
+    }
+    arena = dsv4::cache::build_arena_layout(r.model, r.plan);
   } catch (const std::exception& e) {
     std::cerr << "dsv4-cache-cuda-demo: error: " << e.what() << "\n";
     return demo::kExitUsage;
   }
-  std::cout << cli::to_text(r) << std::flush;
+  if (json) {
+    std::cout << demo::arena_json(arena).dump(2) << "\n" << std::flush;
+    return demo::run_on_device(r.model, r.plan, max_tokens, writer, std::cerr, std::cerr);
+  }
+  std::cout << cli::to_text(r) << demo::arena_line(arena) << std::flush;
   return demo::run_on_device(r.model, r.plan, max_tokens, writer, std::cout, std::cerr);
 }

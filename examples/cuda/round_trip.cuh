@@ -19,6 +19,12 @@
 //      host image (`dequantize_row<F>`; -1 and refused slots: zero rows on the specialized
 //      path, the null page's row 0 on the generic one, `gather_unit`), and the output row
 //      padding is untouched.
+// A region of an engine's structure (vLLM's block pool, tokenspeed's planes: pages strided
+// through the whole arena, interleaved with other tensors' pages) is filled through one
+// request's block table as the engine's scheduler assigns blocks (ids 1 .. P from its free
+// queue, in a shuffled order: a queue after churn), its rows mapped to slots by the engine's
+// slot mapping on the host and on the device (`map_slots`, checked equal); P is bounded so
+// that the window of check 1 stays within 16 MiB.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -36,6 +42,7 @@
 
 #include "dispatch.hpp"
 #include "dsv4/cache/arena_layout.hpp"
+#include "dsv4/cache/block_table.hpp"
 #include "dsv4/cache/cuda/device_arena.cuh"
 #include "dsv4/cache/cuda/error.cuh"
 #include "dsv4/cache/cuda/kernels.cuh"
@@ -161,8 +168,8 @@ inline std::string where(const arena_layout& a, const pool_region& r, std::uint6
   if (arena_offset >= r.offset_bytes && arena_offset < r.end_offset()) {
     const std::uint64_t in = arena_offset - r.offset_bytes;
     s << " (region of layer " << r.layer << ", pool " << r.pool << ": page "
-      << in / static_cast<std::uint64_t>(r.page_bytes) << ", byte " << in % static_cast<std::uint64_t>(r.page_bytes)
-      << " of the page)";
+      << in / static_cast<std::uint64_t>(r.page_stride) << ", byte " << in % static_cast<std::uint64_t>(r.page_stride)
+      << " of the page stride)";
   } else {
     s << " (outside the region [" << r.offset_bytes << ", " << r.end_offset() << ") of " << a.total_bytes << ")";
   }
@@ -211,18 +218,54 @@ round_trip_result round_trip_format(const device_arena& arena, const pool_region
   require(!fast || kFast != pool_format::other, "round_trip: the fast path needs a specialized format");
   std::mt19937 rng(opt.seed);
 
+  // An engine's region: the pages of one request's block table, P of them (see the top).
+  const bool engine = r.engine_group >= 0;
+  constexpr std::int64_t kEngineWindowBytes = std::int64_t{16} << 20;
+  const std::int64_t pages_used =
+      engine ? std::min<std::int64_t>(r.num_pages, 1 + std::max<std::int64_t>(1, kEngineWindowBytes / r.page_stride))
+             : r.num_pages;
   // Slots: half of the usable slots at most, random and distinct, plus padding and bad ones.
-  const std::int64_t usable = n_slots - r.first_usable_slot();
+  // Own pools: slots of the pool; an engine's: rows of the request, mapped through its table.
+  const std::int64_t usable = pages_used * rpp - r.first_usable_slot();
   std::vector<std::int64_t> slots;
   {
     const std::int64_t k = std::min<std::int64_t>(opt.max_tokens, (usable + 1) / 2);
     std::vector<std::int64_t> all(static_cast<std::size_t>(usable));
-    for (std::int64_t i = 0; i < usable; ++i) all[static_cast<std::size_t>(i)] = r.first_usable_slot() + i;
+    for (std::int64_t i = 0; i < usable; ++i)
+      all[static_cast<std::size_t>(i)] = (engine ? 0 : r.first_usable_slot()) + i;
     for (std::int64_t i = 0; i < k; ++i) {  // partial Fisher-Yates
       std::uniform_int_distribution<std::int64_t> pick(i, usable - 1);
       std::swap(all[static_cast<std::size_t>(i)], all[static_cast<std::size_t>(pick(rng))]);
     }
     slots.assign(all.begin(), all.begin() + k);
+  }
+  if (engine) {
+    // The scheduler's blocks 1 .. P - 1 (block 0 is the null block), shuffled; one request.
+    std::vector<std::int32_t> ids(static_cast<std::size_t>(pages_used - 1));
+    for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<std::int32_t>(i + 1);
+    std::shuffle(ids.begin(), ids.end(), rng);
+    const std::vector<std::int32_t> indptr = {0, static_cast<std::int32_t>(ids.size())};
+    const block_table_view table = region_block_table(r, ids.data(), indptr.data(), 1);
+    const std::vector<std::int64_t> request_rows = slots;  // rows of request 0
+    const std::vector<std::int64_t> request_of(request_rows.size(), 0);
+    for (std::size_t i = 0; i < slots.size(); ++i) slots[i] = table.slot(0, request_rows[i]);
+    // The same mapping on the device.
+    device_buffer<std::int32_t> d_ids(ids.size());
+    device_buffer<std::int32_t> d_indptr(indptr.size());
+    device_buffer<std::int64_t> d_req(request_of.size());
+    device_buffer<std::int64_t> d_req_rows(request_rows.size());
+    device_buffer<std::int64_t> d_mapped(request_rows.size());
+    d_ids.upload(ids);
+    d_indptr.upload(indptr);
+    d_req.upload(request_of);
+    d_req_rows.upload(request_rows);
+    map_slots({d_ids.get(), d_indptr.get(), 1, r.num_pages, rpp}, d_req.get(), d_req_rows.get(),
+              static_cast<std::int64_t>(request_rows.size()), d_mapped.get(), nullptr);
+    DSV4_CUDA_CHECK(cudaDeviceSynchronize());
+    if (d_mapped.download() != slots) {
+      res.error = res.format + ": the device's slot mapping (map_slots) differs from the host's";
+      return res;
+    }
   }
   res.tokens = static_cast<std::int64_t>(slots.size());
   if (opt.bad_slots) {
@@ -259,13 +302,16 @@ round_trip_result round_trip_format(const device_arena& arena, const pool_region
 
   // The window around the region, before.
   const std::uint64_t lo = r.offset_bytes >= 4096 ? r.offset_bytes - 4096 : 0;
-  const std::uint64_t hi = std::min<std::uint64_t>(a.total_bytes, r.offset_bytes + r.padded_bytes + 4096);
+  const std::uint64_t span =
+      engine ? static_cast<std::uint64_t>((pages_used - 1) * r.page_stride + r.page_bytes) : r.padded_bytes;
+  const std::uint64_t hi = std::min<std::uint64_t>(a.total_bytes, r.offset_bytes + span + 4096);
   std::vector<std::uint8_t> image(static_cast<std::size_t>(hi - lo));
   DSV4_CUDA_CHECK(cudaDeviceSynchronize());
   DSV4_CUDA_CHECK(cudaMemcpy(image.data(), arena.data() + lo, image.size(), cudaMemcpyDeviceToHost));
   const std::uint64_t errors_before = arena.read_error_count();
   std::uint8_t* const image_region = image.data() + (r.offset_bytes - lo);
-  const pool_pages host_pool{image_region, r.page_bytes, r.num_pages, rpp};
+  // Pages of the image by the region's page stride; only pages below pages_used lie in it.
+  const pool_pages host_pool{image_region, r.page_stride, pages_used, rpp};
 
   // Insert, on one stream (timed) or split over several.
   launch_resources lr(opt.streams);
@@ -296,7 +342,7 @@ round_trip_result round_trip_format(const device_arena& arena, const pool_region
   for (std::int64_t k = 0; k < tokens; ++k) {
     const std::int64_t s = slots[static_cast<std::size_t>(k)];
     if (s < rpp || s >= n_slots) continue;
-    quantize_row<F>(l, image_region + (s / rpp) * r.page_bytes, rpp, s % rpp, rows.data() + k * stride, policy);
+    quantize_row<F>(l, image_region + (s / rpp) * r.page_stride, rpp, s % rpp, rows.data() + k * stride, policy);
   }
   std::vector<std::uint8_t> after(image.size());
   DSV4_CUDA_CHECK(cudaMemcpy(after.data(), arena.data() + lo, after.size(), cudaMemcpyDeviceToHost));
@@ -350,7 +396,7 @@ round_trip_result round_trip_format(const device_arena& arena, const pool_region
         (void)gather_unit<F>(l, policy, host_pool, s, want_b.data(), u);
       }
     } else if (s >= 0 && s < n_slots) {
-      const std::uint8_t* page = image_region + (s / rpp) * r.page_bytes;
+      const std::uint8_t* page = image_region + (s / rpp) * r.page_stride;
       dequantize_row<F>(l, page, rpp, s % rpp, want_f.data(), policy);
       dequantize_row<F>(l, page, rpp, s % rpp, want_b.data(), policy);
     } else {

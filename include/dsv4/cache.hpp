@@ -6,6 +6,7 @@
 
 #include "dsv4/cache/alloc_sim.hpp"
 #include "dsv4/cache/arena_layout.hpp"
+#include "dsv4/cache/block_table.hpp"
 #include "dsv4/cache/checked.hpp"
 #include "dsv4/cache/chunk_codec.hpp"
 #include "dsv4/cache/descriptor.hpp"
@@ -20,6 +21,7 @@
 #include "dsv4/cache/formats/registry.hpp"
 #include "dsv4/cache/gpu_catalog.hpp"
 #include "dsv4/cache/group_spec.hpp"
+#include "dsv4/cache/host_block_table.hpp"
 #include "dsv4/cache/host_codec.hpp"
 #include "dsv4/cache/kv_budget.hpp"
 #include "dsv4/cache/layer_schedule.hpp"

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <map>
 #include <sstream>
 #include <string>
 #include <tuple>
@@ -389,8 +391,9 @@ TEST(ContractEngine, VllmPlacementUnderSchemaTwo) {
   EXPECT_NE(layout_cli({"fingerprint", "--engine", "vllm"}).out, "0xf8c17eefea49254e\n");
 }
 
-// Issue 42: --engine sglang / tokenspeed are refused naming why, never a silent schema /1 whose
-// fingerprint would match any generic descriptor; a message's suggestion is a flag this CLI takes.
+// Issue 42: --engine sglang is refused naming why, never a silent schema /1 whose fingerprint
+// would match any generic descriptor; a message's suggestion is a flag this CLI takes. (Issue 45:
+// tokenspeed's parent arena is recorded, ContractEngine.TokenspeedParentArenaUnderSchemaTwo.)
 TEST(ContractEngine, EnginesWhosePagesAreNotRecordedAreRefused) {
   for (const char* sub : {"describe", "fingerprint"}) {
     const run_out s = layout_cli({sub, "--engine", "sglang"});
@@ -398,9 +401,9 @@ TEST(ContractEngine, EnginesWhosePagesAreNotRecordedAreRefused) {
     EXPECT_EQ(s.out, "") << sub;
     EXPECT_NE(s.err.find("--engine sglang: SGLang's pages are not recorded"), std::string::npos) << s.err;
     EXPECT_NE(s.err.find("describe without --engine"), std::string::npos) << s.err;
+    EXPECT_NE(s.err.find("or --engine tokenspeed"), std::string::npos) << s.err;
     const run_out t = layout_cli({sub, "--engine", "tokenspeed", "--preset", "v4-pro"});
-    EXPECT_EQ(t.rc, 2) << sub;
-    EXPECT_NE(t.err.find("--engine tokenspeed: tokenspeed's pages are not recorded"), std::string::npos) << t.err;
+    EXPECT_EQ(t.rc, 0) << sub << ": " << t.err;
     // TensorRT-LLM's pool groups are not recorded either: its structure says so, not a list of names.
     const run_out r = layout_cli({sub, "--engine", "trtllm"});
     EXPECT_EQ(r.rc, 2) << sub;
@@ -409,6 +412,61 @@ TEST(ContractEngine, EnginesWhosePagesAreNotRecordedAreRefused) {
   }
   EXPECT_EQ(layout_cli({"describe", "--engine", "sglang@x"}).rc, 2);
   EXPECT_EQ(layout_cli({"describe", "--engine", "vllm"}).rc, 0);
+}
+
+// `describe --engine tokenspeed`: tokenspeed's parent arena under schema /2, its planes and
+// packings (docs/engines/tokenspeed.md). V4-Flash, 0.1.1, no MTP layer, by hand: packings SWA 1,
+// CSA state 2, CSA KV 2, index keys 8 (a group of their own), HCA state 2, HCA KV 32, indexer
+// state 8; planes 0-19 of 92,160 B, 20 of 76,032 B, 21-42 of 39,168 B: a 2,780,928-B parent.
+TEST(ContractEngine, TokenspeedParentArenaUnderSchemaTwo) {
+  const run_out d = layout_cli({"describe", "--engine", "tokenspeed", "--context", "65536"});
+  ASSERT_EQ(d.rc, 0) << d.err;
+  const ojson j = ojson::parse(d.out);
+  EXPECT_EQ(j["layout"]["schema"], "dsv4-cache-layout/2");
+  const ojson& e = j["layout"]["engine"];
+  EXPECT_EQ(e["structure"], "parent_arena");
+  EXPECT_EQ(e["block_bytes"], 2'780'928);
+  const ojson& planes = e["planes"];
+  ASSERT_EQ(planes.size(), 43U);
+  // Arena order: ids as strings, unit.10 before unit.2.
+  EXPECT_EQ(planes[2]["id"], "unit.10");
+  EXPECT_EQ(planes[2]["bytes"], 92'160);
+  EXPECT_EQ(planes[12]["id"], "unit.2");
+  EXPECT_EQ(planes[13]["id"], "unit.20");
+  EXPECT_EQ(planes[13]["bytes"], 76'032);
+  EXPECT_EQ(planes[14]["id"], "unit.21");
+  EXPECT_EQ(planes[14]["bytes"], 39'168);
+  std::map<std::string, std::int64_t> packing;
+  for (const ojson& g : e["groups"]) {
+    const ojson& t = g["tensors"][0];
+    packing[t["group"].get<std::string>() + "[" + t["pool"].dump() + "]"] = g["packing"].get<std::int64_t>();
+    EXPECT_EQ(t["planes"].size(), t["layers"].size());
+    EXPECT_EQ(t["planes"][0], 0);  // every group's first layer on unit.0
+  }
+  EXPECT_EQ(packing["v4.swa_kv[0]"], 1);
+  EXPECT_EQ(packing["v4.c4a.compressed_kv[0]"], 2);
+  EXPECT_EQ(packing["v4.c4a.compressed_kv[1]"], 8);
+  EXPECT_EQ(packing["v4.c128a.compressed_kv[0]"], 32);
+  EXPECT_EQ(packing["v4.c4a.indexer_compressor_state[0]"], 8);
+  const fs::path f = temp_file("tokenspeed.json", d.out);
+  EXPECT_EQ(layout_cli({"check", f.string()}).rc, 0);
+  // A wrong parent, a plane out of tokenspeed's order, a packing the plane cannot hold: check
+  // names the number.
+  const auto tampered = [&](const std::function<void(ojson&)>& change, const std::string& says) {
+    ojson t = j;
+    change(t["layout"]["engine"]);
+    const run_out c = layout_cli({"check", temp_file("tokenspeed-bad.json", t.dump(2)).string()});
+    EXPECT_EQ(c.rc, 1) << says;
+    EXPECT_NE((c.out + c.err).find(says), std::string::npos) << c.out << c.err;
+  };
+  tampered([](ojson& x) { x["block_bytes"] = 2'781'184; }, "block_bytes: 2,781,184");
+  tampered([](ojson& x) { std::swap(x["planes"][1], x["planes"][2]); }, "does not follow");
+  tampered([](ojson& x) { x["groups"][5]["packing"] = 64; }, "less than packing 64");
+  // The pin packs the index keys beside the CSA KV: another parent, another fingerprint.
+  const run_out pin = layout_cli({"describe", "--engine", "tokenspeed@f4d8ec6e", "--context", "65536"});
+  ASSERT_EQ(pin.rc, 0) << pin.err;
+  EXPECT_EQ(ojson::parse(pin.out)["layout"]["engine"]["block_bytes"], 2'403'072);
+  EXPECT_NE(ojson::parse(pin.out)["fingerprint"], j["fingerprint"]);
 }
 
 TEST(ContractEngine, SuggestionsAreFlagsTheLayoutCliTakes) {

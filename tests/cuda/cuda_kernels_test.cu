@@ -42,6 +42,10 @@ TEST(GpuKernels, EveryRegionOfAV32Arena) {
   DSV4_REQUIRE_DEVICE();
   EXPECT_EQ(gpu_test::case_every_region_v32(), "");
 }
+TEST(GpuKernels, EveryRegionOfEngineArenasThroughBlockTables) {
+  DSV4_REQUIRE_DEVICE();
+  EXPECT_EQ(gpu_test::case_every_region_engines(), "");
+}
 TEST(GpuKernels, SpecializedAndGenericKernelsWriteTheSameBytesForEveryWriter) {
   DSV4_REQUIRE_DEVICE();
   EXPECT_EQ(gpu_test::case_fast_equals_generic(), "");

@@ -13,6 +13,7 @@
 #include "dsv4/cache/arena_layout.hpp"
 #include "dsv4/cache/cuda/device_arena.cuh"
 #include "dsv4/cache/cuda/kernels.cuh"
+#include "dsv4/cache/engines/registry.hpp"
 
 namespace dsv4::cache::cuda::gpu_test {
 
@@ -104,6 +105,35 @@ inline std::string case_every_region_v41() {
 /// Every region of a V3.2 arena (v3.2.fp8_ds_mla: generic; v3.2.indexer_fp8: specialized).
 inline std::string case_every_region_v32() { return every_region(small_layout(deepseek_v3_2, indexer_format::fp8)); }
 
+/// A small plan in engine `engine`'s pool structure (issue 45): 2 requests of 1,024 tokens,
+/// 64-token prefill chunks, laid out as the engine lays it (vLLM's block pool, tokenspeed's
+/// parent arena of planes).
+inline arena_layout small_engine_layout(const model_config& m, const char* engine) {
+  const engine_spec& e = *find_engine(engine);
+  plan_options o;
+  o.context_tokens = 1024;
+  o.requests = 2;
+  o.prefill_chunk_tokens = 64;
+  o.policy = e.policy;
+  o.vllm_pools = e.vllm;
+  o.sglang_pools = e.sglang;
+  o.tokenspeed_pools = e.tokenspeed;
+  o.pools = pools_choice::engine;
+  return build_arena_layout(m, build_memory_plan(m, o));
+}
+
+/// Every region of engine arenas, each filled through one request's block table (round_trip.cuh:
+/// the engine's slot mapping on the host and the device, the pages at the engine's offsets and
+/// page strides): vLLM for V4-Flash, V4.1-Flash and V3.2, tokenspeed for V4-Flash.
+inline std::string case_every_region_engines() {
+  std::string errors;
+  errors += every_region(small_engine_layout(deepseek_v4_flash, "vllm"));
+  errors += every_region(small_engine_layout(deepseek_v4_1_flash, "vllm"));
+  errors += every_region(small_engine_layout(deepseek_v3_2, "vllm"));
+  errors += every_region(small_engine_layout(deepseek_v4_flash, "tokenspeed"));
+  return errors;
+}
+
 /// One region on both paths, for every writer of its format: the specialized kernels (where
 /// they implement the writer's policy) and the generic ones, each into its own canary-filled
 /// arena with the same seed, so the same rows at the same slots; each is checked against the
@@ -176,6 +206,7 @@ inline std::vector<gpu_case> all_cases() {
           {"every_region", case_every_region},
           {"every_region_v41", case_every_region_v41},
           {"every_region_v32", case_every_region_v32},
+          {"every_region_engines", case_every_region_engines},
           {"fast_equals_generic", case_fast_equals_generic}};
 }
 

@@ -41,8 +41,23 @@
 // vLLM's block-outermost slab: block b of every engine group starts at b x block_bytes; in it a
 // group's tensor sets follow one another (`offset`), each one page per layer, layers adjacent
 // (page `page_bytes` = the format's page of `rows_per_page` rows rounded up to `alignment`). Two
-// peers whose /2 fingerprints agree can move blocks as they are. An engine that keeps the
-// library's own pools (tokenspeed until its arena is modelled) adds nothing: schema /1.
+// peers whose /2 fingerprints agree can move blocks as they are.
+//
+// tokenspeed's parent arena (`describe --engine tokenspeed`) records its parent's planes and
+// each group's packing instead of offsets:
+//
+//   "engine":{"name":"tokenspeed","preset":"0.1.1","structure":"parent_arena","block_bytes":2780928,
+//             "planes":[{"id":"unit.0","bytes":92160},{"id":"unit.1","bytes":92160},...],
+//             "groups":[{"table":"sliding_window","block_tokens":64,"packing":1,
+//                        "tensors":[{"group":"v4.swa_kv","pool":0,"rows_per_page":64,
+//                                    "page_bytes":37440,"layers":[0,1,...],"planes":[0,1,...]}]},...]}
+//
+// `planes` in arena order (ids sorted as strings), `bytes` one parent's share of the plane; a
+// tensor's k-th layer on plane "unit.<planes[k]>". tokenspeed lays the arena out plane by plane
+// (engines/tokenspeed/arena.hpp): with N parents (the null one included) a plane takes N x its
+// bytes after the planes listed before it, and page p of a group of packing K lies at
+// plane_offset + bytes - bytes / K + p x bytes / K. An engine that keeps the library's own pools
+// adds nothing: schema /1.
 #pragma once
 
 #include <array>
@@ -285,6 +300,26 @@ constexpr void append_group_id(fixed_text<N>& t, group_id id) {
   }
   t.append("\"");
 }
+/// The planes of a parent arena's engine part, in arena order (see the top of this file).
+template <std::size_t N>
+constexpr void planes_json(fixed_text<N>& t, const tokenspeed_planes& planes) {
+  key(t, "planes");
+  t.append("[");
+  bool first = true;
+  tokenspeed_planes_in_order(planes.num_planes, [&](int q) {
+    const std::int64_t bytes = planes.bytes[static_cast<std::size_t>(q)];
+    if (bytes == 0) return;
+    t.append(first ? "{" : ",{");
+    first = false;
+    key(t, "id", true);
+    t.append("\"unit.");
+    t.append_int(q);
+    t.append("\"");
+    key_int(t, "bytes", bytes);
+    t.append("}");
+  });
+  t.append("]");
+}
 /// The engine part of a schema /2 layout (see the top of this file).
 template <std::size_t N>
 constexpr void engine_json(fixed_text<N>& t, const layout_engine& e) {
@@ -293,6 +328,8 @@ constexpr void engine_json(fixed_text<N>& t, const layout_engine& e) {
   key_string(t, "preset", e.preset);
   key_string(t, "structure", to_string(e.pools.structure));
   key_int(t, "block_bytes", e.pools.bytes_per_block);
+  const bool planes = e.pools.tokenspeed.num_planes > 0;  // a parent arena of planes
+  if (planes) planes_json(t, e.pools.tokenspeed);
   key(t, "groups");
   t.append("[");
   for (int gi = 0; gi < e.pools.num_groups; ++gi) {
@@ -300,9 +337,9 @@ constexpr void engine_json(fixed_text<N>& t, const layout_engine& e) {
     t.append(gi == 0 ? "{" : ",{");
     key_string(t, "table", to_string(g.rule.kind), true);
     key_int(t, "block_tokens", g.rule.page_tokens);
+    if (planes) key_int(t, "packing", g.pages_per_block);
     key(t, "tensors");
     t.append("[");
-    std::int64_t offset = 0;
     for (int m = 0; m < g.num_members; ++m) {
       const engine_member& mb = g.members[static_cast<std::size_t>(m)];
       t.append(m == 0 ? "{" : ",{");
@@ -310,9 +347,9 @@ constexpr void engine_json(fixed_text<N>& t, const layout_engine& e) {
       append_group_id(t, mb.group);
       key_int(t, "pool", mb.pool);
       key_int(t, "rows_per_page", mb.rows_per_page);
-      key_int(t, "alignment", mb.alignment);
+      if (!planes) key_int(t, "alignment", mb.alignment);
       key_int(t, "page_bytes", mb.page_bytes);
-      key_int(t, "offset", offset);
+      if (!planes) key_int(t, "offset", g.member_offset(m));
       key(t, "layers");
       t.append("[");
       bool first = true;
@@ -322,8 +359,18 @@ constexpr void engine_json(fixed_text<N>& t, const layout_engine& e) {
         first = false;
         t.append_int(l);
       }
-      t.append("]}");
-      offset += mb.bytes();
+      t.append("]");
+      if (planes) {  // the plane of each layer (tokenspeed: its slot, f4d8ec6e's index keys after the CSA KV's)
+        key(t, "planes");
+        t.append("[");
+        const int count = mb.layers.count();
+        for (int slot = 0; slot < count; ++slot) {
+          if (slot > 0) t.append(",");
+          t.append_int(tokenspeed_plane_of(mb.pool, slot, g.num_members == 1, count));
+        }
+        t.append("]");
+      }
+      t.append("}");
     }
     t.append("]}");
   }

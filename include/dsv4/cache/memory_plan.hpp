@@ -59,6 +59,7 @@ constexpr bool size_plan(const model_config& c, const group_spec_list& specs, co
   plan.startup_blocks = 0;
   plan.admission_blocks = 0;
   plan.num_blocks = 0;
+  plan.arena_units = 0;
   plan.sglang = {};
   plan.sglang_need = {};
   for (int i = 0; i < specs.num_groups; ++i) {

@@ -162,6 +162,10 @@ struct memory_plan {
   /// (vLLM admits a request only if the free blocks cover its prompt); 0 for N < 2.
   std::int64_t admission_blocks = 0;
   std::int64_t num_blocks = 0;  ///< Shared: the largest of the three, the plan's blocks.
+  /// The units the engine lays its pages out in (arena_layout.hpp, `pool_structure_traits::place`):
+  /// vLLM num_blocks; tokenspeed the parents it allocates for the plan's budget + its null parent
+  /// (<= num_blocks: what the planes' offsets follow). 0 for own and ratio pools.
+  std::int64_t arena_units = 0;
   /// Ratio pools (SGLang): what its configurator computes for the plan's budget (total_bytes),
   /// and the pool sizes the plan asked of it.
   sglang_pool_sizes sglang{};

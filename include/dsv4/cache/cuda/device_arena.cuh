@@ -1,8 +1,10 @@
 // dsv4-cache: the device arena of a memory plan, and the kernel views of its pools.
 //
-// One `cudaMalloc` holds every pool region of `arena_layout` (arena_layout.hpp: groups in the
-// seed's order, layers ascending, pools in spec order, each region 256 B aligned), followed by
-// one 8-byte error counter that the insert/gather kernels increment for every refused slot:
+// One `cudaMalloc` holds every pool region of `arena_layout` (arena_layout.hpp: own pools, groups
+// in the seed's order, layers ascending, pools in spec order, each region 256 B aligned; or an
+// engine's structure as the engine lays it, vLLM's num_blocks x bytes_per_block block pool),
+// followed by one 8-byte error counter that the insert/gather kernels increment for every
+// refused slot:
 //
 //   [ region 0 | pad | region 1 | pad | ... | region n-1 | pad ][ u64 error counter ]
 //   ^ base                                                     ^ base + layout.total_bytes
@@ -66,7 +68,7 @@ static_assert(std::is_trivially_copyable_v<indexer_mxfp4_pool_view>);
 /// take (`pages()` is their `pool_pages`).
 struct raw_pool_view {
   std::uint8_t* base = nullptr;
-  std::int64_t page_bytes = 0;
+  std::int64_t page_bytes = 0;  ///< Bytes from one page to the next (the region's page stride).
   std::int64_t num_pages = 0;
   std::int64_t rows_per_page = 0;
   std::int64_t row_bytes = 0;
@@ -144,20 +146,20 @@ class device_arena {
   /// inside this arena (a region of another layout).
   [[nodiscard]] std::uint8_t* region_data(const pool_region& r) const {
     require(data_ != nullptr, "device_arena was moved from");
-    require(r.offset_bytes <= layout_.total_bytes && r.bytes <= layout_.total_bytes - r.offset_bytes,
-            "pool region lies outside the arena", {"offset_bytes", r.offset_bytes}, {"bytes", r.bytes},
+    // The views index page p at offset + p x page_stride (own pools: page_stride = page_bytes;
+    // an engine's block pool: bytes_per_block): the last page must end inside the arena.
+    require(r.num_pages >= 0 && r.page_bytes >= 0 && r.page_bytes <= r.page_stride,
+            "pool region's pages overlap (page_bytes above page_stride)", {"num_pages", r.num_pages},
+            {"page_bytes", r.page_bytes}, {"page_stride", r.page_stride});
+    require(r.offset_bytes <= layout_.total_bytes && r.span_bytes() <= layout_.total_bytes - r.offset_bytes,
+            "pool region lies outside the arena", {"offset_bytes", r.offset_bytes}, {"span_bytes", r.span_bytes()},
             {"arena_bytes", layout_.total_bytes});
-    // The views index pages by num_pages x page_bytes: those must lie inside the region too.
-    require(r.num_pages >= 0 && r.page_bytes >= 0 &&
-                static_cast<std::uint64_t>(checked_mul(r.num_pages, r.page_bytes)) <= r.bytes,
-            "pool region's pages exceed its bytes", {"num_pages", r.num_pages}, {"page_bytes", r.page_bytes},
-            {"bytes", r.bytes});
     return data_ + r.offset_bytes;
   }
 
   /// Raw view of any region (compressor-state pools included). Errors as `region_data`.
   [[nodiscard]] raw_pool_view raw_view(const pool_region& r) const {
-    return {region_data(r), r.page_bytes, r.num_pages, r.rows_per_page, r.row_bytes, r.format};
+    return {region_data(r), r.page_stride, r.num_pages, r.rows_per_page, r.row_bytes, r.format};
   }
 
   /// Typed kernel view of region `r`, whose format must be F. Throws std::invalid_argument for
@@ -168,7 +170,7 @@ class device_arena {
             {"region_format", format_index(r.format.name)}, {"view_format", static_cast<int>(F)});
     pool_view<F> v;
     v.base = region_data(r);
-    v.page_bytes = r.page_bytes;
+    v.page_bytes = r.page_stride;  // bytes from one page to the next (vLLM: bytes_per_block)
     v.num_pages = r.num_pages;
     v.rows_per_page = r.rows_per_page;
     if constexpr (F == pool_format::fp8_ds_mla)

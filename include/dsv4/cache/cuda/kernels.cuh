@@ -42,6 +42,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "dsv4/cache/block_table.hpp"
 #include "dsv4/cache/checked.hpp"
 #include "dsv4/cache/chunk_codec.hpp"
 #include "dsv4/cache/cuda/device_arena.cuh"
@@ -424,6 +425,41 @@ void gather_rows(const raw_pool_view& pool, const std::int64_t* slots, std::int6
           pool.format, policy, pool.pages(), slots, num_tokens, F::units(pool.format), out, out_row_stride,
           error_counter);
   check_last_launch("generic_gather_kernel<<<>>>", __FILE__, __LINE__);
+}
+
+// ---- block tables: the engine's slot mapping on the device ----
+
+namespace detail {
+template <class Table>  // block_table_view (a template: defined in a header, no duplicate symbol)
+__global__ void __launch_bounds__(kThreadsPerBlock)
+    map_slots_kernel(Table table, const std::int64_t* requests, const std::int64_t* rows, std::int64_t num_tokens,
+                     std::int64_t* slots) {
+  const std::int64_t k = static_cast<std::int64_t>(blockIdx.x) * kThreadsPerBlock + threadIdx.x;
+  if (k < num_tokens) slots[k] = table.slot(requests[k], rows[k]);
+}
+}  // namespace detail
+
+/// The engine's slot mapping on the device (block_table.hpp, vLLM `BlockTable.compute_slot_mapping`):
+/// slots[k] = table.slot(requests[k], rows[k]) for k < num_tokens: token k's row of its request
+/// through the request's block table; -1 for padding (row -1 or a table entry -1), a slot in the
+/// null page for the null block 0, kRefusedSlot (-2) for a row it cannot map. The slots then go
+/// to `insert_rows` / `gather_rows` (any kind), which write and count them as today's slots.
+/// - table: device indices / indptr (indptr valid: non-decreasing from 0, as
+///   `validate_block_table` checks on a host copy); rows_per_block and num_blocks of the pool.
+/// - requests, rows, slots: device, num_tokens int64 each, 8 B aligned.
+/// Enqueued on `stream`, no synchronization; num_tokens == 0 launches nothing. Throws
+/// std::invalid_argument for a bad shape (`validate_block_table_shape`) or pointer, and
+/// `cuda_error` if the launch fails.
+inline void map_slots(const block_table_view& table, const std::int64_t* requests, const std::int64_t* rows,
+                      std::int64_t num_tokens, std::int64_t* slots, cudaStream_t stream) {
+  validate_block_table_shape(table);
+  require(num_tokens >= 0, "num_tokens must be >= 0", {"num_tokens", num_tokens});
+  if (num_tokens == 0) return;
+  require(requests != nullptr && rows != nullptr && slots != nullptr, "map_slots needs requests, rows and slots");
+  detail::require_aligned(slots, 8, "slots must be 8-byte aligned");
+  detail::map_slots_kernel<block_table_view>
+      <<<detail::grid_for(num_tokens, 1), kThreadsPerBlock, 0, stream>>>(table, requests, rows, num_tokens, slots);
+  check_last_launch("map_slots_kernel<<<>>>", __FILE__, __LINE__);
 }
 
 }  // namespace dsv4::cache::cuda

@@ -15,6 +15,7 @@
 #include "dsv4/cache/checked.hpp"
 #include "dsv4/cache/engines/defaults.hpp"
 #include "dsv4/cache/engines/sglang/engine.hpp"
+#include "dsv4/cache/engines/tokenspeed/planes.hpp"
 #include "dsv4/cache/engines/traits.hpp"
 #include "dsv4/cache/group_spec.hpp"
 #include "dsv4/cache/policy.hpp"
@@ -28,6 +29,28 @@ enum class peak_measure : std::uint8_t {
   blocks,   ///< Blocks of one pool every table draws from: the peak over all tables at once.
   parents,  ///< Each table's pages packed `pages_per_block` to a parent, the tables' parents summed.
 };
+
+struct engine_pools;
+
+/// Where an engine's pool structure puts the pages of one cache tensor (pool `pool` of one layer
+/// of a library group) inside the arena that holds the plan (arena_layout.hpp): page p (a block
+/// id, p in [0, num_pages); 0 is the null page / block) starts `offset_bytes + p x page_stride`
+/// bytes from the arena base and takes `page_bytes` bytes, the format's page of `rows_per_page`
+/// rows plus the engine's padding.
+struct page_placement {
+  std::uint64_t offset_bytes = 0;  ///< Page 0's first byte, from the arena base.
+  std::int64_t page_stride = 0;    ///< Bytes from one page to the next (vLLM: bytes_per_block).
+  std::int64_t page_bytes = 0;     ///< Bytes of one page, the engine's padding included.
+  std::int64_t num_pages = 0;      ///< Pages (block ids), the null page included.
+  std::int64_t rows_per_page = 0;  ///< Rows of one page as the engine stores them.
+  int engine_group = -1;           ///< The engine group (block table) that holds the tensor.
+};
+
+/// A structure's arena placement (arena_layout.hpp): where pool `pool` of layer `layer` of the
+/// library group `id` lies when the structure `pools` holds `num_units` units (vLLM: blocks).
+/// Throws std::invalid_argument if no engine group holds that tensor.
+using place_fn = page_placement (*)(const engine_pools& pools, std::int64_t num_units, group_id id, int layer,
+                                    int pool);
 
 /// What reports say of a pool structure and which figures it has: the planner's renderers and
 /// reports read these, never the enumerator. The figures' keys name the JSON fields of the plan's
@@ -54,6 +77,10 @@ struct pool_structure_traits {
   bool token_ratios = false;         ///< Pools sized as shares of one token count, not pages per request.
   peak_measure measure = peak_measure::bytes;  ///< What its capacity bounds in a replay.
   bool laid_out = false;                       ///< The library's arena lays it out (arena_layout.hpp).
+  /// Where the structure puts each tensor's pages in one arena of the plan's bytes (its own
+  /// placement, engines/<engine>/); nullptr for own pools (laid out by arena_layout.hpp itself)
+  /// and for a structure whose placement is not modelled.
+  place_fn place = nullptr;
   /// A pipeline stage builds its own pools from its own layers (tokenspeed's per-stage recipe);
   /// else the whole model's groups are projected onto the stage (vLLM, `project_pools`).
   bool stage_builds_own = false;
@@ -175,6 +202,12 @@ struct engine_member {
   std::int64_t alignment = 1;   ///< The engine's page alignment (1: none).
 
   [[nodiscard]] constexpr std::int64_t bytes() const { return page_bytes * layers.count(); }
+  /// Rank of model layer `layer` among this member's layers (its pages follow one another in
+  /// ascending layer order). Throws std::invalid_argument if the member does not hold `layer`.
+  [[nodiscard]] constexpr int layer_rank(int layer) const {
+    require(layers.test(layer), "the engine group's tensor set does not hold this layer", {"layer", layer});
+    return layers.within(0, layer).count();
+  }
 };
 
 /// One block table of the engine: its rule and the tensors it holds a page of per block.
@@ -189,6 +222,16 @@ struct engine_group {
   [[nodiscard]] constexpr std::int64_t bytes() const {
     std::int64_t b = 0;
     for (int i = 0; i < num_members; ++i) b = checked_add(b, members[static_cast<std::size_t>(i)].bytes());
+    return b;
+  }
+  /// Bytes before member `m` (0 <= m <= num_members) in one block of this group: its members'
+  /// pages follow one another from the block's first byte, each `bytes()` (one page per layer).
+  /// Throws std::invalid_argument for m out of range.
+  [[nodiscard]] constexpr std::int64_t member_offset(int m) const {
+    require(m >= 0 && m <= num_members, "engine group member index out of range", {"member", m},
+            {"num_members", num_members});
+    std::int64_t b = 0;
+    for (int i = 0; i < m; ++i) b = checked_add(b, members[static_cast<std::size_t>(i)].bytes());
     return b;
   }
   /// Cache tensors (layer x pool) of this group.
@@ -209,6 +252,8 @@ struct engine_pools {
   std::int64_t bytes_per_block = 0;
   /// ratio_pools: what SGLang's configurator reads of the model (its main layers).
   sglang_geometry sglang{};
+  /// parent_arena: the bytes of each plane of a parent (tokenspeed's `pack`), for its placement.
+  tokenspeed_planes tokenspeed{};
 
   [[nodiscard]] constexpr const engine_group* begin() const { return groups.data(); }
   [[nodiscard]] constexpr const engine_group* end() const { return groups.data() + num_groups; }
@@ -265,7 +310,8 @@ constexpr engine_pools project_pools(const engine_pools& e, const layer_mask& ke
   } else {
     out.bytes_per_block = e.bytes_per_block;  // one arena (a parent arena), or none
   }
-  out.sglang = e.sglang;  // ratio_pools: one stage only (the planner refuses pipeline stages)
+  out.sglang = e.sglang;          // ratio_pools: one stage only (the planner refuses pipeline stages)
+  out.tokenspeed = e.tokenspeed;  // parent_arena: one parent geometry (stages build their own, or keep it)
   return out;
 }
 

@@ -24,6 +24,7 @@
 #include <fstream>
 #include <initializer_list>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <ostream>
 #include <sstream>
@@ -131,7 +132,7 @@ inline std::string unrecorded_engine(const std::string& engine) {
 /// The layout the planner flags describe: the whole model's, or with parallel flags rank
 /// `rank` (default 0). Also returns the planner's result for the descriptor's info. Throws
 /// std::invalid_argument for a bad flag (the planner's message, its suggestions as flags this CLI
-/// takes) and for --engine sglang or tokenspeed, naming why (their pages are not recorded).
+/// takes) and for --engine sglang, naming why (its pages are not recorded).
 inline std::pair<cache::cache_layout, cache::cli::planner_result> layout_from_flags(const contract_args& a) {
   if (a.engine_given)
     if (const std::string why = contract_detail::unrecorded_engine(a.plan.engine); !why.empty())
@@ -208,13 +209,29 @@ inline void check_keys(const ojson& d, const std::string& file) {
     only(l["rank"], "layout.rank", {"pp_layers", "draft_layers", "dcp_rank", "dcp_size", "dcp_interleave"});
   if (l.is_object() && l.contains("engine")) {
     const ojson& e = l["engine"];
-    only(e, "layout.engine", {"name", "preset", "structure", "block_bytes", "groups"});
+    // vLLM's block pool: tensors at offsets; tokenspeed's parent arena: planes and packings.
+    const bool planes = e.is_object() && e.contains("planes");
+    if (planes) {
+      only(e, "layout.engine", {"name", "preset", "structure", "block_bytes", "planes", "groups"});
+      each(e, "planes", [&](const ojson& q, std::size_t i) {
+        only(q, fmt::format("layout.engine.planes[{}]", i), {"id", "bytes"});
+      });
+    } else {
+      only(e, "layout.engine", {"name", "preset", "structure", "block_bytes", "groups"});
+    }
     each(e, "groups", [&](const ojson& g, std::size_t i) {
       const std::string gp = fmt::format("layout.engine.groups[{}]", i);
-      only(g, gp, {"table", "block_tokens", "tensors"});
+      if (planes)
+        only(g, gp, {"table", "block_tokens", "packing", "tensors"});
+      else
+        only(g, gp, {"table", "block_tokens", "tensors"});
       each(g, "tensors", [&](const ojson& t, std::size_t k) {
-        only(t, fmt::format("{}.tensors[{}]", gp, k),
-             {"group", "pool", "rows_per_page", "alignment", "page_bytes", "offset", "layers"});
+        if (planes)
+          only(t, fmt::format("{}.tensors[{}]", gp, k),
+               {"group", "pool", "rows_per_page", "page_bytes", "layers", "planes"});
+        else
+          only(t, fmt::format("{}.tensors[{}]", gp, k),
+               {"group", "pool", "rows_per_page", "alignment", "page_bytes", "offset", "layers"});
       });
     });
   }
@@ -296,6 +313,116 @@ inline cache::format_layout pool_format(const ojson& pool, const std::string& pa
   return f;
 }
 
+/// `first_wrong_engine` for a parent arena of planes (tokenspeed, descriptor.hpp): planes in
+/// tokenspeed's order (ids "unit.<n>" sorted as strings), each of positive bytes; every tensor a
+/// pool of a library group in ascending layers of it, each layer on a listed plane that holds the
+/// group's packing of its pages (K x page_bytes <= the plane's bytes), every (group, pool, layer)
+/// placed exactly once; pages the format's page of `rows_per_page` rows; `block_bytes` the planes'
+/// sum rounded up to the lcm of 256 and every packing (recipes/plan.py `pack`). Checked 64-bit
+/// arithmetic: an overflowing number is wrong, never wrapped.
+inline std::string first_wrong_planes(const ojson& e, const ojson& groups, std::int64_t n, const std::string& ep) {
+  std::map<std::string, std::int64_t> plane_bytes;
+  std::int64_t sum = 0;
+  std::string prev_id;
+  const ojson& planes = array_at(e, "planes", ep);
+  for (std::size_t i = 0; i < planes.size(); ++i) {
+    const std::string pp = fmt::format("{}.planes[{}]", ep, i);
+    const std::string id = str_at(planes[i], "id", pp);
+    const std::int64_t bytes = int_at(planes[i], "bytes", pp);
+    if (id.rfind("unit.", 0) != 0 || id.size() == 5 || id.find_first_not_of("0123456789", 5) != std::string::npos)
+      return fmt::format("{}.id: '{}', but tokenspeed's DeepSeek planes are unit.<n>", pp, id);
+    if (i > 0 && !(prev_id < id))
+      return fmt::format("{}.id: '{}' does not follow '{}' in string order", pp, id, prev_id);
+    if (bytes < 1) return fmt::format("{}.bytes: {}, but a plane holds at least one byte", pp, bytes);
+    if (__builtin_add_overflow(sum, bytes, &sum)) return fmt::format("{}: the planes overflow 64 bits", pp);
+    plane_bytes[id] = bytes;
+    prev_id = id;
+  }
+  std::int64_t parent_align = 256;
+  std::map<std::string, std::int64_t> placed;  // "group[pool]#layer" -> times placed
+  const ojson& egroups = array_at(e, "groups", ep);
+  for (std::size_t gi = 0; gi < egroups.size(); ++gi) {
+    const std::string gp = fmt::format("{}.groups[{}]", ep, gi);
+    const std::string table = str_at(egroups[gi], "table", gp);
+    if (table != "full_history" && table != "sliding_window")
+      return fmt::format("{}.table: '{}', not full_history or sliding_window", gp, table);
+    const std::int64_t k = int_at(egroups[gi], "packing", gp);
+    if (k < 1 || k > (std::int64_t{1} << 32)) return fmt::format("{}.packing: {}, not in [1, 2^32]", gp, k);
+    parent_align = std::lcm(parent_align, k);
+    if (parent_align > (std::int64_t{1} << 40))
+      return fmt::format("{}.packing: {}, the parent's alignment overflows", gp, k);
+    const ojson& tensors = array_at(egroups[gi], "tensors", gp);
+    if (tensors.empty()) return fmt::format("{}.tensors: empty, but a cache group holds a field", gp);
+    for (std::size_t ti = 0; ti < tensors.size(); ++ti) {
+      const ojson& t = tensors[ti];
+      const std::string tp = fmt::format("{}.tensors[{}]", gp, ti);
+      const std::string gid = str_at(t, "group", tp);
+      const ojson* lib = find_group(groups, gid);
+      if (lib == nullptr) return fmt::format("{}.group: '{}' is no group of the layout", tp, gid);
+      if ((table == "full_history") != (str_at(*lib, "retention", tp + ".group") == "full_history"))
+        return fmt::format("{}: a {} group, but {} is {}", tp, table, gid, str_at(*lib, "retention", tp + ".group"));
+      const std::int64_t pool = int_at(t, "pool", tp);
+      const ojson& lib_pools = (*lib)["pools"];
+      if (pool < 0 || pool >= static_cast<std::int64_t>(lib_pools.size()))
+        return fmt::format("{}.pool: {}, but {} has {} pool(s)", tp, pool, gid, lib_pools.size());
+      const cache::format_layout f = pool_format(lib_pools[static_cast<std::size_t>(pool)], tp);
+      const std::int64_t rows = int_at(t, "rows_per_page", tp);
+      if (rows < 1 || rows > (std::int64_t{1} << 32))
+        return fmt::format("{}.rows_per_page: {}, not in [1, 2^32]", tp, rows);
+      if (int_at(egroups[gi], "block_tokens", gp) != rows * int_at(*lib, "tokens_per_row", tp + ".group"))
+        return fmt::format("{}.block_tokens: {}, but its tensors' {} rows hold {} tokens", gp,
+                           int_at(egroups[gi], "block_tokens", gp), rows,
+                           rows * int_at(*lib, "tokens_per_row", tp + ".group"));
+      const std::int64_t page = f.page_bytes(rows);
+      if (int_at(t, "page_bytes", tp) != page)
+        return fmt::format("{}.page_bytes: {}, but {} pages of {} rows are {} B", tp,
+                           grouped(int_at(t, "page_bytes", tp)), std::string(f.name), rows, grouped(page));
+      const ojson& layers = array_at(t, "layers", tp);
+      const ojson& on = array_at(t, "planes", tp);
+      if (on.size() != layers.size())
+        return fmt::format("{}.planes: {} planes for {} layers", tp, on.size(), layers.size());
+      std::int64_t prev = -1;
+      for (std::size_t li = 0; li < layers.size(); ++li) {
+        const ojson& v = layers[li];
+        if (!v.is_number_integer() || !on[li].is_number_integer())
+          throw bad_descriptor(tp + ".layers / planes: not lists of integers");
+        const std::int64_t layer = v.get<std::int64_t>();
+        bool in_group = false;
+        for (const ojson& x : (*lib)["layers"]) in_group = in_group || x == v;
+        if (layer <= prev || layer >= n || !in_group)
+          return fmt::format("{}.layers: {} is not an ascending layer of {} (below {})", tp, v.dump(), gid, n);
+        prev = layer;
+        const std::string id = fmt::format("unit.{}", on[li].get<std::int64_t>());
+        const auto it = plane_bytes.find(id);
+        if (it == plane_bytes.end()) return fmt::format("{}.planes[{}]: {} is not a plane of the parent", tp, li, id);
+        std::int64_t need = 0;
+        if (__builtin_mul_overflow(k, page, &need) || need > it->second)
+          return fmt::format("{}.planes[{}]: {} holds {} B, less than packing {} x {} B pages", tp, li, id,
+                             grouped(it->second), k, grouped(page));
+        ++placed[fmt::format("{}[{}]#{}", gid, pool, layer)];
+      }
+    }
+  }
+  for (const ojson& g : groups) {  // every library pool of every layer: placed exactly once
+    const std::string gid = g["id"].get<std::string>();
+    for (std::size_t k = 0; k < g["pools"].size(); ++k)
+      for (const ojson& v : g["layers"]) {
+        const auto it = placed.find(fmt::format("{}[{}]#{}", gid, k, v.get<std::int64_t>()));
+        const std::int64_t times = it == placed.end() ? 0 : it->second;
+        if (times != 1)
+          return fmt::format("{}: {} pool {} of layer {} is placed {} time(s), not once", ep, gid, k,
+                             v.get<std::int64_t>(), times);
+      }
+  }
+  std::int64_t parent = 0;
+  if (__builtin_add_overflow(sum, parent_align - 1, &parent)) return fmt::format("{}.planes: overflow 64 bits", ep);
+  parent = parent / parent_align * parent_align;
+  if (int_at(e, "block_bytes", ep) != parent)
+    return fmt::format("{}.block_bytes: {}, but the planes' {} B rounded up to {} are {} B", ep,
+                       grouped(int_at(e, "block_bytes", ep)), grouped(sum), grouped(parent_align), grouped(parent));
+  return {};
+}
+
 /// The first wrong number of the engine part of a /2 layout (its `groups` the layout's library
 /// groups, `n` its layer count): the engine and preset registered, with a shared block pool;
 /// every tensor set a pool of a library group in ascending layers of it, every (group, pool,
@@ -311,6 +438,10 @@ inline std::string first_wrong_engine(const ojson& e, const ojson& groups, std::
   if (!cache::traits_of(spec->structure).placed || str_at(e, "structure", ep) != cache::traits_of(spec->structure).name)
     return fmt::format("{}.structure: '{}', but {} places pages in {}", ep, str_at(e, "structure", ep),
                        cache::engine_label(*spec), cache::to_string(spec->structure));
+  if (e.contains("planes") != (spec->structure == &cache::tokenspeed_parent_arena))
+    return fmt::format("{}: {}, but {} records {}", ep, e.contains("planes") ? "planes" : "no planes",
+                       cache::to_string(spec->structure), e.contains("planes") ? "none" : "its parent's planes");
+  if (e.contains("planes")) return first_wrong_planes(e, groups, n, ep);
   // Unknown keys are refused before this (check_keys, as bad input).
   std::map<std::string, std::int64_t> placed;  // "group[pool]#layer" -> times placed
   std::int64_t widest = 0;
@@ -597,9 +728,13 @@ inline std::vector<difference> differences(const ojson& a, const ojson& b) {
     add(1, fmt::format("engine placement: only in {} ({})", ea.is_null() ? "B" : "A",
                        (ea.is_null() ? eb : ea)["name"].get<std::string>()));
   } else if (!ea.is_null() && ea != eb) {
+    // A key one structure records and the other does not reads as none (null).
+    const auto at = [](const ojson& o, const char* key) { return o.contains(key) ? o[key] : ojson(); };
     if (ea["block_bytes"] != eb["block_bytes"])
       add(1, fmt::format("engine block {} B vs {} B", grouped(ea["block_bytes"].get<std::int64_t>()),
                          grouped(eb["block_bytes"].get<std::int64_t>())));
+    if (at(ea, "planes") != at(eb, "planes"))  // a parent arena's planes (tokenspeed): where every page lies
+      add(1, fmt::format("engine planes {} vs {}", at(ea, "planes").size(), at(eb, "planes").size()));
     const ojson& xa = ea["groups"];
     const ojson& xb = eb["groups"];
     if (xa.size() != xb.size()) add(1, fmt::format("engine groups {} vs {}", xa.size(), xb.size()));
@@ -609,6 +744,9 @@ inline std::vector<difference> differences(const ojson& a, const ojson& b) {
       if (p["table"] != q["table"] || p["block_tokens"] != q["block_tokens"])
         add(2, fmt::format("engine group {}: {} table of {}-token blocks vs {} of {}", i, p["table"].get<std::string>(),
                            p["block_tokens"].dump(), q["table"].get<std::string>(), q["block_tokens"].dump()));
+      if (at(p, "packing") != at(q, "packing"))
+        add(2, fmt::format("engine group {}: packing {} vs {}", i, value_text(at(p, "packing")),
+                           value_text(at(q, "packing"))));
       const ojson& tp = p["tensors"];
       const ojson& tq = q["tensors"];
       if (tp.size() != tq.size()) add(2, fmt::format("engine group {}: {} tensor sets vs {}", i, tp.size(), tq.size()));
@@ -622,11 +760,14 @@ inline std::vector<difference> differences(const ojson& a, const ojson& b) {
         if (u["page_bytes"] != v["page_bytes"])
           add(3, fmt::format("{}: page {} B vs {} B", where, grouped(u["page_bytes"].get<std::int64_t>()),
                              grouped(v["page_bytes"].get<std::int64_t>())));
-        if (u["offset"] != v["offset"])
-          add(3, fmt::format("{}: at {} vs {} in the block", where, grouped(u["offset"].get<std::int64_t>()),
-                             grouped(v["offset"].get<std::int64_t>())));
+        if (at(u, "offset") != at(v, "offset"))
+          add(3, fmt::format("{}: at {} vs {} in the block", where, value_text(at(u, "offset")),
+                             value_text(at(v, "offset"))));
+        if (at(u, "planes") != at(v, "planes"))
+          add(3, fmt::format("{}: planes {} vs {}", where, value_text(at(u, "planes")), value_text(at(v, "planes"))));
         for (const char* key : {"rows_per_page", "alignment"})
-          if (u[key] != v[key]) add(5, fmt::format("{}: {} {} vs {}", where, key, u[key].dump(), v[key].dump()));
+          if (at(u, key) != at(v, key))
+            add(5, fmt::format("{}: {} {} vs {}", where, key, value_text(at(u, key)), value_text(at(v, key))));
         if (u["layers"] != v["layers"])
           add(6, fmt::format("{}: layers {} vs {}", where, u["layers"].dump(), v["layers"].dump()));
       }

@@ -16,6 +16,7 @@
 
 #include "dsv4/cache/checked.hpp"
 #include "dsv4/cache/engines/engine.hpp"
+#include "dsv4/cache/engines/tokenspeed/arena.hpp"
 #include "dsv4/cache/engines/traits.hpp"
 #include "dsv4/cache/group_spec.hpp"
 #include "dsv4/cache/kv_budget.hpp"
@@ -237,27 +238,25 @@ constexpr ts_sources ts_collect_sources(const group_spec_list& specs, const toke
   return out;
 }
 
-/// The parent's bytes: planes "unit.<slot>" (slot: the layer's rank in its group; f4d8ec6e puts
-/// the index keys, pool 1 of the compressed-KV group, on unit.<n4 + slot>), each the max over
-/// groups of K x field bytes rounded up to the lcm of its alignments, summed, rounded up to the
-/// lcm of the packings.
-constexpr std::int64_t ts_parent_bytes(const group_spec_list& specs, const tokenspeed_pool_rules& rules,
-                                       const ts_sources& ss, const engine_pools& e) {
-  constexpr int kPlanes = 2 * kMaxLayers;
-  std::array<std::int64_t, kPlanes> need{};   // max over groups of K x field bytes
-  std::array<std::int64_t, kPlanes> align{};  // lcm of the plane's alignments
+/// The planes of a parent (recipes/plan.py @ 6083537e `pack`, every packing pinned): each plane
+/// the max over its groups of K x field bytes, rounded up to the lcm of 256, K x element size (4
+/// for fp32 states, 1 for uint8 rows) and K x the KV fields' page stride alignment (576 B).
+constexpr tokenspeed_planes ts_planes(const group_spec_list& specs, const tokenspeed_pool_rules& rules,
+                                      const ts_sources& ss, const engine_pools& e) {
+  std::array<std::int64_t, kMaxTokenspeedPlanes> need{};   // max over groups of K x field bytes
+  std::array<std::int64_t, kMaxTokenspeedPlanes> align{};  // lcm of the plane's alignments
   for (std::int64_t& a : align) a = kTokenspeedAlignment;
-  std::int64_t parent_align = kTokenspeedAlignment;
+  tokenspeed_planes out;
   for (int ei = 0; ei < ss.n; ++ei) {
     const ts_source& s = ss.src[static_cast<std::size_t>(ei)];
     const paged_cache_group_spec& g = specs[s.lib];
     const std::int64_t k = e.groups[static_cast<std::size_t>(ei)].pages_per_block;
-    parent_align = std::lcm(parent_align, k);
     for (int slot = 0; slot < g.num_layers; ++slot) {
       for (int p = s.first_pool; p < s.end_pool; ++p) {
         const format_role role = g.pools[static_cast<std::size_t>(p)].format.role;
-        const int plane = p == 0 || rules.indexer_keys_own_group ? slot : ss.csa_layers + slot;
-        require(plane < kPlanes, "too many tokenspeed planes", {"plane", plane});
+        const int plane = tokenspeed_plane_of(p, slot, rules.indexer_keys_own_group, ss.csa_layers);
+        require(plane < kMaxTokenspeedPlanes, "too many tokenspeed planes", {"plane", plane});
+        if (plane + 1 > out.num_planes) out.num_planes = plane + 1;
         const std::int64_t bytes = checked_mul(k, g.pools[static_cast<std::size_t>(p)].page_bytes);
         std::int64_t& nd = need[static_cast<std::size_t>(plane)];
         if (bytes > nd) nd = bytes;
@@ -268,10 +267,20 @@ constexpr std::int64_t ts_parent_bytes(const group_spec_list& specs, const token
       }
     }
   }
-  std::int64_t sum = 0;
-  for (int pl = 0; pl < kPlanes; ++pl)
+  for (int pl = 0; pl < out.num_planes; ++pl)
     if (need[static_cast<std::size_t>(pl)] > 0)
-      sum = checked_add(sum, ts_round_up(need[static_cast<std::size_t>(pl)], align[static_cast<std::size_t>(pl)]));
+      out.bytes[static_cast<std::size_t>(pl)] =
+          ts_round_up(need[static_cast<std::size_t>(pl)], align[static_cast<std::size_t>(pl)]);
+  return out;
+}
+
+/// The parent's bytes: the planes' sum (`ts_planes`), rounded up to the lcm of 256 and every
+/// packing (recipes/plan.py `pack`).
+constexpr std::int64_t ts_parent_bytes(const tokenspeed_planes& planes, const engine_pools& e) {
+  std::int64_t parent_align = kTokenspeedAlignment;
+  for (const engine_group& g : e) parent_align = std::lcm(parent_align, g.pages_per_block);
+  std::int64_t sum = 0;
+  for (int pl = 0; pl < planes.num_planes; ++pl) sum = checked_add(sum, planes.bytes[static_cast<std::size_t>(pl)]);
   return ts_round_up(sum, parent_align);
 }
 
@@ -292,10 +301,9 @@ inline constexpr pool_structure_traits tokenspeed_parent_arena{
     .sim_legend = "; sim/L: the simulator's peak pages of the group; slack: pages/L - sim/L",
     .whole_blocks = true,
     .measure = peak_measure::parents,
+    .place = tokenspeed_page_placement,
     .stage_builds_own = true,
-    .unplaced_why =
-        "it packs each group's pages into parent blocks of one arena, "
-        "include/dsv4/cache/engines/tokenspeed/engine.hpp",
+    .placed = true,
     .key_unit_bytes = "parent_bytes",
     .key_units = "num_parents",
     .key_planned = "planned_parents",
@@ -333,7 +341,8 @@ constexpr engine_pools tokenspeed_engine_pools(const group_spec_list& specs,
       m.page_bytes = g.pools[static_cast<std::size_t>(p)].page_bytes;
     }
   }
-  e.bytes_per_block = detail::ts_parent_bytes(specs, rules, ss, e);
+  e.tokenspeed = detail::ts_planes(specs, rules, ss, e);
+  e.bytes_per_block = detail::ts_parent_bytes(e.tokenspeed, e);
   for (int ei = 0; ei < ss.n; ++ei) {
     const std::int64_t k = e.groups[static_cast<std::size_t>(ei)].pages_per_block;
     const std::int64_t r = ss.src[static_cast<std::size_t>(ei)].raw;

@@ -57,12 +57,12 @@ constexpr void size_parent_arena(const engine_pools& pools, const plan_options& 
   plan.admission_blocks = static_cast<std::int64_t>(min_u(g.add(alone, 1), kMax));
   std::int64_t budgeted = need >= kMax ? static_cast<std::int64_t>(kMax)
                                        : tokenspeed_budgeted_parents_for(pools, lim, static_cast<std::int64_t>(need));
+  std::int64_t alloc = 0;  // the parents tokenspeed allocates with that budget (num_lcm_blocks)
   if (budgeted >= 0 && budgeted < static_cast<std::int64_t>(kMax)) {
     // What tokenspeed allocates with that budget must hold the plan's parents and admit a request
     // of L (the checks tokenspeed_startup makes); else the plan cannot be met.
     const std::int64_t cap = tokenspeed_capacity(pools, lim, budgeted);
-    const auto alloc =
-        static_cast<std::int64_t>(tokenspeed_parents_needed(pools, lim, static_cast<std::uint64_t>(cap)));
+    alloc = static_cast<std::int64_t>(tokenspeed_parents_needed(pools, lim, static_cast<std::uint64_t>(cap)));
     if (cap < 1 || alloc < static_cast<std::int64_t>(need) ||
         tokenspeed_max_request_tokens(pools, lim, alloc) < o.context_tokens)
       budgeted = -1;
@@ -72,6 +72,9 @@ constexpr void size_parent_arena(const engine_pools& pools, const plan_options& 
     budgeted = static_cast<std::int64_t>(kMax);
   }
   plan.num_blocks = static_cast<std::int64_t>(min_u(g.add(u(budgeted), 1), kMax));
+  // tokenspeed lays its arena out for the parents it allocates (+ the null parent), at most the
+  // budget's: the plane offsets follow that count (recipes/plan.py `CacheLayout.with_num_lcm_blocks`).
+  plan.arena_units = budgeted == static_cast<std::int64_t>(kMax) ? plan.num_blocks : alloc + 1;
   plan.total_bytes = g.mul(u(plan.num_blocks), u(pools.bytes_per_block));
 }
 

@@ -29,6 +29,7 @@
 
 #include "dsv4/cache/engines/engine.hpp"
 #include "dsv4/cache/engines/traits.hpp"
+#include "dsv4/cache/engines/vllm/arena.hpp"
 #include "dsv4/cache/group_spec.hpp"
 #include "dsv4/cache/kv_budget.hpp"
 #include "dsv4/cache/policy.hpp"
@@ -448,6 +449,7 @@ inline constexpr pool_structure_traits vllm_shared_block_pool{
     .pads_pages = true,
     .one_block_pool = true,
     .measure = peak_measure::blocks,
+    .place = vllm_page_placement,
     .placed = true,
     .key_unit_bytes = "bytes_per_block",
     .key_units = "num_blocks",

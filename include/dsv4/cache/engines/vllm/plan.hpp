@@ -68,6 +68,7 @@ constexpr void size_shared_blocks(const engine_pools& pools, const plan_options&
   plan.startup_blocks = static_cast<std::int64_t>(min_u(startup, kMax));
   plan.admission_blocks = static_cast<std::int64_t>(min_u(gate, kMax));
   plan.num_blocks = static_cast<std::int64_t>(min_u(num, kMax));
+  plan.arena_units = plan.num_blocks;  // vLLM's one tensor of num_blocks blocks
   plan.total_bytes = g.mul(num, u(pools.bytes_per_block));
 }
 
