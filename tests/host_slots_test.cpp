@@ -350,8 +350,11 @@ void check_vllm_arena_through_tables(const model_config& c, plan_options o, std:
     const pool_region reg = a.region(i);
     const group_tables& gt = tables[static_cast<std::size_t>(reg.engine_group)];
     const engine_group& g = plan.pools[reg.engine_group];
-    const auto& [offset, page_bytes, rows_per_page] =
+    // (no structured binding: clang 14 cannot capture one in the lambda below)
+    const auto& placed =
         contract.at({to_string(a.plan.groups[static_cast<std::size_t>(reg.group)].spec.id), reg.pool, reg.layer});
+    const std::uint64_t offset = std::get<0>(placed);
+    const std::int64_t rows_per_page = std::get<2>(placed);
     ASSERT_EQ(rows_per_page, reg.rows_per_page);
     const block_table_view view = region_block_table(reg, gt.indices.data(), gt.indptr.data(), requests);
     const pool_pages pool = region_pages(got.data(), reg);

@@ -15,6 +15,7 @@
 #include "dsv4/cache/engines/sglang/plan.hpp"
 #include "dsv4/cache/engines/sglang/replay.hpp"
 #include "dsv4/cache/engines/tokenspeed/plan.hpp"
+#include "dsv4/cache/engines/tokenspeed/transfer.hpp"
 #include "dsv4/cache/engines/vllm/plan.hpp"
 #include "dsv4/cache/engines/vllm/transfer.hpp"
 #include "dsv4/cache/fast_rows.hpp"

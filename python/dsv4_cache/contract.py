@@ -232,8 +232,9 @@ def transfer(prefill: Descriptor, decode: Descriptor, *, prompt_len: int, prefix
              blocks: Optional[Mapping[str, Any]] = None, prefill_dp_rank: int = 0,
              decode_dp_rank: int = 0) -> Transfer:
     """One request's prefill -> decode transfer manifest (dsv4-cache-layout transfer): the byte
-    ranges vLLM's NIXL connector moves between the two descriptors' block pools (both written by
-    `describe(..., engine="vllm")`), for a prompt of `prompt_len` tokens, `prefix` of them
+    ranges the engine's connector moves between the two descriptors' pools (both written by
+    `describe(..., engine="vllm")`: vLLM's NIXL connector, or `engine="tokenspeed"`: its PD
+    transfer), for a prompt of `prompt_len` tokens, `prefix` of them
     cached on the decode side, the block tables `blocks` ({"prefill": [[ids] per engine group],
     "decode": [...]}; None: a dry run). Bad input (a block id outside the pool, a table shorter
     than the prompt, a descriptor without the engine's placement) is a ValueError naming it."""

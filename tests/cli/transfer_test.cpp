@@ -18,6 +18,8 @@
 #include <nlohmann/json.hpp>
 
 #include "../test_util.hpp"
+#include "dsv4/cache.hpp"
+#include "dsv4/cache/engines/tokenspeed/transfer.hpp"
 #include "dsv4/cache/engines/vllm/transfer.hpp"
 #include "dsv4/cache/transfer.hpp"
 #include "dsv4/tools/layout_cli.hpp"
@@ -403,6 +405,141 @@ TEST(TransferCli, PipelineStagesDcpShardsAndDraftLayers) {
     const transfer_blocks ids{pre, reversed_ids(pre)};
     const transfer_manifest t = vllm_transfer_manifest(tables, pool, pool, ids, prompt, 0);
     EXPECT_EQ(decode_mismatch(tables, pages, pool.block_bytes, ids, prompt, 0, t.ranges), "") << prompt;
+  }
+}
+
+}  // namespace
+
+namespace {
+
+TEST(TransferTokenspeed, FlashAt131072TokensIsTheHandSum) {
+  // tokenspeed sends the pages [prefix / G, ceil(P / G)) of a group, a sliding one from
+  // (P - W + 1) / G; one range per field (tensor x layer) and page of the field's payload.
+  // V4-Flash, tokenspeed 0.1.1 (MTP cached: 43 SWA layers): SWA 2048 - 130945 / 64 = 2 pages x 43
+  // x 37,440; c4 states 2 x 21 x 32,768; CSA KV 512 x 21 x 37,440; index keys 512 x 21 x 8,448;
+  // c128 states 16 x 20 x 32,768; HCA KV 512 x 20 x 1,728; c4 index states 2 x 21 x 8,192.
+  const cli_out p = layout({"describe", "--preset", "v4-flash", "--engine", "tokenspeed"});
+  ASSERT_EQ(p.rc, 0) << p.err;
+  const fs::path pf = write_temp("ts.json", p.out);
+  const cli_out j = layout({"transfer", pf.string(), pf.string(), "--prompt-len", "131072", "--json"});
+  ASSERT_EQ(j.rc, 0) << j.err;
+  const ojson m = ojson::parse(j.out);
+  EXPECT_EQ(m["connector"], "tokenspeed-mooncake");
+  const std::uint64_t want = 2ULL * 43 * 37'440 + 2ULL * 21 * 32'768 + 512ULL * 21 * 37'440 + 512ULL * 21 * 8'448 +
+                             16ULL * 20 * 32'768 + 512ULL * 20 * 1'728 + 2ULL * 21 * 8'192;
+  EXPECT_EQ(m["bytes_moved"], want);
+  EXPECT_EQ(m["ranges_before_merge"], 2 * 43 + 2 * 21 + 512 * 21 + 512 * 21 + 16 * 20 + 512 * 20 + 2 * 21);
+  EXPECT_EQ(m["groups"][0]["first_entry"], 2046);  // vLLM's clip starts at 2045
+  // tokenspeed and vLLM never pair.
+  const fs::path vf = write_temp("v.json", layout({"describe", "--preset", "v4-flash", "--engine", "vllm"}).out);
+  EXPECT_EQ(layout({"transfer", pf.string(), vf.string(), "--prompt-len", "4096"}).rc, 1);
+}
+
+/// Page ids of the dry run with the groups given parents in reverse order (another packing of
+/// the same request): ids differ from the forward dry run's.
+std::vector<std::vector<std::int64_t>> reversed_group_pages(const std::vector<transfer_table>& tables,
+                                                            const std::vector<std::int64_t>& packing,
+                                                            std::int64_t prompt) {
+  std::vector<transfer_table> rt(tables.rbegin(), tables.rend());
+  std::vector<std::int64_t> rk(packing.rbegin(), packing.rend());
+  auto ids = tokenspeed_dry_run_pages(rt, rk, prompt);
+  std::reverse(ids.begin(), ids.end());
+  return ids;
+}
+
+TEST(TransferProof, TokenspeedDecodeReadsPrefillsBytesAcrossPackings) {
+  // The two sides' arenas hold different parent counts (32 and 27): every plane's offset
+  // differs, as tokenspeed allows (the contract compares no offset). Decode's reads are checked
+  // through the library's arena (arena_layout.hpp: engines/tokenspeed/arena.hpp), not through
+  // the descriptor the transfer reads.
+  for (const char* engine : {"tokenspeed", "tokenspeed@f4d8ec6e"}) {
+    for (const char* preset : {"v4-flash", "v4-pro"}) {
+      const ojson d = describe_json({"--preset", preset, "--engine", engine, "--context", "8192", "--mtp"});
+      ojson dp = d;
+      ojson dd = d;
+      dp["info"]["num_blocks"] = 32;
+      dd["info"]["num_blocks"] = 27;
+      std::vector<transfer_table> tables;
+      dsv4::tools::transfer_side sp;
+      dsv4::tools::transfer_side sd;
+      dsv4::tools::transfer_detail::tables_of(dp, "prefill", tables, sp);
+      dsv4::tools::transfer_detail::tables_of(dd, "decode", tables, sd);
+      const engine_spec& e = *find_engine(engine);
+      plan_options o;
+      o.context_tokens = 8192;
+      o.policy = e.policy;
+      o.vllm_pools = e.vllm;
+      o.sglang_pools = e.sglang;
+      o.tokenspeed_pools = e.tokenspeed;
+      o.pools = pools_choice::engine;
+      o.cache_mtp = true;  // as --mtp
+      const model_config& c = std::string(preset) == "v4-pro" ? deepseek_v4_pro : deepseek_v4_flash;
+      memory_plan pp = build_memory_plan(c, o);
+      memory_plan pd = pp;
+      pp.arena_units = 32;
+      pd.arena_units = 27;
+      const arena_layout ap = build_arena_layout(c, pp);
+      const arena_layout ad = build_arena_layout(c, pd);
+      ASSERT_EQ(static_cast<std::size_t>(pp.pools.num_groups), tables.size());
+      std::uint64_t src_bytes = 0;
+      std::uint64_t dst_bytes = 0;
+      for (int i = 0; i < ap.num_regions; ++i) {
+        const pool_region a = ap.region(i);
+        const pool_region b = ad.find(ap.plan.groups[static_cast<std::size_t>(a.group)].spec.id, a.layer, a.pool);
+        src_bytes = std::max(src_bytes, a.offset_bytes + static_cast<std::uint64_t>(a.num_pages * a.page_stride));
+        dst_bytes = std::max(dst_bytes, b.offset_bytes + static_cast<std::uint64_t>(b.num_pages * b.page_stride));
+      }
+      std::vector<std::uint8_t> src(src_bytes);
+      std::vector<std::uint8_t> fresh(dst_bytes);  // decode's arena before the transfer
+      std::mt19937_64 rng(src_bytes);
+      for (auto* v : {&src, &fresh})
+        for (std::size_t i = 0; i + 8 <= v->size(); i += 8) {
+          const std::uint64_t w = rng();
+          std::memcpy(v->data() + i, &w, 8);
+        }
+      for (const std::int64_t prompt : {1, 4, 5, 63, 64, 65, 129, 255, 256, 257, 1000, 1025}) {
+        for (const std::int64_t prefix : {std::int64_t{0}, std::int64_t{256}}) {
+          if (prefix >= prompt) continue;
+          const transfer_blocks ids{tokenspeed_dry_run_pages(tables, sp.packing, prompt),
+                                    reversed_group_pages(tables, sd.packing, prompt)};
+          const transfer_manifest m = tokenspeed_transfer_manifest(tables, sp.fields, sd.fields, ids, prompt, prefix);
+          const std::string where =
+              std::string(engine) + " " + preset + " P=" + std::to_string(prompt) + " prefix=" + std::to_string(prefix);
+          std::vector<std::uint8_t> dst = fresh;
+          // Decode holds the prefix already: its pages of every field.
+          const auto page_of = [](const pool_region& r, std::int64_t id) {
+            return r.offset_bytes + static_cast<std::uint64_t>(id * r.page_stride);
+          };
+          for (int i = 0; i < ap.num_regions; ++i) {
+            const pool_region a = ap.region(i);
+            const pool_region b = ad.find(ap.plan.groups[static_cast<std::size_t>(a.group)].spec.id, a.layer, a.pool);
+            const auto k = static_cast<std::size_t>(a.engine_group);
+            for (std::int64_t en = 0; en < prefix / tables[k].block_tokens; ++en)
+              std::memcpy(&dst[page_of(b, ids.decode[k][static_cast<std::size_t>(en)])],
+                          &src[page_of(a, ids.prefill[k][static_cast<std::size_t>(en)])],
+                          static_cast<std::size_t>(a.page_bytes));
+          }
+          for (const transfer_range& r : m.ranges) {
+            ASSERT_LE(r.src_offset + r.length, src_bytes) << where;
+            ASSERT_LE(r.dst_offset + r.length, dst_bytes) << where;
+            std::memcpy(&dst[r.dst_offset], &src[r.src_offset], r.length);
+          }
+          for (int i = 0; i < ap.num_regions; ++i) {
+            const pool_region a = ap.region(i);
+            const pool_region b = ad.find(ap.plan.groups[static_cast<std::size_t>(a.group)].spec.id, a.layer, a.pool);
+            const auto k = static_cast<std::size_t>(a.engine_group);
+            const transfer_table& t = tables[k];
+            const std::int64_t first_token = t.sliding ? std::max<std::int64_t>(0, prompt - t.window_tokens + 1) : 0;
+            for (std::int64_t en = first_token / t.block_tokens; en * t.block_tokens < prompt; ++en) {
+              const std::uint64_t s = page_of(a, ids.prefill[k][static_cast<std::size_t>(en)]);
+              const std::uint64_t x = page_of(b, ids.decode[k][static_cast<std::size_t>(en)]);
+              ASSERT_EQ(std::memcmp(&dst[x], &src[s], static_cast<std::size_t>(a.page_bytes)), 0)
+                  << where << " " << t.name << " layer " << a.layer << " pool " << a.pool << " entry " << en;
+            }
+          }
+        }
+      }
+    }
   }
 }
 

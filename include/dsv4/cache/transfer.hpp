@@ -47,6 +47,14 @@ struct transfer_pool {
   std::int64_t num_blocks = 0;    ///< Blocks of the pool, the null block included.
 };
 
+/// One field of a block table on one side (tokenspeed: one tensor of one layer): page p of it
+/// at `page0_offset + p x page_stride` from the region's base, `payload` bytes moved per page.
+struct transfer_field {
+  std::uint64_t page0_offset = 0;
+  std::uint64_t page_stride = 0;
+  std::uint64_t payload = 0;
+};
+
 /// Per table, one request's block table on each side (entry i: block id; 0 for a freed entry).
 struct transfer_blocks {
   std::vector<std::vector<std::int64_t>> prefill;

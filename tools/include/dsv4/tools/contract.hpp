@@ -854,7 +854,8 @@ inline int run_diff(const std::string& a_path, const std::string& b_path, std::o
 /// rank or parallel flags were given, and then `info.parallel` (tp, dp, pp, dcp, dcp_interleave
 /// and the rank's pipeline stage: outside the fingerprint, a replicated TP rank's layout is the
 /// same; `transfer` pairs ranks from it), and with an engine placement `info.num_blocks` (the
-/// described rank's pool blocks, the null block included). Throws std::invalid_argument as
+/// described rank's pool blocks, or tokenspeed's parents, as the engine allocates them, the
+/// null one included: `memory_plan::arena_units`). Throws std::invalid_argument as
 /// `layout_from_flags`.
 inline nlohmann::ordered_json describe_descriptor(const contract_args& a) {
   const auto [layout, plan] = layout_from_flags(a);
@@ -864,7 +865,7 @@ inline nlohmann::ordered_json describe_descriptor(const contract_args& a) {
   const cache::memory_plan* own = &plan.plan;
   for (const cache::rank_plan_result& rp : plan.ranks)
     if (rp.coords.rank == a.rank.value_or(0)) own = &rp.plan;
-  if (layout.engine.present && own->num_blocks > 0) d["info"]["num_blocks"] = own->num_blocks;
+  if (layout.engine.present && own->arena_units > 0) d["info"]["num_blocks"] = own->arena_units;
   if (plan.parallel) {
     const cache::parallel_config& q = *plan.parallel;
     const cache::rank_coords rc = cache::rank_of(q, a.rank.value_or(0));

@@ -128,8 +128,9 @@ inline CLI::App* add_formats_command(CLI::App& app, formats_args& a) {
 inline CLI::App* add_transfer_command(CLI::App& app, transfer_args& a) {
   CLI::App* cmd = app.add_subcommand(
       "transfer",
-      "One request's prefill -> decode transfer manifest between two descriptors (describe --engine vllm): per "
-      "group the byte ranges vLLM's NIXL connector moves, merged (exit 0; 1 the layouts cannot exchange pages; 2 bad "
+      "One request's prefill -> decode transfer manifest between two descriptors (describe --engine vllm or "
+      "tokenspeed): per group the byte ranges the engine's connector moves, merged (exit 0; 1 the layouts cannot "
+      "exchange pages; 2 bad "
       "input)");
   cmd->add_option("descriptors", a.descriptors, "PREFILL.json DECODE.json")->expected(2)->required();
   cmd->add_option("--prompt-len", a.prompt_len, "Tokens of the request's prompt")

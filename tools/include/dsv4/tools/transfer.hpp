@@ -1,15 +1,15 @@
 // dsv4-cache-layout transfer: the prefill -> decode transfer manifest of one request between
-// two descriptors (`describe --engine vllm`, schema /2), checked against the layout contract
-// first, as a table, JSON, NIXL descriptor lists or Mooncake batch requests.
+// two descriptors (`describe --engine vllm` or `--engine tokenspeed`, schema /2), checked against
+// the layout contract first, as a table, JSON, NIXL descriptor lists or Mooncake batch requests.
 //
 //   dsv4-cache-layout transfer PREFILL.json DECODE.json --prompt-len N [--prefix N]
 //       [--blocks FILE] [--prefill-dp-rank R] [--decode-dp-rank R] [--json | --nixl | --mooncake]
 //
-// The manifest is the engine connector's (engines/vllm/transfer.hpp: vLLM's NIXL connector);
-// the core is transfer.hpp. Exit codes: 0 a manifest; 1 the layouts cannot exchange pages (the
-// diff's first breaking difference, or a parallel layout the connector does not pair); 2 bad
-// input (a descriptor, a block id outside the pool, a block table shorter than the prompt);
-// 3 a write error.
+// The manifest is the engine connector's (engines/vllm/transfer.hpp: vLLM's NIXL connector;
+// engines/tokenspeed/transfer.hpp: tokenspeed's PD transfer); the core is transfer.hpp. Exit codes: 0 a manifest; 1 the
+// layouts cannot exchange pages (the diff's first breaking difference, or a parallel layout the connector does not
+// pair); 2 bad input (a descriptor, a block id outside the pool, a block table shorter than the prompt); 3 a write
+// error.
 //
 // Wire shapes (documented with the fields each library takes):
 // - --nixl: {"pairs":[{"src_rank","dst_rank","src":[{"addr","len","dev_id"}],"dst":[...]}]}: NIXL's
@@ -28,6 +28,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstdint>
 #include <fstream>
 #include <optional>
@@ -40,6 +41,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "dsv4/cache/engines/tokenspeed/transfer.hpp"
 #include "dsv4/cache/engines/vllm/transfer.hpp"
 #include "dsv4/cache/transfer.hpp"
 #include "dsv4/tools/contract.hpp"
@@ -77,6 +79,14 @@ struct transfer_pair {
   std::int64_t dst_tp_rank = 0;
 };
 
+/// One side's engine and its pool as a transfer sees them.
+struct transfer_side {
+  std::string engine;                      ///< "vllm" or "tokenspeed" (layout.engine.name).
+  cache::transfer_pool pool;               ///< vLLM: its block pool.
+  cache::tokenspeed_transfer_side fields;  ///< tokenspeed: per group its fields' pages.
+  std::vector<std::int64_t> packing;       ///< tokenspeed: per group its pages per parent.
+};
+
 /// What `transfer` computed.
 struct transfer_report {
   std::string model;
@@ -86,6 +96,8 @@ struct transfer_report {
   std::vector<cache::transfer_table> tables;
   cache::transfer_pool prefill_pool;
   cache::transfer_pool decode_pool;
+  transfer_side prefill_side;
+  transfer_side decode_side;
   transfer_parallel prefill_parallel;
   transfer_parallel decode_parallel;
   bool dry_run = true;
@@ -120,10 +132,75 @@ inline transfer_parallel parallel_of(const ojson& d, const std::string& path) {
   return p;
 }
 
+/// tokenspeed's fields of every group of its /2 engine part `e` (planes, packing, each tensor's
+/// plane per layer) in an arena of `parents` parents (the null parent included): page p of a
+/// field on plane i at plane_offset(i) + bytes(i) - stride + p x stride, stride = bytes(i) / K,
+/// plane_offset(i) the planes before it (in the descriptor's order) x parents
+/// (engines/tokenspeed/arena.hpp). Throws bad_descriptor naming the path.
+inline void tokenspeed_fields(const ojson& e, const std::string& path, std::int64_t parents, transfer_side& side) {
+  const ojson& planes = contract_detail::array_at(e, "planes", path + ": layout.engine");
+  // Planes are listed in tokenspeed's (string) order of their ids "unit.<i>"; a tensor names
+  // plane i by its number.
+  std::vector<std::uint64_t> plane_offset(planes.size());
+  std::vector<std::int64_t> plane_bytes(planes.size());
+  std::uint64_t at = 0;
+  for (std::size_t i = 0; i < planes.size(); ++i) {
+    const std::string id =
+        contract_detail::str_at(planes[i], "id", fmt::format("{}: layout.engine.planes[{}]", path, i));
+    std::size_t num = planes.size();
+    if (id.rfind("unit.", 0) == 0) {
+      const std::string digits = id.substr(5);
+      std::size_t v = 0;
+      const auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+      if (ec == std::errc() && ptr == digits.data() + digits.size() && !digits.empty()) num = v;
+    }
+    if (num >= planes.size() || plane_bytes[num] != 0)
+      throw contract_detail::bad_descriptor(fmt::format(
+          "{}: layout.engine.planes[{}].id {} must be unit.<i>, each i in [0, {}) once", path, i, id, planes.size()));
+    const std::int64_t b =
+        contract_detail::int_at(planes[i], "bytes", fmt::format("{}: layout.engine.planes[{}]", path, i));
+    if (b < 1)
+      throw contract_detail::bad_descriptor(
+          fmt::format("{}: layout.engine.planes[{}].bytes {} must be >= 1", path, i, b));
+    plane_offset[num] = at;
+    plane_bytes[num] = b;
+    at = cache::checked_add(at, cache::checked_mul(static_cast<std::uint64_t>(parents), static_cast<std::uint64_t>(b)));
+  }
+  const ojson& groups = contract_detail::array_at(e, "groups", path + ": layout.engine");
+  for (std::size_t i = 0; i < groups.size(); ++i) {
+    const std::string gp = fmt::format("{}: layout.engine.groups[{}]", path, i);
+    const std::int64_t k = contract_detail::int_at(groups[i], "packing", gp);
+    if (k < 1) throw contract_detail::bad_descriptor(fmt::format("{}.packing {} must be >= 1", gp, k));
+    std::vector<cache::transfer_field> fields;
+    for (const ojson& t : contract_detail::array_at(groups[i], "tensors", gp)) {
+      const std::int64_t payload = contract_detail::int_at(t, "page_bytes", gp + ".tensors[]");
+      for (const ojson& q : contract_detail::array_at(t, "planes", gp + ".tensors[]")) {
+        if (!q.is_number_integer() || q.get<std::int64_t>() < 0 ||
+            q.get<std::int64_t>() >= static_cast<std::int64_t>(planes.size()))
+          throw contract_detail::bad_descriptor(
+              fmt::format("{}.tensors[].planes: {} is not a plane index", gp, q.dump()));
+        const auto pi = static_cast<std::size_t>(q.get<std::int64_t>());
+        const std::int64_t stride = plane_bytes[pi] / k;
+        if (payload < 1 || payload > stride)
+          throw contract_detail::bad_descriptor(
+              fmt::format("{}: a page of {} B does not fit plane {}'s {} B pages", gp, payload, pi, stride));
+        fields.push_back({cache::checked_add(plane_offset[pi], static_cast<std::uint64_t>(plane_bytes[pi] - stride)),
+                          static_cast<std::uint64_t>(stride), static_cast<std::uint64_t>(payload)});
+      }
+    }
+    side.fields.fields.push_back(std::move(fields));
+    side.fields.num_pages.push_back(cache::checked_add(std::int64_t{1}, cache::checked_mul(parents - 1, k)));
+    side.packing.push_back(k);
+  }
+}
+
 /// The engine groups of a /2 descriptor as block tables (windows from `info.windows`), and its
-/// pool (`info.num_blocks`, or info.plan_bytes / block_bytes). Throws bad_descriptor naming the path.
+/// pool: `info.num_blocks` (the rank's blocks or parents, the null one included), or
+/// info.plan_bytes / block_bytes; tokenspeed's fields (`tokenspeed_fields`). Throws
+/// bad_descriptor naming the path.
 inline void tables_of(const ojson& d, const std::string& path, std::vector<cache::transfer_table>& tables,
-                      cache::transfer_pool& pool) {
+                      transfer_side& side) {
+  cache::transfer_pool& pool = side.pool;
   if (d["schema"] != std::string(cache::kLayoutSchemaEngine) || !d["layout"].contains("engine"))
     throw contract_detail::bad_descriptor(
         path +
@@ -131,10 +208,11 @@ inline void tables_of(const ojson& d, const std::string& path, std::vector<cache
         "descriptor with describe --engine vllm");
   const ojson& e = d["layout"]["engine"];
   const std::string name = contract_detail::str_at(e, "name", path + ": layout.engine");
-  if (name != "vllm")
+  if (name != "vllm" && name != "tokenspeed")
     throw contract_detail::bad_descriptor(
-        fmt::format("{}: engine {}: transfers are modelled for vLLM's NIXL connector only (engines/vllm/transfer.hpp)",
+        fmt::format("{}: engine {}: transfers are modelled for vLLM's NIXL connector and tokenspeed's PD transfer only",
                     path, name));
+  side.engine = name;
   const std::int64_t block_bytes = contract_detail::int_at(e, "block_bytes", path + ": layout.engine");
   const ojson info = d.contains("info") ? d["info"] : ojson::object();
   pool.block_bytes = static_cast<std::uint64_t>(block_bytes);
@@ -154,6 +232,7 @@ inline void tables_of(const ojson& d, const std::string& path, std::vector<cache
   if (pool.num_blocks < 2)
     throw contract_detail::bad_descriptor(
         fmt::format("{}: the pool has {} blocks; it needs the null block and one more", path, pool.num_blocks));
+  if (name == "tokenspeed") tokenspeed_fields(e, path, pool.num_blocks, side);
   tables.clear();
   const ojson& groups = contract_detail::array_at(e, "groups", path + ": layout.engine");
   for (std::size_t i = 0; i < groups.size(); ++i) {
@@ -182,6 +261,14 @@ inline void tables_of(const ojson& d, const std::string& path, std::vector<cache
     }
     tables.push_back(std::move(t));
   }
+}
+
+/// `tables_of` of a vLLM descriptor, its pool alone.
+inline void tables_of(const ojson& d, const std::string& path, std::vector<cache::transfer_table>& tables,
+                      cache::transfer_pool& pool) {
+  transfer_side side;
+  tables_of(d, path, tables, side);
+  pool = side.pool;
 }
 
 /// Both sides' block tables from a --blocks file: {"prefill": [[ids] per engine group],
@@ -234,7 +321,7 @@ inline std::vector<transfer_pair> pairs_of(const transfer_report& r, const trans
         fmt::format("--decode-dp-rank {} must be in [0, {}) (the decode side's dp)", a.decode_dp_rank, d.dp));
   if ((p.dcp > 1 || d.dcp > 1) && (p.dcp != d.dcp || p.tp != d.tp))
     throw transfer_refused(fmt::format(
-        "DCP shards differ (prefill tp {} dcp {}, decode tp {} dcp {}): a vLLM block moves whole, so each decode rank "
+        "DCP shards differ (prefill tp {} dcp {}, decode tp {} dcp {}): a page moves whole, so each decode rank "
         "needs the prefill rank holding its own shard of rows (equal TP and DCP)",
         p.tp, p.dcp, d.tp, d.dcp));
   std::vector<transfer_pair> out;
@@ -266,15 +353,20 @@ inline transfer_report compute_transfer(const contract_detail::ojson& p, const c
   transfer_report r;
   // The engine placement first (a /1 descriptor has no blocks to move), then the contract.
   std::vector<cache::transfer_table> decode_tables;
-  tables_of(p, pp, r.tables, r.prefill_pool);
-  tables_of(d, dp, decode_tables, r.decode_pool);
+  tables_of(p, pp, r.tables, r.prefill_side);
+  tables_of(d, dp, decode_tables, r.decode_side);
+  r.prefill_pool = r.prefill_side.pool;
+  r.decode_pool = r.decode_side.pool;
+  if (r.prefill_side.engine != r.decode_side.engine)
+    throw transfer_refused(fmt::format("prefill runs {}, decode {}: a transfer is one engine's connector on both sides",
+                                       r.prefill_side.engine, r.decode_side.engine));
   const diff_result diff = diff_descriptors(p, d, pp, dp);
   r.verdict = diff.text.substr(0, diff.text.find('\n'));
   if (diff.code == kContractDifferent) throw transfer_refused("the layouts cannot exchange pages: " + r.verdict);
   for (const contract_detail::difference& x : diff.differences)
     if (x.text.find("engine name") == std::string::npos && x.text.find("engine preset") == std::string::npos)
       throw transfer_refused("the two ranks hold different layers or shards (" + x.text +
-                             "): a vLLM block moves whole, every layer of the group in it");
+                             "): the connector moves a group's pages of every layer it holds, one to one");
   r.model =
       p.contains("info") && p["info"].contains("model") ? p["info"].value("model", "") : p["layout"].value("model", "");
   r.prefill_engine = p.contains("info") ? p["info"].value("engine", "vllm") : "vllm";
@@ -288,12 +380,16 @@ inline transfer_report compute_transfer(const contract_detail::ojson& p, const c
   r.pairs = pairs_of(r, a);
   cache::transfer_blocks blocks;
   r.dry_run = !given.has_value();
+  const bool tokenspeed = r.prefill_side.engine == "tokenspeed";
   if (r.dry_run) {
-    blocks.prefill = cache::vllm_dry_run_blocks(r.tables, a.prompt_len);
-    blocks.decode = blocks.prefill;
-    r.assumed.emplace_back(
-        "block ids: a dry run (no --blocks): each side's pool fresh, the request's blocks handed out in group order "
-        "from block 1");
+    blocks.prefill = tokenspeed ? cache::tokenspeed_dry_run_pages(r.tables, r.prefill_side.packing, a.prompt_len)
+                                : cache::vllm_dry_run_blocks(r.tables, a.prompt_len);
+    blocks.decode =
+        tokenspeed ? cache::tokenspeed_dry_run_pages(r.tables, r.decode_side.packing, a.prompt_len) : blocks.prefill;
+    r.assumed.emplace_back(tokenspeed ? "page ids: a dry run (no --blocks): each side's arena fresh, the request's "
+                                        "groups given parents in group order from parent 1"
+                                      : "block ids: a dry run (no --blocks): each side's pool fresh, the request's "
+                                        "blocks handed out in group order from block 1");
   } else {
     blocks = *given;
     if (blocks.prefill.size() != r.tables.size() || blocks.decode.size() != r.tables.size())
@@ -302,7 +398,10 @@ inline transfer_report compute_transfer(const contract_detail::ojson& p, const c
                       "engine groups",
                       blocks.prefill.size(), blocks.decode.size(), r.tables.size()));
   }
-  r.manifest = cache::vllm_transfer_manifest(r.tables, r.prefill_pool, r.decode_pool, blocks, a.prompt_len, a.prefix);
+  r.manifest = tokenspeed ? cache::tokenspeed_transfer_manifest(r.tables, r.prefill_side.fields, r.decode_side.fields,
+                                                                blocks, a.prompt_len, a.prefix)
+                          : cache::vllm_transfer_manifest(r.tables, r.prefill_pool, r.decode_pool, blocks, a.prompt_len,
+                                                          a.prefix);
   return r;
 }
 
@@ -317,8 +416,8 @@ inline transfer_report compute_transfer(const transfer_args& a) {
   std::size_t tables = 0;
   if (!a.blocks.empty()) {
     std::vector<cache::transfer_table> t;
-    cache::transfer_pool pool;
-    transfer_detail::tables_of(p, a.descriptors[0], t, pool);
+    transfer_side side;
+    transfer_detail::tables_of(p, a.descriptors[0], t, side);
     tables = t.size();
     given = transfer_detail::read_blocks(a.blocks, tables);
   }
@@ -342,7 +441,7 @@ inline nlohmann::ordered_json transfer_json(const transfer_report& r, const tran
   };
   ojson j;
   j["model"] = r.model;
-  j["connector"] = "vllm-nixl";
+  j["connector"] = r.prefill_side.engine == "tokenspeed" ? "tokenspeed-mooncake" : "vllm-nixl";
   j["prefill"] = {{"descriptor", a.descriptors.empty() ? std::string() : a.descriptors[0]},
                   {"engine", r.prefill_engine},
                   {"block_bytes", r.prefill_pool.block_bytes},
@@ -424,9 +523,14 @@ inline nlohmann::ordered_json transfer_mooncake(const transfer_report& r) {
 inline std::string transfer_text(const transfer_report& r, const transfer_args& a) {
   std::string s = fmt::format("transfer of one request: {}, prompt {} tokens, {} cached on the decode side\n", r.model,
                               contract_detail::grouped(a.prompt_len), contract_detail::grouped(a.prefix));
-  s += fmt::format("connector: vLLM NIXL, whole blocks of {} B ({} -> {})\n",
-                   contract_detail::grouped(static_cast<std::int64_t>(r.prefill_pool.block_bytes)), r.prefill_engine,
-                   r.decode_engine);
+  if (r.prefill_side.engine == "tokenspeed")
+    s += fmt::format(
+        "connector: tokenspeed PD (Mooncake), one range per field and page, unmerged by tokenspeed ({} -> {})\n",
+        r.prefill_engine, r.decode_engine);
+  else
+    s += fmt::format("connector: vLLM NIXL, whole blocks of {} B ({} -> {})\n",
+                     contract_detail::grouped(static_cast<std::int64_t>(r.prefill_pool.block_bytes)), r.prefill_engine,
+                     r.decode_engine);
   s += "layouts: " + r.verdict + "\n";
   for (const std::string& x : r.assumed) s += "assumed: " + x + "\n";
   s += fmt::format(
