@@ -83,6 +83,10 @@ if(TARGET dsv4-cache-plan)
     add_test(NAME oracle.sglang_plan_agrees
              COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/oracle/compare_sglang_plan.py
                      $<TARGET_FILE:dsv4-cache-plan>)
+    # The transfer oracle's hand-computed checks (tests/oracle/transfer_oracle.py; pytest's
+    # test_transfer_oracle.py compares dsv4_cache.transfer with it).
+    add_test(NAME oracle.transfer_self_test COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/oracle/transfer_oracle.py)
+    set_tests_properties(oracle.transfer_self_test PROPERTIES LABELS host)
     set_tests_properties(oracle.vllm_pool_self_test oracle.vllm_plan_agrees oracle.tokenspeed_self_test
                          oracle.tokenspeed_plan_agrees oracle.sglang_pool_self_test oracle.sglang_plan_agrees
                          oracle.sglang_occupancy_self_test PROPERTIES LABELS host)
