@@ -87,11 +87,11 @@ inline std::string render(const planner_args& a, const planner_result& r) {
   return s;
 }
 
-/// `compute(a)`, and while it runs past `after` (the engine replays can take seconds), a line
-/// on `err` then and every 5 s after: what it is doing and that it stops at its work limit. The
-/// lines are written by a second thread while the caller's thread is in `compute` (which never
-/// writes to `err`); it is joined before this returns or throws.
-inline planner_result compute_with_progress(const planner_args& a, std::ostream& err, std::chrono::milliseconds after) {
+/// Runs `work()` on the caller's thread; while it runs past `after`, a second thread writes
+/// `line(elapsed)` to `err` then and every 5 s after (`work` must not write to `err`). The thread
+/// is joined before this returns or rethrows what `work` threw. Returns what `work` returns.
+template <class Work, class Line>
+auto run_with_progress(std::ostream& err, std::chrono::milliseconds after, const Line& line, Work&& work) {
   std::mutex m;
   std::condition_variable cv;
   bool done = false;
@@ -100,13 +100,7 @@ inline planner_result compute_with_progress(const planner_args& a, std::ostream&
     const auto start = std::chrono::steady_clock::now();
     std::chrono::milliseconds wait = after;
     while (!cv.wait_for(lock, wait, [&] { return done; })) {
-      const auto s = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - start);
-      err << fmt::format(
-                 "dsv4-cache-plan: still computing after {} s: replaying the engine's allocator{} (it stops "
-                 "at its work limit of {:.2g} request visits, about 25 million a second on 2 busy cores: at most "
-                 "about {:.0f} s)\n",
-                 s.count(), a.simulate ? " (--simulate)" : " to find what really fits",
-                 static_cast<double>(a.max_sim_visits), std::ceil(static_cast<double>(a.max_sim_visits) / 2.5e7))
+      err << line(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - start))
           << std::flush;
       wait = std::chrono::seconds(5);
     }
@@ -120,13 +114,31 @@ inline planner_result compute_with_progress(const planner_args& a, std::ostream&
     progress.join();
   };
   try {
-    planner_result r = compute(a);
+    auto r = std::forward<Work>(work)();
     stop();
     return r;
   } catch (...) {
     stop();
     throw;
   }
+}
+
+/// The planner's progress line after `elapsed` of computing `a`: what it is doing and that it
+/// stops at its work limit (`a.max_sim_visits` request visits).
+inline std::string progress_line(const planner_args& a, std::chrono::seconds elapsed) {
+  return fmt::format(
+      "dsv4-cache-plan: still computing after {} s: replaying the engine's allocator{} (it stops "
+      "at its work limit of {:.2g} request visits, about 25 million a second on 2 busy cores: at most "
+      "about {:.0f} s)\n",
+      elapsed.count(), a.simulate ? " (--simulate)" : " to find what really fits",
+      static_cast<double>(a.max_sim_visits), std::ceil(static_cast<double>(a.max_sim_visits) / 2.5e7));
+}
+
+/// `compute(a)`, and while it runs past `after` (the engine replays can take seconds), a
+/// `progress_line` on `err` then and every 5 s after (`run_with_progress`).
+inline planner_result compute_with_progress(const planner_args& a, std::ostream& err, std::chrono::milliseconds after) {
+  return run_with_progress(
+      err, after, [&](std::chrono::seconds s) { return progress_line(a, s); }, [&] { return compute(a); });
 }
 
 /// Registers every dsv4-cache-plan flag on `app`, parsing into `a` (the planner, its tests and the
