@@ -7,10 +7,12 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 
 #include "dsv4/cache/alloc_sim.hpp"
 #include "dsv4/cache/engines/registry.hpp"
+#include "dsv4/cache/engines/tokenspeed/arena.hpp"
 #include "dsv4/cache/memory_plan.hpp"
 #include "dsv4/cache/parallel.hpp"
 #include "test_util.hpp"
@@ -438,6 +440,26 @@ TEST(TokenspeedEngine, OtherFamiliesAndDcpKeepOwnPools) {
   o.dcp = 2;
   EXPECT_EQ(plan_structure(o, model_family::v4), &own_pools_structure);
   EXPECT_EQ(plan_structure(ts_options(), model_family::v4), &tokenspeed_parent_arena);
+}
+
+}  // namespace
+}  // namespace dsv4::cache
+
+namespace dsv4::cache {
+namespace {
+
+// One plane's field pages by hand (tokenspeed recipes/plan.py field_page_byte_offset, see
+// engines/tokenspeed/arena.hpp): a 4,096-B plane at 1,000 B, K = 4, 3 parents (the null one
+// included): stride 1,024 B, page 0 (the null parent's last page) at 1,000 + 4,096 - 1,024 =
+// 4,072 B, pages 1 + 2 x 4 = 9; page 5 at 4,072 + 5 x 1,024 = 9,192 B, the second real parent's
+// first page (1,000 + 2 x 4,096).
+TEST(TokenspeedEngine, FieldOnAPlaneByHand) {
+  constexpr tokenspeed_field_pages f = tokenspeed_field_on_plane(1000, 4096, 4, 3);
+  static_assert(f.page0_offset == 4072 && f.page_stride == 1024 && f.pages == 9);
+  EXPECT_EQ(f.page0_offset + 5 * static_cast<std::uint64_t>(f.page_stride), 1000U + 2U * 4096U);
+  EXPECT_THROW((void)tokenspeed_field_on_plane(0, 3, 4, 3), std::invalid_argument);  // a page under a byte
+  EXPECT_THROW((void)tokenspeed_field_on_plane(0, 4096, 4, 1), std::invalid_argument);  // no real parent
+  EXPECT_THROW((void)tokenspeed_field_on_plane(~std::uint64_t{0} - 10, 4096, 4, 3), std::invalid_argument);
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 // the CLI: exit codes, the refusal naming the difference, the NIXL and Mooncake shapes.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -360,6 +362,25 @@ TEST(TransferCli, RefusalsAndBadInput) {
   const cli_out given =
       layout({"transfer", flash.string(), flash.string(), "--prompt-len", "300", "--blocks", blocks.string()});
   EXPECT_EQ(given.rc, 0) << given.err;
+  // One table fewer than the layout's groups; an id past 2^63 - 1 (never wrapped to a negative one).
+  auto fewer = ids;
+  fewer.pop_back();
+  const cli_out short_list = layout({"transfer", flash.string(), flash.string(), "--prompt-len", "300", "--blocks",
+                                     write_temp("fewer.json", ojson{{"prefill", fewer}, {"decode", ids}}.dump()).string()});
+  EXPECT_EQ(short_list.rc, 2);
+  EXPECT_NE(short_list.err.find(fmt::format("{} prefill and {} decode tables given, the layout has {} engine groups",
+                                            fewer.size(), ids.size(), ids.size())),
+            std::string::npos)
+      << short_list.err;
+  EXPECT_NE(short_list.err.find("(--blocks "), std::string::npos) << short_list.err;
+  const fs::path huge = write_temp(
+      "huge.json", R"({"prefill": [[18446744073709551615]], "decode": [[1]]})");
+  const cli_out wrapped =
+      layout({"transfer", flash.string(), flash.string(), "--prompt-len", "300", "--blocks", huge.string()});
+  EXPECT_EQ(wrapped.rc, 2);
+  EXPECT_NE(wrapped.err.find("block id 18446744073709551615 is not an integer in [0, 2^63)"), std::string::npos)
+      << wrapped.err;
+  EXPECT_TRUE(wrapped.out.empty()) << wrapped.out;
 }
 
 }  // namespace

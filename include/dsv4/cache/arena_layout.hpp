@@ -333,14 +333,15 @@ constexpr void lay_out_engine_pools(const model_config& c, const memory_plan& pl
 /// Lays out the arena of `plan`, a plan of model `c` (`build_memory_plan(c, o)`). Own pools
 /// (`pools_choice::own`): every region aligned to `alignment` bytes (a power of two, >= 16 for
 /// the kernels' 16 B accesses), total = plan bytes + padding. An engine's structure whose
-/// placement is modelled (`pool_structure_traits::place`: vLLM's shared block pool): the
+/// placement is modelled (`pool_structure_traits::place`: vLLM's shared block pool,
+/// engines/vllm/engine.hpp; tokenspeed's parent arena, engines/tokenspeed/arena.hpp): the
 /// engine's placement, total = plan.total_bytes exactly (`alignment` is then only the base's).
 /// Cross-checks the plan against the model: each pool's format must hold the model's rows
 /// (head_dim, qk_rope_head_dim, index_head_dim), own pools' page bytes must equal the format's
 /// page, and the regions' unpadded bytes must sum to plan.total_bytes.
 /// Throws std::invalid_argument for a bad alignment, a plan of another model, an empty plan, a
-/// structure whose placement is not modelled (tokenspeed's parent arena, SGLang's ratio pools:
-/// plan them with own pools), or an arena whose size overflows 64 bits.
+/// structure whose placement is not modelled (SGLang's ratio pools: plan them with own pools),
+/// or an arena whose size overflows 64 bits.
 constexpr arena_layout build_arena_layout(const model_config& c, const memory_plan& plan,
                                           std::uint64_t alignment = kArenaAlignment) {
   require(alignment >= 16 && (alignment & (alignment - 1)) == 0,

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "dsv4/cache/checked.hpp"
+#include "dsv4/cache/platform.hpp"
 
 namespace dsv4::cache {
 
@@ -105,6 +106,75 @@ inline std::vector<transfer_range> merge_ranges(std::span<const transfer_range> 
   std::vector<transfer_range> out;
   for (const transfer_range& r : ranges) append_merged(out, r);
   return out;
+}
+
+/// How an engine's connector names one request's table entries, for `check_request_table`'s
+/// messages: vLLM's block ids ("block", "the pool"), tokenspeed's page ids ("page", "the pages").
+struct table_terms {
+  const char* entry = "block";     ///< What one id names: "block" or "page".
+  const char* pool = "the pool";   ///< What the ids index.
+  const char* held_null = "";      ///< Why a null id is refused from `held_from` on.
+};
+
+namespace detail {
+
+/// Raises std::invalid_argument (platform.hpp's one helper): "dsv4::cache: <side> <entry> table
+/// of <table>: <what>".
+[[noreturn]] inline void bad_request_table(const char* side, const table_terms& terms, const transfer_table& t,
+                                           const std::string& what) {
+  std::string m = "dsv4::cache: ";
+  m += side;
+  m += " ";
+  m += terms.entry;
+  m += " table of ";
+  m += t.name;
+  m += ": ";
+  m += what;
+  raise_invalid_argument(m);
+}
+
+}  // namespace detail
+
+/// Checks one side's table of one request for table `t` (`side`: "prefill" or "decode"): `entries`
+/// ids (ceil(prompt_len / block_tokens)), every id in [0, `ids_in_pool`), and no null id (0) at an
+/// entry from `held_from` on (an entry the request holds, or that the connector sends).
+/// Throws std::invalid_argument naming the side, the table, the entry and the id.
+inline void check_request_table(std::span<const std::int64_t> ids, const transfer_table& t, std::int64_t entries,
+                                std::int64_t held_from, std::int64_t ids_in_pool, const char* side,
+                                const table_terms& terms) {
+  if (static_cast<std::int64_t>(ids.size()) != entries) {
+    std::string w = std::to_string(ids.size());
+    w += " entries, but a prompt of this length needs ";
+    w += std::to_string(entries);
+    w += " (ceil(prompt_len / ";
+    w += std::to_string(t.block_tokens);
+    w += "))";
+    detail::bad_request_table(side, terms, t, w);
+  }
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < 0 || ids[i] >= ids_in_pool) {
+      std::string w = terms.entry;
+      w += " id ";
+      w += std::to_string(ids[i]);
+      w += " at entry ";
+      w += std::to_string(i);
+      w += " is outside ";
+      w += terms.pool;
+      w += " [0, ";
+      w += std::to_string(ids_in_pool);
+      w += ")";
+      detail::bad_request_table(side, terms, t, w);
+    }
+    if (ids[i] == 0 && static_cast<std::int64_t>(i) >= held_from) {
+      std::string w = "entry ";
+      w += std::to_string(i);
+      w += " is the null ";
+      w += terms.entry;
+      w += " 0, but ";
+      w += terms.held_null;
+      detail::bad_request_table(side, terms, t, w);
+    }
+  }
 }
 
 /// Totals of `m` from its groups: bytes moved and held, ranges before merging, and every

@@ -237,6 +237,74 @@ inline void check_keys(const ojson& d, const std::string& file) {
   }
 }
 
+/// layout[key] as an integer, or throws bad_descriptor naming the path.
+inline std::int64_t int_at(const ojson& o, const char* key, const std::string& path) {
+  if (!o.is_object() || !o.contains(key) || !o[key].is_number_integer())
+    throw bad_descriptor(path + "." + key + ": missing or not an integer");
+  if (o[key].is_number_unsigned() && o[key].get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX))
+    throw bad_descriptor(path + "." + key + ": " + o[key].dump() + " does not fit in a signed 64-bit integer");
+  return o[key].get<std::int64_t>();
+}
+inline std::string str_at(const ojson& o, const char* key, const std::string& path) {
+  if (!o.is_object() || !o.contains(key) || !o[key].is_string())
+    throw bad_descriptor(path + "." + key + ": missing or not a string");
+  return o[key].get<std::string>();
+}
+/// A descriptor's sliding windows, `info.windows` (library group id -> W tokens, in its
+/// order; empty when it records none). Throws bad_descriptor naming the file, the group and the
+/// value for a window that is not an integer in [1, 2^63).
+inline std::vector<std::pair<std::string, std::int64_t>> windows_of(const ojson& d, const std::string& path) {
+  std::vector<std::pair<std::string, std::int64_t>> out;
+  if (!d.is_object() || !d.contains("info") || !d["info"].is_object() || !d["info"].contains("windows")) return out;
+  const ojson& w = d["info"]["windows"];
+  if (!w.is_object()) throw bad_descriptor(path + ": info.windows: " + w.dump() + " is not an object");
+  for (const auto& [group, v] : w.items()) {
+    const bool fits = v.is_number_integer() && !(v.is_number_unsigned() && v.get<std::uint64_t>() >
+                                                                             static_cast<std::uint64_t>(INT64_MAX));
+    if (!fits || v.get<std::int64_t>() < 1)
+      throw bad_descriptor(fmt::format("{}: info.windows.{}: {} is not a window (tokens, an integer >= 1)", path,
+                                       group, v.dump()));
+    out.emplace_back(group, v.get<std::int64_t>());
+  }
+  return out;
+}
+
+/// The types and ranges of descriptor `d`'s `info` part (not fingerprinted, but read by diff and
+/// transfer): model and engine strings; windows (`windows_of`); requests, context_tokens,
+/// plan_bytes, num_blocks and rank integers >= 0; parallel tp, dp in [1, 2^20] (parallel.hpp's
+/// bounds), pp in [1, 256], dcp in [1, tp], dcp_interleave >= 1, stage in [0, pp). Throws
+/// bad_descriptor naming the file, the key and the value.
+inline void check_info(const ojson& d, const std::string& file) {
+  if (!d.contains("info")) return;
+  const ojson& info = d["info"];
+  if (!info.is_object()) throw bad_descriptor(file + ": info: " + info.dump() + " is not an object");
+  for (const char* key : {"model", "engine"})
+    if (info.contains(key) && !info[key].is_string())
+      throw bad_descriptor(fmt::format("{}: info.{}: {} is not a string", file, key, info[key].dump()));
+  (void)windows_of(d, file);
+  const auto bounded = [&](const ojson& o, const char* key, const std::string& where, std::int64_t lo,
+                           std::int64_t hi) {
+    if (!o.contains(key)) return std::int64_t{0};
+    const std::int64_t v = int_at(o, key, where);
+    if (v < lo || v > hi)
+      throw bad_descriptor(fmt::format("{}.{}: {} is outside [{}, {}]", where, key, v, lo, hi));
+    return v;
+  };
+  for (const char* key : {"requests", "context_tokens", "plan_bytes", "num_blocks", "rank"})
+    bounded(info, key, file + ": info", 0, INT64_MAX);
+  if (!info.contains("parallel")) return;
+  const std::string where = file + ": info.parallel";
+  const ojson& q = info["parallel"];
+  if (!q.is_object()) throw bad_descriptor(where + ": " + q.dump() + " is not an object");
+  constexpr std::int64_t kMaxRanks = std::int64_t{1} << 20;
+  const std::int64_t tp = bounded(q, "tp", where, 1, kMaxRanks);
+  bounded(q, "dp", where, 1, kMaxRanks);
+  const std::int64_t pp = bounded(q, "pp", where, 1, 256);
+  bounded(q, "dcp", where, 1, std::max<std::int64_t>(tp, 1));
+  bounded(q, "dcp_interleave", where, 1, INT64_MAX);
+  bounded(q, "stage", where, 0, std::max<std::int64_t>(pp, 1) - 1);
+}
+
 /// Parses descriptor text `text` (read from `name`: a file's path, or what the caller calls it);
 /// throws bad_descriptor naming `name` for text that is not JSON, not a descriptor, or holds a
 /// key its schema does not define.
@@ -253,9 +321,10 @@ inline ojson parse_descriptor(std::string_view text, const std::string& name) {
                          std::string(cache::kLayoutSchema) + "\" or \"" + std::string(cache::kLayoutSchemaEngine) +
                          "\")");
   if (!d.contains("layout") || !d["layout"].is_object()) throw bad_descriptor(name + ": missing object \"layout\"");
-  if (d["layout"].value("schema", "") != d["schema"])
+  if (!d["layout"].contains("schema") || d["layout"]["schema"] != d["schema"])
     throw bad_descriptor(name + ": \"layout.schema\" must equal \"schema\"");
   check_keys(d, name);
+  check_info(d, name);
   return d;
 }
 
@@ -274,19 +343,6 @@ inline ojson read_descriptor(const std::string& path) {
   return parse_descriptor(ss.str(), path);
 }
 
-/// layout[key] as an integer, or throws bad_descriptor naming the path.
-inline std::int64_t int_at(const ojson& o, const char* key, const std::string& path) {
-  if (!o.is_object() || !o.contains(key) || !o[key].is_number_integer())
-    throw bad_descriptor(path + "." + key + ": missing or not an integer");
-  if (o[key].is_number_unsigned() && o[key].get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX))
-    throw bad_descriptor(path + "." + key + ": " + o[key].dump() + " does not fit in a signed 64-bit integer");
-  return o[key].get<std::int64_t>();
-}
-inline std::string str_at(const ojson& o, const char* key, const std::string& path) {
-  if (!o.is_object() || !o.contains(key) || !o[key].is_string())
-    throw bad_descriptor(path + "." + key + ": missing or not a string");
-  return o[key].get<std::string>();
-}
 inline const ojson& array_at(const ojson& o, const char* key, const std::string& path) {
   if (!o.is_object() || !o.contains(key) || !o[key].is_array())
     throw bad_descriptor(path + "." + key + ": missing or not an array");
@@ -801,6 +857,19 @@ inline diff_result diff_descriptors(const nlohmann::ordered_json& a, const nlohm
   }
   diff_result r;
   r.differences = differences(a["layout"], b["layout"]);
+  // The sliding windows (info.windows, outside the fingerprint: the model's, not the pages'):
+  // pages of equal bytes but different windows are not one cache (decode reads the tokens of
+  // its own window, the other side keeps those of its own).
+  std::vector<difference> windows;
+  const auto wa = windows_of(a, a_name);
+  const auto wb = windows_of(b, b_name);
+  for (const auto& [group, w] : wa)
+    for (const auto& [other, v] : wb)
+      if (group == other && w != v)
+        windows.push_back({0, fmt::format("sliding window of {}: {} vs {} tokens (info.windows)", group, w, v)});
+  const auto first_compatible = std::find_if(r.differences.begin(), r.differences.end(),
+                                             [](const difference& x) { return x.rank > 0; });
+  r.differences.insert(first_compatible, windows.begin(), windows.end());
   const std::string fa = a["fingerprint"].get<std::string>();
   const std::string fb = b["fingerprint"].get<std::string>();
   if (r.differences.empty() && fa == fb) {

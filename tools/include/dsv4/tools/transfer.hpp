@@ -31,6 +31,7 @@
 #include <charconv>
 #include <cstdint>
 #include <fstream>
+#include <limits>
 #include <optional>
 #include <ostream>
 #include <sstream>
@@ -41,6 +42,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "dsv4/cache/engines/tokenspeed/arena.hpp"
 #include "dsv4/cache/engines/tokenspeed/transfer.hpp"
 #include "dsv4/cache/engines/vllm/transfer.hpp"
 #include "dsv4/cache/transfer.hpp"
@@ -180,16 +182,18 @@ inline void tokenspeed_fields(const ojson& e, const std::string& path, std::int6
           throw contract_detail::bad_descriptor(
               fmt::format("{}.tensors[].planes: {} is not a plane index", gp, q.dump()));
         const auto pi = static_cast<std::size_t>(q.get<std::int64_t>());
-        const std::int64_t stride = plane_bytes[pi] / k;
-        if (payload < 1 || payload > stride)
+        if (plane_bytes[pi] < k)
           throw contract_detail::bad_descriptor(
-              fmt::format("{}: a page of {} B does not fit plane {}'s {} B pages", gp, payload, pi, stride));
-        fields.push_back({cache::checked_add(plane_offset[pi], static_cast<std::uint64_t>(plane_bytes[pi] - stride)),
-                          static_cast<std::uint64_t>(stride), static_cast<std::uint64_t>(payload)});
+              fmt::format("{}: plane {}'s {} B cannot hold {} pages (packing)", gp, pi, plane_bytes[pi], k));
+        const cache::tokenspeed_field_pages f = cache::tokenspeed_field_on_plane(plane_offset[pi], plane_bytes[pi], k, parents);
+        if (payload < 1 || payload > f.page_stride)
+          throw contract_detail::bad_descriptor(
+              fmt::format("{}: a page of {} B does not fit plane {}'s {} B pages", gp, payload, pi, f.page_stride));
+        fields.push_back({f.page0_offset, static_cast<std::uint64_t>(f.page_stride), static_cast<std::uint64_t>(payload)});
       }
     }
     side.fields.fields.push_back(std::move(fields));
-    side.fields.num_pages.push_back(cache::checked_add(std::int64_t{1}, cache::checked_mul(parents - 1, k)));
+    side.fields.num_pages.push_back(cache::tokenspeed_field_on_plane(0, k, k, parents).pages);
     side.packing.push_back(k);
   }
 }
@@ -234,6 +238,7 @@ inline void tables_of(const ojson& d, const std::string& path, std::vector<cache
         fmt::format("{}: the pool has {} blocks; it needs the null block and one more", path, pool.num_blocks));
   if (name == "tokenspeed") tokenspeed_fields(e, path, pool.num_blocks, side);
   tables.clear();
+  const auto windows = contract_detail::windows_of(d, path);
   const ojson& groups = contract_detail::array_at(e, "groups", path + ": layout.engine");
   for (std::size_t i = 0; i < groups.size(); ++i) {
     const std::string gp = fmt::format("{}: layout.engine.groups[{}]", path, i);
@@ -253,11 +258,12 @@ inline void tables_of(const ojson& d, const std::string& path, std::vector<cache
     if (ids.empty()) throw contract_detail::bad_descriptor(gp + ".tensors: empty");
     t.name = fmt::format("{}[{}]", kind, fmt::join(ids, ", "));
     if (t.sliding) {
-      if (!info.contains("windows") || !info["windows"].contains(ids.front()) ||
-          !info["windows"][ids.front()].is_number_integer() || info["windows"][ids.front()].get<std::int64_t>() < 1)
+      for (const auto& [group, w] : windows)
+        if (group == ids.front()) t.window_tokens = w;
+      if (t.window_tokens == 0)
         throw contract_detail::bad_descriptor(
-            fmt::format("{}: info.windows.{}: the sliding group's window (tokens >= 1) is needed", path, ids.front()));
-      t.window_tokens = info["windows"][ids.front()].get<std::int64_t>();
+            fmt::format("{}: info.windows.{}: missing; the sliding group's window (tokens >= 1) is needed", path,
+                        ids.front()));
     }
     tables.push_back(std::move(t));
   }
@@ -272,8 +278,10 @@ inline void tables_of(const ojson& d, const std::string& path, std::vector<cache
 }
 
 /// Both sides' block tables from a --blocks file: {"prefill": [[ids] per engine group],
-/// "decode": [...]}. Throws std::invalid_argument naming the file and the path.
-inline cache::transfer_blocks read_blocks(const std::string& path, std::size_t num_tables) {
+/// "decode": [...]} (`compute_transfer` checks them against the layout). Throws
+/// std::invalid_argument naming the file, the path and the value (an id that is not a 64-bit
+/// signed integer among them).
+inline cache::transfer_blocks read_blocks(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::invalid_argument("--blocks " + path + ": cannot read the file");
   std::stringstream ss;
@@ -286,20 +294,22 @@ inline cache::transfer_blocks read_blocks(const std::string& path, std::size_t n
   }
   cache::transfer_blocks b;
   for (const char* side : {"prefill", "decode"}) {
-    if (!j.is_object() || !j.contains(side) || !j[side].is_array() || j[side].size() != num_tables)
-      throw std::invalid_argument(
-          fmt::format("--blocks {}: \"{}\" must be an array of {} block tables (one per engine group of the layout)",
-                      path, side, num_tables));
+    if (!j.is_object() || !j.contains(side) || !j[side].is_array())
+      throw std::invalid_argument(fmt::format(
+          "--blocks {}: \"{}\" must be an array of block tables (one per engine group of the layout)", path, side));
     auto& out = side[0] == 'p' ? b.prefill : b.decode;
-    for (std::size_t g = 0; g < num_tables; ++g) {
+    for (std::size_t g = 0; g < j[side].size(); ++g) {
       const ojson& ids = j[side][g];
       if (!ids.is_array())
         throw std::invalid_argument(fmt::format("--blocks {}: {}[{}] must be an array of block ids", path, side, g));
       std::vector<std::int64_t> v;
       for (const ojson& id : ids) {
-        if (!id.is_number_integer())
+        // (an unsigned id above 2^63 - 1 would wrap in get<int64_t>)
+        if (!id.is_number_integer() ||
+            (id.is_number_unsigned() &&
+             id.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())))
           throw std::invalid_argument(
-              fmt::format("--blocks {}: {}[{}]: block id {} is not an integer", path, side, g, id.dump()));
+              fmt::format("--blocks {}: {}[{}]: block id {} is not an integer in [0, 2^63)", path, side, g, id.dump()));
         v.push_back(id.get<std::int64_t>());
       }
       out.push_back(std::move(v));
@@ -413,14 +423,7 @@ inline transfer_report compute_transfer(const transfer_args& a) {
   const contract_detail::ojson p = contract_detail::read_descriptor(a.descriptors[0]);
   const contract_detail::ojson d = contract_detail::read_descriptor(a.descriptors[1]);
   std::optional<cache::transfer_blocks> given;
-  std::size_t tables = 0;
-  if (!a.blocks.empty()) {
-    std::vector<cache::transfer_table> t;
-    transfer_side side;
-    transfer_detail::tables_of(p, a.descriptors[0], t, side);
-    tables = t.size();
-    given = transfer_detail::read_blocks(a.blocks, tables);
-  }
+  if (!a.blocks.empty()) given = transfer_detail::read_blocks(a.blocks);
   try {
     return compute_transfer(p, d, a.descriptors[0], a.descriptors[1], a, given);
   } catch (const std::invalid_argument& e) {

@@ -26,6 +26,30 @@
 
 namespace dsv4::cache {
 
+/// Where a field of a group of packing `packing` (K pages per parent) puts its pages on a plane of
+/// `plane_bytes` bytes a parent that starts `plane_offset` bytes into tokenspeed's arena of
+/// `num_parents` parents (the null parent included; see the top of this file): page 0's offset
+/// (the null parent's last page), the page stride plane_bytes / K (bytes) and the pages
+/// 1 + (num_parents - 1) x K. The one rule the arena (`tokenspeed_page_placement`) and the transfer
+/// CLI (which reads planes from a descriptor) place pages by. Throws std::invalid_argument for
+/// packing < 1, plane_bytes < packing, num_parents < 2, or a 64-bit overflow.
+struct tokenspeed_field_pages {
+  std::uint64_t page0_offset = 0;  ///< Bytes from the arena's base.
+  std::int64_t page_stride = 0;    ///< Bytes.
+  std::int64_t pages = 0;          ///< Page ids [0, pages); 0 is the null page.
+};
+constexpr tokenspeed_field_pages tokenspeed_field_on_plane(std::uint64_t plane_offset, std::int64_t plane_bytes,
+                                                           std::int64_t packing, std::int64_t num_parents) {
+  require(packing >= 1 && plane_bytes >= packing, "a tokenspeed plane holds K pages of at least a byte each",
+          {"packing", packing}, {"plane_bytes", plane_bytes});
+  require(num_parents >= 2, "tokenspeed's arena holds a null parent and at least one more",
+          {"num_parents", num_parents});
+  const std::int64_t stride = plane_bytes / packing;
+  return {checked_add(plane_offset, to_unsigned(plane_bytes - stride, "plane bytes"),
+                      "tokenspeed's arena offsets overflow 64 bits"),
+          stride, checked_add(std::int64_t{1}, checked_mul(num_parents - 1, packing, "tokenspeed page ids overflow"))};
+}
+
 /// Where tokenspeed's parent arena `pools` of `num_parents` parents (the null parent included:
 /// its allocated parents + 1) puts pool `pool` of model layer `layer` of the library group `id`
 /// (see the top of this file): the field's page 0 offset, its page stride, page bytes (the
@@ -53,13 +77,9 @@ constexpr page_placement tokenspeed_page_placement(const engine_pools& pools, st
                                      checked_mul(to_unsigned(num_parents, "num_parents"),
                                                  to_unsigned(planes.bytes[static_cast<std::size_t>(q)], "plane bytes")),
                                      "tokenspeed's arena offsets overflow 64 bits");
-      const std::int64_t plane_bytes = planes.bytes[static_cast<std::size_t>(plane)];
-      const std::int64_t stride = plane_bytes / g.pages_per_block;
-      const std::uint64_t offset = checked_add(plane_offset, to_unsigned(plane_bytes - stride, "plane bytes"),
-                                               "tokenspeed's arena offsets overflow 64 bits");
-      const std::int64_t pages =
-          checked_add(std::int64_t{1}, checked_mul(num_parents - 1, g.pages_per_block, "tokenspeed page ids overflow"));
-      return {offset, stride, mb.page_bytes, pages, mb.rows_per_page, e};
+      const tokenspeed_field_pages f = tokenspeed_field_on_plane(
+          plane_offset, planes.bytes[static_cast<std::size_t>(plane)], g.pages_per_block, num_parents);
+      return {f.page0_offset, f.page_stride, mb.page_bytes, f.pages, mb.rows_per_page, e};
     }
   }
   fail("no tokenspeed cache group holds this cache tensor", {"layer", layer}, {"pool", pool},

@@ -85,49 +85,8 @@ inline std::vector<std::vector<std::int64_t>> tokenspeed_dry_run_pages(std::span
   return out;
 }
 
-namespace detail {
-
-[[noreturn]] inline void bad_page_table(const char* side, const transfer_table& t, const std::string& what) {
-  std::string m = "dsv4::cache: ";
-  m += side;
-  m += " page table of ";
-  m += t.name;
-  m += ": ";
-  m += what;
-  raise_invalid_argument(m);
-}
-
-/// Checks one side's page table of table `t`: one entry per page of the prompt, every id in
-/// [0, num_pages), and no null page among the pages sent [first, end) (P).
-inline void check_page_table(std::span<const std::int64_t> ids, const transfer_table& t, std::int64_t entries,
-                             std::int64_t first, std::int64_t num_pages, const char* side) {
-  if (static_cast<std::int64_t>(ids.size()) != entries) {
-    std::string w = std::to_string(ids.size());
-    w += " entries, but a prompt of this length needs ";
-    w += std::to_string(entries);
-    w += " (ceil(prompt_len / ";
-    w += std::to_string(t.block_tokens);
-    w += "))";
-    bad_page_table(side, t, w);
-  }
-  for (std::size_t i = 0; i < ids.size(); ++i) {
-    const bool sent = static_cast<std::int64_t>(i) >= first;
-    if (ids[i] < 0 || ids[i] >= num_pages || (sent && ids[i] == 0)) {
-      std::string w = "page id ";
-      w += std::to_string(ids[i]);
-      w += " at entry ";
-      w += std::to_string(i);
-      w += ids[i] == 0 ? " is the null page, but tokenspeed sends that page" : " is outside the pages [1, ";
-      if (ids[i] != 0) {
-        w += std::to_string(num_pages);
-        w += ")";
-      }
-      bad_page_table(side, t, w);
-    }
-  }
-}
-
-}  // namespace detail
+/// How tokenspeed's page tables are named in refusals (`check_request_table`).
+inline constexpr table_terms kTokenspeedTableTerms{"page", "the pages", "tokenspeed sends that page"};
 
 /// tokenspeed's transfer of one request of `prompt` tokens, `prefix` of them already on the
 /// decode side, between two parent arenas of one contract (the same tables and fields; each
@@ -168,8 +127,8 @@ inline transfer_manifest tokenspeed_transfer_manifest(std::span<const transfer_t
     }
     const std::int64_t entries = tokenspeed_transfer_entries(t, prompt);
     const auto [first, end] = tokenspeed_moved_entries(t, prompt, prefix);
-    detail::check_page_table(pages.prefill[k], t, entries, first, prefill.num_pages[k], "prefill");
-    detail::check_page_table(pages.decode[k], t, entries, first, decode.num_pages[k], "decode");
+    check_request_table(pages.prefill[k], t, entries, first, prefill.num_pages[k], "prefill", kTokenspeedTableTerms);
+    check_request_table(pages.decode[k], t, entries, first, decode.num_pages[k], "decode", kTokenspeedTableTerms);
     transfer_group g;
     g.name = t.name;
     g.first_entry = first;

@@ -89,55 +89,9 @@ inline std::vector<std::vector<std::int64_t>> vllm_dry_run_blocks(std::span<cons
   return out;
 }
 
-namespace detail {
-
-/// Raises std::invalid_argument (platform.hpp's one helper): "dsv4::cache: <side> block table of
-/// <table>: <what>".
-[[noreturn]] inline void bad_block_table(const char* side, const transfer_table& t, const std::string& what) {
-  std::string m = "dsv4::cache: ";
-  m += side;
-  m += " block table of ";
-  m += t.name;
-  m += ": ";
-  m += what;
-  raise_invalid_argument(m);
-}
-
-/// Checks one side's block table of table `t` (`side`: "prefill" or "decode"): its length is
-/// the prompt's entries, every id in [0, num_blocks), and an id where the request holds a block
-/// (from `freed` on) is not the null block.
-inline void check_block_table(std::span<const std::int64_t> ids, const transfer_table& t, std::int64_t entries,
-                              std::int64_t freed, const transfer_pool& pool, const char* side) {
-  if (static_cast<std::int64_t>(ids.size()) != entries) {
-    std::string w = std::to_string(ids.size());
-    w += " entries, but a prompt of this length needs ";
-    w += std::to_string(entries);
-    w += " (ceil(prompt_len / ";
-    w += std::to_string(t.block_tokens);
-    w += "))";
-    bad_block_table(side, t, w);
-  }
-  for (std::size_t i = 0; i < ids.size(); ++i) {
-    if (ids[i] < 0 || ids[i] >= pool.num_blocks) {
-      std::string w = "block id ";
-      w += std::to_string(ids[i]);
-      w += " at entry ";
-      w += std::to_string(i);
-      w += " is outside the pool [0, ";
-      w += std::to_string(pool.num_blocks);
-      w += ")";
-      bad_block_table(side, t, w);
-    }
-    if (ids[i] == 0 && static_cast<std::int64_t>(i) >= freed) {
-      std::string w = "entry ";
-      w += std::to_string(i);
-      w += " is the null block 0, but the request holds that block (inside the window, or a full-history table)";
-      bad_block_table(side, t, w);
-    }
-  }
-}
-
-}  // namespace detail
+/// How vLLM's block tables are named in refusals (`check_request_table`).
+inline constexpr table_terms kVllmTableTerms{
+    "block", "the pool", "the request holds that block (inside the window, or a full-history table)"};
 
 /// vLLM's NIXL transfer of one request of `prompt` tokens, `prefix` of them already cached on
 /// the decode side, from a prefill pool to a decode pool (both vLLM shared block pools of one
@@ -170,10 +124,10 @@ inline transfer_manifest vllm_transfer_manifest(std::span<const transfer_table> 
             named_value("prefix", prefix), named_value("block_tokens", t.block_tokens));
     const std::int64_t entries = vllm_transfer_entries(t, prompt);
     const std::int64_t freed = vllm_freed_entries(t, prompt);
-    detail::check_block_table(blocks.prefill[k], t, entries, freed, prefill, "prefill");
+    check_request_table(blocks.prefill[k], t, entries, freed, prefill.num_blocks, "prefill", kVllmTableTerms);
     // The decode side's own freed entries lie before the window as well; its prefix entries
     // hold its cached blocks.
-    detail::check_block_table(blocks.decode[k], t, entries, freed, decode, "decode");
+    check_request_table(blocks.decode[k], t, entries, freed, decode.num_blocks, "decode", kVllmTableTerms);
     transfer_group g;
     g.name = t.name;
     const auto [first, end] = vllm_moved_entries(t, prompt, prefix);
