@@ -209,6 +209,10 @@ class Transfer:
         return self.text
 
 
+_INT64_MIN = -(2**63)
+_INT64_MAX = 2**63 - 1
+
+
 def _block_tables(blocks: Any) -> Optional[Tuple[List[List[int]], List[List[int]]]]:
     if blocks is None:
         return None
@@ -223,6 +227,9 @@ def _block_tables(blocks: Any) -> Optional[Tuple[List[List[int]], List[List[int]
         for g, ids in enumerate(tables):
             if not isinstance(ids, (list, tuple)) or any(isinstance(x, bool) or not isinstance(x, int) for x in ids):
                 raise ValueError(f"blocks[{side!r}][{g}] must be a list of integer block ids")
+            for x in ids:
+                if not _INT64_MIN <= x <= _INT64_MAX:
+                    raise ValueError(f"blocks[{side!r}][{g}]: block id {x} is outside [-2^63, 2^63)")
             rows.append([int(x) for x in ids])
         out.append(rows)
     return out[0], out[1]
@@ -244,6 +251,8 @@ def transfer(prefill: Descriptor, decode: Descriptor, *, prompt_len: int, prefix
                     ("decode_dp_rank", decode_dp_rank)):
         if isinstance(v, bool) or not isinstance(v, int):
             raise ValueError(f"{name} must be an integer, got {type(v).__name__}")
+        if not _INT64_MIN <= v <= _INT64_MAX:  # the C++ side takes 64-bit integers
+            raise ValueError(f"{name} {v} is outside [-2^63, 2^63)")
     refused, manifest, nixl, mooncake, screen = call(_core.transfer, p_text, d_text, p_name, d_name, prompt_len,
                                                      prefix, _block_tables(blocks), prefill_dp_rank, decode_dp_rank)
     if refused:

@@ -409,6 +409,17 @@ TEST(ContractEngine, EnginesWhosePagesAreNotRecordedAreRefused) {
     EXPECT_EQ(r.rc, 2) << sub;
     EXPECT_NE(r.err.find("--engine trtllm: TensorRT-LLM's pages are not recorded"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("or --engine vllm"), std::string::npos) << r.err;
+    // tokenspeed keeps V4.1 and V3.2 in one pool per group (its arena is V4's): refused, never a
+    // schema /1 descriptor under tokenspeed's name.
+    for (const char* preset : {"v4.1-flash", "v3.2"}) {
+      const run_out u = layout_cli({sub, "--engine", "tokenspeed", "--preset", preset});
+      EXPECT_EQ(u.rc, 2) << sub << " " << preset;
+      EXPECT_EQ(u.out, "");
+      EXPECT_NE(u.err.find("--engine tokenspeed: tokenspeed@0.1.1's own pools are not modelled for DeepSeek-V"),
+                std::string::npos)
+          << u.err;
+      EXPECT_NE(u.err.find("describe without --engine"), std::string::npos) << u.err;
+    }
   }
   EXPECT_EQ(layout_cli({"describe", "--engine", "sglang@x"}).rc, 2);
   EXPECT_EQ(layout_cli({"describe", "--engine", "vllm"}).rc, 0);

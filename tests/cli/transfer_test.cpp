@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -386,6 +387,85 @@ TEST(TransferCli, RefusalsAndBadInput) {
 }  // namespace
 
 namespace {
+
+// What a hand-edited or foreign descriptor, or a request the pool cannot hold, gets: a refusal
+// (exit 1) when the sliding windows differ (the pages are the same bytes, the tokens kept are
+// not), else exit 2 naming the value, and nothing on stdout.
+TEST(TransferCli, WindowsInfoPromptsAndDuplicates) {
+  const ojson p = describe_json({"--preset", "v4-flash", "--engine", "vllm", "--tp", "8"});
+  const ojson d = describe_json({"--preset", "v4-flash", "--engine", "vllm", "--dp", "8"});
+  const fs::path pf = write_temp("w-p.json", p.dump());
+  const fs::path df = write_temp("w-d.json", d.dump());
+  // A V4-Flash config with a 256-token sliding window (the model's, in info.windows).
+  ojson cfg = ojson::parse(std::ifstream(fs::path(DSV4_TEST_DATA_DIR) / "deepseek-v4-flash.config.json"));
+  cfg["sliding_window"] = 256;
+  const fs::path dir = dsv4::cache::testing::unique_temp_path("transfer-w256");
+  fs::create_directories(dir);
+  std::ofstream(dir / "config.json") << cfg.dump();
+  const fs::path wide = write_temp("w-wide.json", layout({"describe", "--config", dir.string(), "--engine", "vllm",
+                                                           "--dp", "8"}).out);
+  fs::remove_all(dir);
+  const cli_out refused = layout({"transfer", pf.string(), wide.string(), "--prompt-len", "1000"});
+  EXPECT_EQ(refused.rc, 1) << refused.err;
+  EXPECT_NE(refused.out.find("incompatible: sliding window of v4.swa_kv: 128 vs 256 tokens (info.windows)"),
+            std::string::npos)
+      << refused.out;
+  const cli_out diff = layout({"diff", pf.string(), wide.string()});
+  EXPECT_EQ(diff.rc, 1);
+  EXPECT_EQ(diff.out.rfind("incompatible: sliding window of v4.swa_kv: 128 vs 256 tokens", 0), 0U) << diff.out;
+  // info fields of the wrong type or out of range name the file, the key and the value.
+  const auto edited = [&](const std::string& name, const auto& edit) {
+    ojson x = p;
+    edit(x);
+    const cli_out r = layout({"transfer", write_temp(name, x.dump()).string(), df.string(), "--prompt-len", "1000"});
+    EXPECT_EQ(r.rc, 2) << name << ": " << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+    return r.err;
+  };
+  EXPECT_NE(edited("model.json", [](ojson& x) { x["info"]["model"] = nullptr; }).find("info.model: null is not a string"),
+            std::string::npos);
+  EXPECT_NE(edited("tp.json", [](ojson& x) { x["info"]["parallel"]["tp"] = INT64_MAX; })
+                .find("info.parallel.tp: 9223372036854775807 is outside [1, 1048576]"),
+            std::string::npos);
+  EXPECT_NE(edited("win.json", [](ojson& x) { x["info"]["windows"]["v4.swa_kv"] = "x"; })
+                .find("info.windows.v4.swa_kv: \"x\" is not a window"),
+            std::string::npos);
+  EXPECT_NE(edited("nb.json", [](ojson& x) { x["info"]["num_blocks"] = INT64_MAX; }).find("is past 2^63 - 1 bytes"),
+            std::string::npos);
+  // A prompt longer than the deployment's context (max_model_len), and a pool too small for it.
+  const cli_out longer = layout({"transfer", pf.string(), df.string(), "--prompt-len", "4294967296"});
+  EXPECT_EQ(longer.rc, 2);
+  EXPECT_NE(longer.err.find("--prompt-len 4294967296 is longer than the context, 1048576 tokens (info.context_tokens"),
+            std::string::npos)
+      << longer.err;
+  ojson small = d;
+  small["info"]["num_blocks"] = 100;
+  const cli_out full = layout({"transfer", pf.string(), write_temp("small.json", small.dump()).string(),
+                               "--prompt-len", "65536"});
+  EXPECT_EQ(full.rc, 2);
+  EXPECT_NE(full.err.find("--prompt-len 65536: a fresh pool cannot hold the request"), std::string::npos) << full.err;
+  EXPECT_NE(full.err.find("holds [0, 100)"), std::string::npos) << full.err;
+  // One block id in two entries of one side; a FIFO as --blocks.
+  std::vector<transfer_table> tables;
+  transfer_pool pool;
+  dsv4::tools::transfer_detail::tables_of(p, "p", tables, pool);
+  auto ids = vllm_dry_run_blocks(tables, 1000);
+  auto twice = ids;
+  twice.back().back() = ids.front().back();
+  const cli_out dup = layout({"transfer", pf.string(), df.string(), "--prompt-len", "1000", "--blocks",
+                              write_temp("dup.json", ojson{{"prefill", ids}, {"decode", twice}}.dump()).string()});
+  EXPECT_EQ(dup.rc, 2);
+  EXPECT_NE(dup.err.find(fmt::format("decode block tables: block id {} is at entry", ids.front().back())),
+            std::string::npos)
+      << dup.err;
+  EXPECT_NE(dup.err.find("one id holds one page of one request"), std::string::npos) << dup.err;
+  const fs::path fifo = dsv4::cache::testing::unique_temp_path("transfer-fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const cli_out pipe = layout({"transfer", pf.string(), df.string(), "--prompt-len", "1000", "--blocks", fifo.string()});
+  fs::remove(fifo);
+  EXPECT_EQ(pipe.rc, 2);
+  EXPECT_NE(pipe.err.find("not a regular file"), std::string::npos) << pipe.err;
+}
 
 TEST(TransferCli, PipelineStagesDcpShardsAndDraftLayers) {
   // PP 2 on both sides: stage 1 of each holds the same layers; its pairs are stage 1's ranks.

@@ -102,3 +102,12 @@ def test_transfer_is_the_cli_manifest(layout_cli, tmp_path):
                                                           "decode": [[1], [2], [3], [4], [5]]})
     with pytest.raises(ValueError, match="blocks"):
         d.transfer(prefill, decode, prompt_len=4, blocks={"prefill": [[1]]})
+    # Integers past 64 bits are a ValueError naming the argument, never a binding's TypeError.
+    with pytest.raises(ValueError, match=r"prompt_len 9223372036854775808 is outside \[-2\^63, 2\^63\)"):
+        d.transfer(prefill, decode, prompt_len=2**63)
+    with pytest.raises(ValueError, match=r"block id 18446744073709551616 is outside"):
+        d.transfer(prefill, decode, prompt_len=4, blocks={"prefill": [[1], [2], [3], [4], [2**64]],
+                                                          "decode": [[1], [2], [3], [4], [5]]})
+    # A prompt past the deployments' context is bad input naming it.
+    with pytest.raises(ValueError, match="is longer than the context, 1048576 tokens"):
+        d.transfer(prefill, decode, prompt_len=2**40)

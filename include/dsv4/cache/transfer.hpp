@@ -13,6 +13,7 @@
 // in both pools is one range. Byte totals do not change by merging.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -175,6 +176,54 @@ inline void check_request_table(std::span<const std::int64_t> ids, const transfe
       detail::bad_request_table(side, terms, t, w);
     }
   }
+}
+
+/// Checks that no id other than the null one (0) appears twice among one side's tables of one
+/// request (`ids[k]`: table k's; `across_tables`: in all of them together, as vLLM's pool hands a
+/// block to one table of one request; else within each table, as tokenspeed's page ids).
+/// Throws std::invalid_argument naming the side, the id and both entries.
+inline void check_distinct_ids(std::span<const std::vector<std::int64_t>> ids, std::span<const transfer_table> tables,
+                               bool across_tables, const char* side, const table_terms& terms) {
+  struct at {
+    std::int64_t id;
+    std::size_t table;
+    std::size_t entry;
+  };
+  std::vector<at> all;
+  const auto check = [&] {
+    std::sort(all.begin(), all.end(), [](const at& x, const at& y) {
+      return x.id != y.id ? x.id < y.id : (x.table != y.table ? x.table < y.table : x.entry < y.entry);
+    });
+    for (std::size_t i = 1; i < all.size(); ++i) {
+      if (all[i].id != all[i - 1].id) continue;
+      std::string w = terms.entry;
+      w += " id ";
+      w += std::to_string(all[i].id);
+      w += " is at entry ";
+      w += std::to_string(all[i - 1].entry);
+      w += " of ";
+      w += tables[all[i - 1].table].name;
+      w += " and at entry ";
+      w += std::to_string(all[i].entry);
+      w += " of ";
+      w += tables[all[i].table].name;
+      w += ": one id holds one page of one request";
+      std::string m = "dsv4::cache: ";
+      m += side;
+      m += " ";
+      m += terms.entry;
+      m += " tables: ";
+      m += w;
+      detail::raise_invalid_argument(m);
+    }
+    all.clear();
+  };
+  for (std::size_t k = 0; k < ids.size(); ++k) {
+    for (std::size_t e = 0; e < ids[k].size(); ++e)
+      if (ids[k][e] != 0) all.push_back({ids[k][e], k, e});
+    if (!across_tables) check();
+  }
+  check();
 }
 
 /// Totals of `m` from its groups: bytes moved and held, ranges before merging, and every

@@ -137,11 +137,22 @@ inline std::pair<cache::cache_layout, cache::cli::planner_result> layout_from_fl
   if (a.engine_given)
     if (const std::string why = contract_detail::unrecorded_engine(a.plan.engine); !why.empty())
       throw std::invalid_argument(why);
+  std::pair<cache::cache_layout, cache::cli::planner_result> out;
   try {
-    return layout_from_flags_unchecked(a);
+    out = layout_from_flags_unchecked(a);
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument(contract_detail::layout_message(e.what()));
   }
+  // An engine whose placement is recorded, but not for this model (the plan keeps one pool per
+  // group, as the planner's screen says): its descriptor would be the library's pages under the
+  // engine's name.
+  const cache::cli::planner_result& r = out.second;
+  if (a.engine_given && r.engine != nullptr && cache::traits_of(r.engine->structure).placed && !out.first.engine.present)
+    throw std::invalid_argument(fmt::format(
+        "--engine {}: {}'s own pools are not modelled for {} (the plan keeps one pool per group, as "
+        "dsv4-cache-plan says); describe without --engine for the library's pages",
+        a.plan.engine, cache::engine_label(*r.engine), std::string(r.model.name.view())));
+  return out;
 }
 
 /// The descriptor of `l` (see the top of this file), `r` giving the info part.

@@ -19,9 +19,10 @@ inline void add_contract_options(CLI::App& cmd, contract_args& c) {
   cache::cli::add_model_options(cmd, c.plan, "Not used by the layout (a plan's budget)");
   cache::cli::add_parallel_options(cmd, c.plan);
   cmd.add_option("--engine", c.plan.engine,
-                 "Record the engine's placement where it moves bytes (vllm: its shared block pool, schema "
-                 "dsv4-cache-layout/2); without it the library's pages alone (schema /1); sglang and tokenspeed "
-                 "are refused (their pages are not recorded)")
+                 "Record the engine's placement where it moves bytes (schema dsv4-cache-layout/2: vllm, its "
+                 "shared block pool; tokenspeed, its parent arena of planes); without it the library's pages "
+                 "alone (schema /1); sglang is refused (its pages are not recorded), as is an engine whose "
+                 "own pools are not modelled for the model")
       ->check(cache::cli::kNonEmpty)
       ->each([&c](const std::string&) { c.engine_given = true; });
   cmd.add_flag("--mtp", c.plan.mtp,

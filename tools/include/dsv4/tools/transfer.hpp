@@ -30,6 +30,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <optional>
@@ -37,6 +38,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <fmt/format.h>
@@ -88,6 +90,10 @@ struct transfer_side {
   cache::tokenspeed_transfer_side fields;  ///< tokenspeed: per group its fields' pages.
   std::vector<std::int64_t> packing;       ///< tokenspeed: per group its pages per parent.
 };
+
+/// The longest prompt `compute_transfer` takes when neither descriptor records its context
+/// (info.context_tokens): 2^24 tokens, 16 x the longest V4 context.
+inline constexpr std::int64_t kMaxTransferPromptTokens = std::int64_t{1} << 24;
 
 /// What `transfer` computed.
 struct transfer_report {
@@ -209,7 +215,7 @@ inline void tables_of(const ojson& d, const std::string& path, std::vector<cache
     throw contract_detail::bad_descriptor(
         path +
         ": no engine placement (schema dsv4-cache-layout/1): a transfer moves the engine's blocks; write the "
-        "descriptor with describe --engine vllm");
+        "descriptor with describe --engine vllm or --engine tokenspeed");
   const ojson& e = d["layout"]["engine"];
   const std::string name = contract_detail::str_at(e, "name", path + ": layout.engine");
   if (name != "vllm" && name != "tokenspeed")
@@ -236,6 +242,10 @@ inline void tables_of(const ojson& d, const std::string& path, std::vector<cache
   if (pool.num_blocks < 2)
     throw contract_detail::bad_descriptor(
         fmt::format("{}: the pool has {} blocks; it needs the null block and one more", path, pool.num_blocks));
+  if (pool.num_blocks > INT64_MAX / block_bytes)  // offsets are signed 64-bit (NIXL's addr, Mooncake's offsets)
+    throw contract_detail::bad_descriptor(
+        fmt::format("{}: info.num_blocks {} x layout.engine.block_bytes {} is past 2^63 - 1 bytes", path,
+                    pool.num_blocks, block_bytes));
   if (name == "tokenspeed") tokenspeed_fields(e, path, pool.num_blocks, side);
   tables.clear();
   const auto windows = contract_detail::windows_of(d, path);
@@ -282,6 +292,11 @@ inline void tables_of(const ojson& d, const std::string& path, std::vector<cache
 /// std::invalid_argument naming the file, the path and the value (an id that is not a 64-bit
 /// signed integer among them).
 inline cache::transfer_blocks read_blocks(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) throw std::invalid_argument("--blocks " + path + ": no such file");
+  if (!std::filesystem::is_regular_file(path, ec))
+    throw std::invalid_argument("--blocks " + path +
+                                ": not a regular file (a directory, a device or a FIFO): not a block-table file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::invalid_argument("--blocks " + path + ": cannot read the file");
   std::stringstream ss;
@@ -360,6 +375,18 @@ inline transfer_report compute_transfer(const contract_detail::ojson& p, const c
                                         const std::optional<cache::transfer_blocks>& given = std::nullopt) {
   using namespace transfer_detail;  // NOLINT(google-build-using-namespace)
   if (a.prompt_len < 1) throw std::invalid_argument(fmt::format("--prompt-len {} must be >= 1", a.prompt_len));
+  // The prompt fits the context both deployments were planned for (max_model_len); a descriptor
+  // that records none bounds it by kMaxTransferPromptTokens (its tables are held in memory here).
+  std::int64_t context = kMaxTransferPromptTokens;
+  std::string context_from = fmt::format("the longest prompt a transfer takes without info.context_tokens");
+  for (const auto& [doc, name] : {std::pair{&p, &pp}, std::pair{&d, &dp}})
+    if (doc->contains("info") && (*doc)["info"].contains("context_tokens")) {
+      const std::int64_t c = contract_detail::int_at((*doc)["info"], "context_tokens", *name + ": info");
+      if (c < context) context = c, context_from = fmt::format("info.context_tokens of {}", *name);
+    }
+  if (a.prompt_len > context)
+    throw std::invalid_argument(
+        fmt::format("--prompt-len {} is longer than the context, {} tokens ({})", a.prompt_len, context, context_from));
   transfer_report r;
   // The engine placement first (a /1 descriptor has no blocks to move), then the contract.
   std::vector<cache::transfer_table> decode_tables;
@@ -396,6 +423,19 @@ inline transfer_report compute_transfer(const contract_detail::ojson& p, const c
                                 : cache::vllm_dry_run_blocks(r.tables, a.prompt_len);
     blocks.decode =
         tokenspeed ? cache::tokenspeed_dry_run_pages(r.tables, r.decode_side.packing, a.prompt_len) : blocks.prefill;
+    // A fresh pool that cannot hold the request's blocks: say so, rather than blame a table.
+    for (const auto& [side, ids, name] : {std::tuple{&r.prefill_side, &blocks.prefill, &pp},
+                                          std::tuple{&r.decode_side, &blocks.decode, &dp}}) {
+      for (std::size_t k = 0; k < ids->size(); ++k) {
+        const std::int64_t top = (*ids)[k].empty() ? 0 : *std::max_element((*ids)[k].begin(), (*ids)[k].end());
+        const std::int64_t limit = tokenspeed ? side->fields.num_pages[k] : side->pool.num_blocks;
+        if (top >= limit)
+          throw std::invalid_argument(fmt::format(
+              "--prompt-len {}: a fresh {} cannot hold the request ({} needs {} id {}, {} holds [0, {}) ({})",
+              a.prompt_len, tokenspeed ? "arena" : "pool", r.tables[k].name, tokenspeed ? "page" : "block", top,
+              *name, limit, tokenspeed ? "its parents' pages" : "info.num_blocks, the null block included"));
+      }
+    }
     r.assumed.emplace_back(tokenspeed ? "page ids: a dry run (no --blocks): each side's arena fresh, the request's "
                                         "groups given parents in group order from parent 1"
                                       : "block ids: a dry run (no --blocks): each side's pool fresh, the request's "

@@ -97,7 +97,7 @@ inline constexpr table_terms kTokenspeedTableTerms{"page", "the pages", "tokensp
 /// entries x the table's payload per page. Throws std::invalid_argument naming the value for:
 /// prompt < 1; a prefix outside [0, prompt) or not whole pages of every table; tables, fields or
 /// payloads that differ between the sides; a page table of the wrong length, an id outside the
-/// pages or a null page sent.
+/// pages, a null page sent, or a page id twice in one table (`check_distinct_ids`).
 inline transfer_manifest tokenspeed_transfer_manifest(std::span<const transfer_table> tables,
                                                       const tokenspeed_transfer_side& prefill,
                                                       const tokenspeed_transfer_side& decode,
@@ -147,6 +147,8 @@ inline transfer_manifest tokenspeed_transfer_manifest(std::span<const transfer_t
       }
     m.groups.push_back(std::move(g));
   }
+  check_distinct_ids(pages.prefill, tables, false, "prefill", kTokenspeedTableTerms);
+  check_distinct_ids(pages.decode, tables, false, "decode", kTokenspeedTableTerms);
   total_manifest(m);
   return m;
 }

@@ -102,8 +102,8 @@ inline constexpr table_terms kVllmTableTerms{
 /// Throws std::invalid_argument naming the value for: prompt < 1; prefix outside [0, prompt)
 /// or not a multiple of every table's block_tokens (a prefix hit is whole blocks); different
 /// block bytes (W: a replicated region needs the same block length); a table count or a block
-/// table length that does not match; a block id outside [0, num_blocks) or a null entry the
-/// request holds.
+/// table length that does not match; a block id outside [0, num_blocks), a null entry the
+/// request holds, or a block id in two entries of one side's tables (`check_distinct_ids`).
 inline transfer_manifest vllm_transfer_manifest(std::span<const transfer_table> tables, const transfer_pool& prefill,
                                                 const transfer_pool& decode, const transfer_blocks& blocks,
                                                 std::int64_t prompt, std::int64_t prefix = 0) {
@@ -149,6 +149,8 @@ inline transfer_manifest vllm_transfer_manifest(std::span<const transfer_table> 
     g.ranges = merge_ranges(copies);
     m.groups.push_back(std::move(g));
   }
+  check_distinct_ids(blocks.prefill, tables, true, "prefill", kVllmTableTerms);
+  check_distinct_ids(blocks.decode, tables, true, "decode", kVllmTableTerms);
   total_manifest(m);
   return m;
 }
