@@ -457,7 +457,7 @@ TEST(TokenspeedEngine, FieldOnAPlaneByHand) {
   constexpr tokenspeed_field_pages f = tokenspeed_field_on_plane(1000, 4096, 4, 3);
   static_assert(f.page0_offset == 4072 && f.page_stride == 1024 && f.pages == 9);
   EXPECT_EQ(f.page0_offset + 5 * static_cast<std::uint64_t>(f.page_stride), 1000U + 2U * 4096U);
-  EXPECT_THROW((void)tokenspeed_field_on_plane(0, 3, 4, 3), std::invalid_argument);  // a page under a byte
+  EXPECT_THROW((void)tokenspeed_field_on_plane(0, 3, 4, 3), std::invalid_argument);     // a page under a byte
   EXPECT_THROW((void)tokenspeed_field_on_plane(0, 4096, 4, 1), std::invalid_argument);  // no real parent
   EXPECT_THROW((void)tokenspeed_field_on_plane(~std::uint64_t{0} - 10, 4096, 4, 3), std::invalid_argument);
 }

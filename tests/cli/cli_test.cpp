@@ -1630,6 +1630,13 @@ TEST(CliScreen, DataParallelPerGpuAndClusterAndNoBudget) {
   EXPECT_NE(s.out.find("1 x 1,048,576 tokens FITS (16 fit at once, replayed; limit: budget; the plan's bound 13;"),
             std::string::npos)
       << s.out;
+  // A budget from --gpu that the weights leave empty: the line says so (it once read an empty budget).
+  const run_result w = run({"--gpu", "h200", "--context", "131072", "--requests", "64", "--summary"});
+  EXPECT_EQ(w.code, 0) << w.err;
+  EXPECT_NE(w.out.find("DOES NOT FIT (0 fit at once, replayed; limit: weights; the plan's bound 0; per GPU 45.13 GiB "
+                       "with no KV budget: the weights leave none)"),
+            std::string::npos)
+      << w.out;
 }
 
 // The hint's figure is the plan's own answer with the flag it names.
@@ -1918,6 +1925,14 @@ TEST(CliHygiene, LongReplaysPrintProgressOnStderr) {
   ASSERT_EQ(run_planner(args, quiet_out, quiet_err), 0);
   EXPECT_TRUE(quiet_err.str().empty()) << quiet_err.str();
   EXPECT_EQ(out.str(), quiet_out.str());
+}
+
+// Arguments nothing takes are listed as typed (CLI11 lists a vector's back to front; the layout
+// CLI's subcommands: LayoutCli.UnexpectedArgumentsInTheOrderGiven).
+TEST(CliHygiene, UnexpectedArgumentsInTheOrderGiven) {
+  const run_result r = run({"--pools", "own", "extra1", "extra2"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("The following arguments were not expected: extra1 extra2"), std::string::npos) << r.err;
 }
 
 // Bytes of a path that are not valid UTF-8 are escaped in the message (valid UTF-8 is kept).

@@ -246,6 +246,9 @@ TEST(LayoutCli, BadInputIsOneLineOnStderrAndExitCode2) {
       {{"formats", "--bogus"}, "--bogus"},
       {{"--rows", "2", "formats"}, "--rows"},  // --rows belongs to the subcommand
       {{"formats", "formats"}, "formats"},
+      // (LayoutCli.UnexpectedArgumentsInTheOrderGiven) as typed, not back to front
+      {{"describe", "--pools", "own"}, "The following arguments were not expected: --pools own"},
+      {{"describe", "--preset", "v4-flash", "x", "y", "z"}, "The following arguments were not expected: x y z"},
   };
   for (const auto& [args, message] : cases) {
     const run_result r = run(args);

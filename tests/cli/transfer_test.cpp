@@ -366,16 +366,16 @@ TEST(TransferCli, RefusalsAndBadInput) {
   // One table fewer than the layout's groups; an id past 2^63 - 1 (never wrapped to a negative one).
   auto fewer = ids;
   fewer.pop_back();
-  const cli_out short_list = layout({"transfer", flash.string(), flash.string(), "--prompt-len", "300", "--blocks",
-                                     write_temp("fewer.json", ojson{{"prefill", fewer}, {"decode", ids}}.dump()).string()});
+  const cli_out short_list =
+      layout({"transfer", flash.string(), flash.string(), "--prompt-len", "300", "--blocks",
+              write_temp("fewer.json", ojson{{"prefill", fewer}, {"decode", ids}}.dump()).string()});
   EXPECT_EQ(short_list.rc, 2);
   EXPECT_NE(short_list.err.find(fmt::format("{} prefill and {} decode tables given, the layout has {} engine groups",
                                             fewer.size(), ids.size(), ids.size())),
             std::string::npos)
       << short_list.err;
   EXPECT_NE(short_list.err.find("(--blocks "), std::string::npos) << short_list.err;
-  const fs::path huge = write_temp(
-      "huge.json", R"({"prefill": [[18446744073709551615]], "decode": [[1]]})");
+  const fs::path huge = write_temp("huge.json", R"({"prefill": [[18446744073709551615]], "decode": [[1]]})");
   const cli_out wrapped =
       layout({"transfer", flash.string(), flash.string(), "--prompt-len", "300", "--blocks", huge.string()});
   EXPECT_EQ(wrapped.rc, 2);
@@ -402,8 +402,8 @@ TEST(TransferCli, WindowsInfoPromptsAndDuplicates) {
   const fs::path dir = dsv4::cache::testing::unique_temp_path("transfer-w256");
   fs::create_directories(dir);
   std::ofstream(dir / "config.json") << cfg.dump();
-  const fs::path wide = write_temp("w-wide.json", layout({"describe", "--config", dir.string(), "--engine", "vllm",
-                                                           "--dp", "8"}).out);
+  const fs::path wide =
+      write_temp("w-wide.json", layout({"describe", "--config", dir.string(), "--engine", "vllm", "--dp", "8"}).out);
   fs::remove_all(dir);
   const cli_out refused = layout({"transfer", pf.string(), wide.string(), "--prompt-len", "1000"});
   EXPECT_EQ(refused.rc, 1) << refused.err;
@@ -422,8 +422,9 @@ TEST(TransferCli, WindowsInfoPromptsAndDuplicates) {
     EXPECT_TRUE(r.out.empty()) << r.out;
     return r.err;
   };
-  EXPECT_NE(edited("model.json", [](ojson& x) { x["info"]["model"] = nullptr; }).find("info.model: null is not a string"),
-            std::string::npos);
+  EXPECT_NE(
+      edited("model.json", [](ojson& x) { x["info"]["model"] = nullptr; }).find("info.model: null is not a string"),
+      std::string::npos);
   EXPECT_NE(edited("tp.json", [](ojson& x) { x["info"]["parallel"]["tp"] = INT64_MAX; })
                 .find("info.parallel.tp: 9223372036854775807 is outside [1, 1048576]"),
             std::string::npos);
@@ -440,8 +441,8 @@ TEST(TransferCli, WindowsInfoPromptsAndDuplicates) {
       << longer.err;
   ojson small = d;
   small["info"]["num_blocks"] = 100;
-  const cli_out full = layout({"transfer", pf.string(), write_temp("small.json", small.dump()).string(),
-                               "--prompt-len", "65536"});
+  const cli_out full =
+      layout({"transfer", pf.string(), write_temp("small.json", small.dump()).string(), "--prompt-len", "65536"});
   EXPECT_EQ(full.rc, 2);
   EXPECT_NE(full.err.find("--prompt-len 65536: a fresh pool cannot hold the request"), std::string::npos) << full.err;
   EXPECT_NE(full.err.find("holds [0, 100)"), std::string::npos) << full.err;
@@ -461,7 +462,8 @@ TEST(TransferCli, WindowsInfoPromptsAndDuplicates) {
   EXPECT_NE(dup.err.find("one id holds one page of one request"), std::string::npos) << dup.err;
   const fs::path fifo = dsv4::cache::testing::unique_temp_path("transfer-fifo");
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
-  const cli_out pipe = layout({"transfer", pf.string(), df.string(), "--prompt-len", "1000", "--blocks", fifo.string()});
+  const cli_out pipe =
+      layout({"transfer", pf.string(), df.string(), "--prompt-len", "1000", "--blocks", fifo.string()});
   fs::remove(fifo);
   EXPECT_EQ(pipe.rc, 2);
   EXPECT_NE(pipe.err.find("not a regular file"), std::string::npos) << pipe.err;

@@ -112,9 +112,9 @@ inline std::vector<transfer_range> merge_ranges(std::span<const transfer_range> 
 /// How an engine's connector names one request's table entries, for `check_request_table`'s
 /// messages: vLLM's block ids ("block", "the pool"), tokenspeed's page ids ("page", "the pages").
 struct table_terms {
-  const char* entry = "block";     ///< What one id names: "block" or "page".
-  const char* pool = "the pool";   ///< What the ids index.
-  const char* held_null = "";      ///< Why a null id is refused from `held_from` on.
+  const char* entry = "block";    ///< What one id names: "block" or "page".
+  const char* pool = "the pool";  ///< What the ids index.
+  const char* held_null = "";     ///< Why a null id is refused from `held_from` on.
 };
 
 namespace detail {

@@ -147,11 +147,12 @@ inline std::pair<cache::cache_layout, cache::cli::planner_result> layout_from_fl
   // group, as the planner's screen says): its descriptor would be the library's pages under the
   // engine's name.
   const cache::cli::planner_result& r = out.second;
-  if (a.engine_given && r.engine != nullptr && cache::traits_of(r.engine->structure).placed && !out.first.engine.present)
-    throw std::invalid_argument(fmt::format(
-        "--engine {}: {}'s own pools are not modelled for {} (the plan keeps one pool per group, as "
-        "dsv4-cache-plan says); describe without --engine for the library's pages",
-        a.plan.engine, cache::engine_label(*r.engine), std::string(r.model.name.view())));
+  if (a.engine_given && r.engine != nullptr && cache::traits_of(r.engine->structure).placed &&
+      !out.first.engine.present)
+    throw std::invalid_argument(
+        fmt::format("--engine {}: {}'s own pools are not modelled for {} (the plan keeps one pool per group, as "
+                    "dsv4-cache-plan says); describe without --engine for the library's pages",
+                    a.plan.engine, cache::engine_label(*r.engine), std::string(r.model.name.view())));
   return out;
 }
 
@@ -270,11 +271,11 @@ inline std::vector<std::pair<std::string, std::int64_t>> windows_of(const ojson&
   const ojson& w = d["info"]["windows"];
   if (!w.is_object()) throw bad_descriptor(path + ": info.windows: " + w.dump() + " is not an object");
   for (const auto& [group, v] : w.items()) {
-    const bool fits = v.is_number_integer() && !(v.is_number_unsigned() && v.get<std::uint64_t>() >
-                                                                             static_cast<std::uint64_t>(INT64_MAX));
+    const bool fits = v.is_number_integer() &&
+                      !(v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX));
     if (!fits || v.get<std::int64_t>() < 1)
-      throw bad_descriptor(fmt::format("{}: info.windows.{}: {} is not a window (tokens, an integer >= 1)", path,
-                                       group, v.dump()));
+      throw bad_descriptor(
+          fmt::format("{}: info.windows.{}: {} is not a window (tokens, an integer >= 1)", path, group, v.dump()));
     out.emplace_back(group, v.get<std::int64_t>());
   }
   return out;
@@ -297,8 +298,7 @@ inline void check_info(const ojson& d, const std::string& file) {
                            std::int64_t hi) {
     if (!o.contains(key)) return std::int64_t{0};
     const std::int64_t v = int_at(o, key, where);
-    if (v < lo || v > hi)
-      throw bad_descriptor(fmt::format("{}.{}: {} is outside [{}, {}]", where, key, v, lo, hi));
+    if (v < lo || v > hi) throw bad_descriptor(fmt::format("{}.{}: {} is outside [{}, {}]", where, key, v, lo, hi));
     return v;
   };
   for (const char* key : {"requests", "context_tokens", "plan_bytes", "num_blocks", "rank"})
@@ -878,8 +878,8 @@ inline diff_result diff_descriptors(const nlohmann::ordered_json& a, const nlohm
     for (const auto& [other, v] : wb)
       if (group == other && w != v)
         windows.push_back({0, fmt::format("sliding window of {}: {} vs {} tokens (info.windows)", group, w, v)});
-  const auto first_compatible = std::find_if(r.differences.begin(), r.differences.end(),
-                                             [](const difference& x) { return x.rank > 0; });
+  const auto first_compatible =
+      std::find_if(r.differences.begin(), r.differences.end(), [](const difference& x) { return x.rank > 0; });
   r.differences.insert(first_compatible, windows.begin(), windows.end());
   const std::string fa = a["fingerprint"].get<std::string>();
   const std::string fb = b["fingerprint"].get<std::string>();

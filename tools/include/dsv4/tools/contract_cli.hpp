@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "dsv4/tools/cli_parse.hpp"
 #include "dsv4/tools/contract.hpp"
 #include "dsv4/tools/planner_flags.hpp"
 
@@ -46,8 +47,7 @@ inline contract_args parse_contract_args(const std::vector<std::string>& args) {
   CLI::App app{"dsv4-cache-layout describe", "describe"};
   add_contract_options(app, c);
   try {
-    std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 consumes from the back
-    app.parse(reversed);
+    parse_args(app, args);
   } catch (const CLI::ParseError& e) {
     throw std::invalid_argument(cache::cli::one_line(e.what()));
   }

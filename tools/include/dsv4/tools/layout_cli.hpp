@@ -37,6 +37,7 @@
 
 #include "dsv4/cache/formats/format_traits.hpp"
 #include "dsv4/cache/formats/registry.hpp"
+#include "dsv4/tools/cli_parse.hpp"
 #include "dsv4/tools/contract_cli.hpp"
 #include "dsv4/tools/formats_report.hpp"
 #include "dsv4/tools/golden_cli.hpp"
@@ -180,8 +181,7 @@ inline int run_layout(const std::vector<std::string>& args, std::ostream& out, s
       "writers", "Each format's writers and, per pair that writes different bytes, the rule and a witness block");
   writers->add_flag("--json", a.writers_json, "JSON instead of text");
   try {
-    std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 consumes from the back
-    app.parse(reversed);
+    parse_args(app, args);
   } catch (const CLI::CallForHelp&) {
     out << app.help();  // the subcommand's help after `formats --help`
     return kLayoutExitOk;

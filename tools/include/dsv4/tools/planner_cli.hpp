@@ -27,6 +27,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "dsv4/tools/cli_parse.hpp"
 #include "dsv4/tools/file_io.hpp"
 #include "dsv4/tools/messages.hpp"
 #include "dsv4/tools/planner_args.hpp"
@@ -251,8 +252,7 @@ inline planner_args parse_planner_args(const std::vector<std::string>& args,
   CLI::App app{"dsv4-cache-plan", "dsv4-cache-plan"};
   add_planner_options(app, a);
   try {
-    std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 consumes from the back
-    app.parse(reversed);
+    dsv4::tools::parse_args(app, args);
   } catch (const CLI::ParseError& e) {
     throw std::invalid_argument(one_line(e.what()));
   }
@@ -271,8 +271,7 @@ inline int run_planner(const std::vector<std::string>& args, std::ostream& out, 
   CLI::App app{"dsv4-cache-plan: KV-cache layout and memory plan of a DeepSeek V4 model", "dsv4-cache-plan"};
   add_planner_options(app, a);
   try {
-    std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 consumes from the back
-    app.parse(reversed);
+    dsv4::tools::parse_args(app, args);
     a.preset_given = app.count("--preset") > 0;
   } catch (const CLI::CallForHelp&) {
     out << app.help();

@@ -281,10 +281,12 @@ inline std::string summary_line(const planner_result& r) {
   s += fmt::format(": {} x {} tokens ", thousands(v.requests), thousands(v.context_tokens));
   if (!v.has_budget) return s + fmt::format("need {} per GPU (no budget given)\n", size_text(p.total_bytes));
   s += v.fits ? "FITS" : "DOES NOT FIT";
-  s += fmt::format(" ({}{} fit at once{}; limit: {}; the plan's bound {}; per GPU {} of {})",
-                   v.max_requests_lower_bound ? ">= " : "", requests_text(v.max_requests),
-                   v.by_plan ? " by the plan's bound" : ", replayed", v.limit, requests_text(v.plan_max_requests),
-                   size_text(p.total_bytes), size_text(*r.budget_bytes));
+  // (a budget derived from --gpu may leave no KV cache at all: then no bytes to compare with)
+  s += fmt::format(
+      " ({}{} fit at once{}; limit: {}; the plan's bound {}; per GPU {} {})", v.max_requests_lower_bound ? ">= " : "",
+      requests_text(v.max_requests), v.by_plan ? " by the plan's bound" : ", replayed", v.limit,
+      requests_text(v.plan_max_requests), size_text(p.total_bytes),
+      r.budget_bytes ? "of " + size_text(*r.budget_bytes) : std::string("with no KV budget: the weights leave none"));
   return s + "\n";
 }
 

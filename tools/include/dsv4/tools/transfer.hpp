@@ -191,11 +191,13 @@ inline void tokenspeed_fields(const ojson& e, const std::string& path, std::int6
         if (plane_bytes[pi] < k)
           throw contract_detail::bad_descriptor(
               fmt::format("{}: plane {}'s {} B cannot hold {} pages (packing)", gp, pi, plane_bytes[pi], k));
-        const cache::tokenspeed_field_pages f = cache::tokenspeed_field_on_plane(plane_offset[pi], plane_bytes[pi], k, parents);
+        const cache::tokenspeed_field_pages f =
+            cache::tokenspeed_field_on_plane(plane_offset[pi], plane_bytes[pi], k, parents);
         if (payload < 1 || payload > f.page_stride)
           throw contract_detail::bad_descriptor(
               fmt::format("{}: a page of {} B does not fit plane {}'s {} B pages", gp, payload, pi, f.page_stride));
-        fields.push_back({f.page0_offset, static_cast<std::uint64_t>(f.page_stride), static_cast<std::uint64_t>(payload)});
+        fields.push_back(
+            {f.page0_offset, static_cast<std::uint64_t>(f.page_stride), static_cast<std::uint64_t>(payload)});
       }
     }
     side.fields.fields.push_back(std::move(fields));
@@ -271,9 +273,8 @@ inline void tables_of(const ojson& d, const std::string& path, std::vector<cache
       for (const auto& [group, w] : windows)
         if (group == ids.front()) t.window_tokens = w;
       if (t.window_tokens == 0)
-        throw contract_detail::bad_descriptor(
-            fmt::format("{}: info.windows.{}: missing; the sliding group's window (tokens >= 1) is needed", path,
-                        ids.front()));
+        throw contract_detail::bad_descriptor(fmt::format(
+            "{}: info.windows.{}: missing; the sliding group's window (tokens >= 1) is needed", path, ids.front()));
     }
     tables.push_back(std::move(t));
   }
@@ -424,16 +425,16 @@ inline transfer_report compute_transfer(const contract_detail::ojson& p, const c
     blocks.decode =
         tokenspeed ? cache::tokenspeed_dry_run_pages(r.tables, r.decode_side.packing, a.prompt_len) : blocks.prefill;
     // A fresh pool that cannot hold the request's blocks: say so, rather than blame a table.
-    for (const auto& [side, ids, name] : {std::tuple{&r.prefill_side, &blocks.prefill, &pp},
-                                          std::tuple{&r.decode_side, &blocks.decode, &dp}}) {
+    for (const auto& [side, ids, name] :
+         {std::tuple{&r.prefill_side, &blocks.prefill, &pp}, std::tuple{&r.decode_side, &blocks.decode, &dp}}) {
       for (std::size_t k = 0; k < ids->size(); ++k) {
         const std::int64_t top = (*ids)[k].empty() ? 0 : *std::max_element((*ids)[k].begin(), (*ids)[k].end());
         const std::int64_t limit = tokenspeed ? side->fields.num_pages[k] : side->pool.num_blocks;
         if (top >= limit)
           throw std::invalid_argument(fmt::format(
               "--prompt-len {}: a fresh {} cannot hold the request ({} needs {} id {}, {} holds [0, {}) ({})",
-              a.prompt_len, tokenspeed ? "arena" : "pool", r.tables[k].name, tokenspeed ? "page" : "block", top,
-              *name, limit, tokenspeed ? "its parents' pages" : "info.num_blocks, the null block included"));
+              a.prompt_len, tokenspeed ? "arena" : "pool", r.tables[k].name, tokenspeed ? "page" : "block", top, *name,
+              limit, tokenspeed ? "its parents' pages" : "info.num_blocks, the null block included"));
       }
     }
     r.assumed.emplace_back(tokenspeed ? "page ids: a dry run (no --blocks): each side's arena fresh, the request's "
