@@ -1630,6 +1630,13 @@ TEST(CliScreen, DataParallelPerGpuAndClusterAndNoBudget) {
   EXPECT_NE(s.out.find("1 x 1,048,576 tokens FITS (16 fit at once, replayed; limit: budget; the plan's bound 13;"),
             std::string::npos)
       << s.out;
+  // An engine that does not start with the budget: the cluster line's context is the plan's alone.
+  const run_result ts = run({"--engine", "tokenspeed", "--gpu", "h200", "--preset", "pro", "--tp", "8"});
+  EXPECT_NE(ts.out.find("tokenspeed refuses to start"), std::string::npos) << ts.out;
+  // (the screen wraps its lines: compare with the wraps undone)
+  const std::string unwrapped = std::regex_replace(ts.out, std::regex("\n +"), " ");
+  EXPECT_NE(unwrapped.find("fit up to 48 tokens by the plan's bytes, but the engine does not start"), std::string::npos)
+      << ts.out;
   // A budget from --gpu that the weights leave empty: the line says so (it once read an empty budget).
   const run_result w = run({"--gpu", "h200", "--context", "131072", "--requests", "64", "--summary"});
   EXPECT_EQ(w.code, 0) << w.err;

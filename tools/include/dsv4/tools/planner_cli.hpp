@@ -239,7 +239,8 @@ inline void add_planner_options(CLI::App& app, planner_args& a) {
                  "one (written through), and is written whole or not at all")
       ->check(kNonEmpty);
   app.add_flag("--require-fit", a.require_fit,
-               "Exit 1 when N x L does not fit the budget (the verdict); needs --memory-gib or --gpu-memory-gib");
+               "Exit 1 when N x L does not fit the budget (the verdict); needs a budget: --memory-gib, "
+               "--gpu-memory-gib with --reserved-gib, or --gpu");
 }
 
 /// `args` (without the program name) parsed as dsv4-cache-plan parses them, into a planner_args

@@ -205,6 +205,9 @@ inline std::string screen_text(const planner_result& r) {
     gpu += r.budget && r.budget->derived ? " (no KV budget: the weights leave none)"
                                          : " (no budget given: --memory-gib, --gpu-memory-gib or --gpu)";
   s += screen_lines("per GPU", gpu);
+  // The plan's own context answer, where the engine does not start at all with this budget.
+  const std::string plan_alone =
+      v.has_budget && !v.engine_starts ? " by the plan's bytes, but the engine does not start with this budget" : "";
   if (r.parallel) {
     const parallel_config& pc = *r.parallel;
     // SGLang's DP attention: the dp workers split the TP group's GPUs (pc.tp is its attention TP).
@@ -218,8 +221,8 @@ inline std::string screen_text(const planner_result& r) {
       c += fmt::format("; {} request(s) fit up to {}{} tokens (replayed)", thousands(r.plan.options.requests),
                        rc->at_least ? "at least " : "", thousands(rc->tokens));
     else if (r.cluster_fit)
-      c += fmt::format("; {} request(s) fit up to {} tokens", thousands(r.plan.options.requests),
-                       thousands(r.cluster_fit->max_context_tokens));
+      c += fmt::format("; {} request(s) fit up to {} tokens{}", thousands(r.plan.options.requests),
+                       thousands(r.cluster_fit->max_context_tokens), plan_alone);
     else {
       std::uint64_t all = 0;
       for (const rank_plan_result& rp : r.ranks) all += rp.plan.total_bytes;
@@ -233,9 +236,10 @@ inline std::string screen_text(const planner_result& r) {
                                   rc->at_least ? "at least " : "", thousands(rc->tokens),
                                   rc->tokens >= m.max_position_embeddings ? " (the model's maximum)" : " (replayed)"));
   } else if (r.context_fit) {
-    s += screen_lines("context", fmt::format("{} request(s) fit up to {} tokens{}", thousands(r.plan.options.requests),
-                                             thousands(r.context_fit->max_context_tokens),
-                                             r.context_fit->limited_by_model ? " (the model's maximum)" : ""));
+    s += screen_lines("context",
+                      fmt::format("{} request(s) fit up to {} tokens{}{}", thousands(r.plan.options.requests),
+                                  thousands(r.context_fit->max_context_tokens),
+                                  r.context_fit->limited_by_model ? " (the model's maximum)" : "", plan_alone));
   }
   if (p.holding_requests > 0) {
     const auto h = static_cast<std::uint64_t>(p.holding_requests);

@@ -87,8 +87,9 @@ inline engine_startup trtllm_engine_startup(const engine_spec& /*e*/, const engi
   if (!starts)
     r.refusal = "its minimum slots (max_batch_size " + std::to_string(t.max_batch_size) + ", max_seq_len " +
                 std::to_string(t.max_seq_len) + ") need " + thousands(static_cast<std::int64_t>(s.min_quota)) +
-                " B, above the budget: its StorageManager allocates them anyway and the GPU allocation fails "
-                "(CuError / OutOfMemoryError) unless that much is free; lower max_batch_size or max_seq_len";
+                " B, above the budget: lower max_batch_size (--max-running-requests) or max_seq_len (--context); "
+                "its StorageManager allocates them anyway and the GPU allocation fails (CuError / "
+                "OutOfMemoryError) unless that much is free";
   r.screen_figure = starts ? "logs KV cache manager v2 device quota set to " + trtllm_gib(st.quota) + "; allocates " +
                                  thousands(static_cast<std::int64_t>(s.allocated_bytes)) + " B"
                            : "does not start: " + r.refusal;
