@@ -200,6 +200,12 @@ TEST(Parallel, BadConfigs) {
   expect_invalid([] { (void)rank_plan(deepseek_v4_flash, own({}), make(3, 1, 1, 2), 0); },
                  {"dcp must divide tp", "tp=3", "dcp=2"});
   expect_invalid([] { (void)rank_plan(deepseek_v4_flash, own({}), make(0, 1, 1), 0); }, {"tp must be >= 1", "tp=0"});
+  // V4-Pro's 128 heads (config.json num_attention_heads) split over 3 or 256 ranks: not whole heads.
+  expect_invalid([] { (void)rank_plan(deepseek_v4_pro, own({}), make(3, 1, 1), 0); },
+                 {"tp must divide num_attention_heads", "num_attention_heads=128", "tp=3"});
+  expect_invalid([] { (void)rank_plan(deepseek_v4_pro, own({}), make(256, 1, 1), 0); },
+                 {"tp must divide num_attention_heads", "tp=256"});
+  EXPECT_NO_THROW((void)rank_plan(deepseek_v4_pro, own({}), make(128, 1, 1), 0));
   expect_invalid([] { (void)rank_plan(deepseek_v4_flash, own({}), make(1, 1, 44), 0); },
                  {"pp must be <= num_hidden_layers", "pp=44"});
   parallel_config p = make(1, 1, 2);

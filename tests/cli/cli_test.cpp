@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "../test_util.hpp"
 #include "dsv4/tools/planner_cli.hpp"
 
@@ -605,7 +607,7 @@ TEST(CliParallel, ProOn32GpusPrintsEveryRankAndTheClusterCapacity) {
 TEST(CliParallel, LeadingZerosAreDecimal) {
   EXPECT_EQ(run_json({"--context", "0100"})["plan"]["context_tokens"], 100);
   EXPECT_EQ(run_json({"--requests", "08"})["plan"]["requests"], 8);
-  EXPECT_EQ(run_json({"--tp", "010"})["parallel"]["tp"], 10);
+  EXPECT_EQ(run_json({"--tp", "016"})["parallel"]["tp"], 16);  // (octal 14 would not divide 64 heads)
 }
 
 TEST(CliParallel, WithoutParallelFlagsNoRanks) {
@@ -635,6 +637,7 @@ TEST(CliParallel, MemoryFlagsTakeUnits) {
 TEST(CliParallel, RefusedInputsExit2) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"--tp", "3", "--dcp", "2"}, "dcp must divide tp"},
+      {{"--preset", "v4-pro", "--tp", "3"}, "tp must divide num_attention_heads"},
       {{"--pp", "2", "--pp-layers", "22,x"}, "--pp-layers must be comma-separated decimal layer counts"},
       {{"--pp", "2", "--pp-layers", "22,20"}, "explicit layer split must sum to num_hidden_layers"},
       {{"--pp", "3", "--pp-layers", "22,21"}, "one entry per pipeline stage"},
@@ -1644,6 +1647,31 @@ TEST(CliScreen, DataParallelPerGpuAndClusterAndNoBudget) {
                        "with no KV budget: the weights leave none)"),
             std::string::npos)
       << w.out;
+}
+
+// --groups' pool line adds up: the pool's blocks are the tables' + the null block, or it says
+// what raised them (vLLM's startup need, or N - 1 requests and a newcomer's admission gate).
+TEST(CliTables, SharedPoolBlocksAddUp) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--preset", "v4-pro", "--tp", "8", "--memory-gib", "60", "--context", "131072",
+                                 "--requests", "64", "--groups"},
+        std::vector<std::string>{"--context", "4096", "--groups"},
+        std::vector<std::string>{"--requests", "8", "--context", "65536", "--groups"}}) {
+    const run_result r = run(args);
+    ASSERT_EQ(r.code, 0) << r.err;
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(r.out, m,
+                                  std::regex("= (\\d+) blocks x \\d+ B: the tables' (\\d+) blocks \\+ 1 null "
+                                             "block([^\\n]*)")))
+        << r.out;
+    const std::int64_t blocks = std::stoll(m[1]);
+    const std::int64_t tables = std::stoll(m[2]);
+    if (blocks != tables + 1) {
+      EXPECT_TRUE(m[3].str().find(fmt::format("raised to {} blocks", blocks)) != std::string::npos ||
+                  m[3].str().find(fmt::format("startup need of {} blocks", blocks)) != std::string::npos)
+          << m[0];
+    }
+  }
 }
 
 // The hint's figure is the plan's own answer with the flag it names.

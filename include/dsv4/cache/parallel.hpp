@@ -94,8 +94,8 @@ constexpr void check_owner_stages(const parallel_config& p, const model_config& 
 }
 }  // namespace detail
 
-/// Checks `p` against model `c`: sizes >= 1, tp % dcp == 0, pp <= main layers, an explicit
-/// split of pp positive entries summing to num_hidden_layers. Throws std::invalid_argument.
+/// Checks `p` against model `c`: sizes >= 1, tp % dcp == 0, num_attention_heads % tp == 0, pp <= main layers, an
+/// explicit split of pp positive entries summing to num_hidden_layers. Throws std::invalid_argument.
 constexpr void validate(const parallel_config& p, const model_config& c) {
   require(p.tp >= 1, "tp must be >= 1", {"tp", p.tp});
   require(p.dp >= 1, "dp must be >= 1", {"dp", p.dp});
@@ -105,6 +105,12 @@ constexpr void validate(const parallel_config& p, const model_config& c) {
           {"dcp_interleave_rows", p.dcp_interleave_rows});
   require(p.tp % p.dcp == 0, "dcp must divide tp: DCP ranks are carved out of the TP group", {"tp", p.tp},
           {"dcp", p.dcp});
+  // Every engine shards attention by whole heads (vllm-project/vllm vllm/config/model.py@0052a5b8
+  // ModelConfig.verify_with_parallel_config: "Total number of attention heads (...) must be
+  // divisible by tensor parallel size (...)").
+  require(p.tp > 0 && c.arch.num_attention_heads % p.tp == 0,
+          "tp must divide num_attention_heads: every TP rank holds whole attention heads (vLLM refuses it at startup)",
+          {"num_attention_heads", c.arch.num_attention_heads}, {"tp", p.tp});
   require(p.dp <= (std::int64_t{1} << 20) && p.tp <= (std::int64_t{1} << 20), "tp and dp must be <= 2^20", {"tp", p.tp},
           {"dp", p.dp});
   require(p.pp <= c.num_hidden_layers, "pp must be <= num_hidden_layers (every stage needs a layer)", {"pp", p.pp},

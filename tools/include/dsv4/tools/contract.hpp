@@ -167,13 +167,16 @@ inline nlohmann::ordered_json descriptor_json(const cache::cache_layout& l, cons
   ojson windows = ojson::object();
   for (const cache::group_plan& g : r.plan)
     if (g.spec.has_sliding_window()) windows[cache::to_string(g.spec.id)] = g.window_tokens;
-  d["info"] = {
-      {"model", std::string(r.model.name.view())},
-      {"engine", r.engine != nullptr ? cache::engine_label(*r.engine) : std::string(r.plan.options.policy.engine)},
-      {"windows", windows},
-      {"requests", r.plan.options.requests},
-      {"context_tokens", r.plan.options.context_tokens},
-      {"plan_bytes", r.plan.total_bytes}};
+  d["info"] = {{"model", std::string(r.model.name.view())},
+               // (schema /1, describe without --engine: the library's own pages under the library's
+               // defaults, MTP layers cached; no engine's placement or defaults)
+               {"engine", !l.engine.present     ? std::string("none (the library's own pages)")
+                          : r.engine != nullptr ? cache::engine_label(*r.engine)
+                                                : std::string(r.plan.options.policy.engine)},
+               {"windows", windows},
+               {"requests", r.plan.options.requests},
+               {"context_tokens", r.plan.options.context_tokens},
+               {"plan_bytes", r.plan.total_bytes}};
   return d;
 }
 

@@ -112,6 +112,8 @@ struct plan_hint {
   std::int64_t requests_now = 0;   ///< The plan's answer now (the cluster's with parallel flags).
   std::int64_t requests_then = 0;  ///< With the change.
   std::string why;                 ///< What the change trades.
+  /// Both figures are the plan's bound (the formula's), not the replayed answer the verdict gives.
+  bool plan_bound = false;
 };
 
 /// Max requests of each context under one engine, for the budget (the SVG's capacity curve).
@@ -247,7 +249,7 @@ inline std::optional<plan_hint> hint_of(const planner_result& r) {
     const std::int64_t then = plan_capacity(r, smaller);
     if (then <= now) return std::nullopt;
     return plan_hint{fmt::format("--prefill-chunk {}", kHintPrefillChunk), now, then,
-                     "fewer prompt pages in flight, later first token"};
+                     "fewer prompt pages in flight, later first token", true};
   } catch (const std::invalid_argument&) {  // the change is not valid for these options: no hint
     return std::nullopt;
   }

@@ -269,10 +269,11 @@ inline std::string screen_text(const planner_result& r) {
                                 thousands(p.options.prefill_chunk_tokens)));
   part(b.null_pages, "null pages (one per pool and layer)");
   part(b.engine, std::string(traits_of(p.pools.structure).overhead));
-  const std::string hint =
-      r.hint ? fmt::format("{} plans {} request{}, not {} ({})", r.hint->flag, thousands(r.hint->requests_then),
-                           r.hint->requests_then == 1 ? "" : "s", thousands(r.hint->requests_now), r.hint->why)
-             : std::string();
+  const std::string hint = r.hint ? fmt::format("{} {} {} request{}, not {} ({})", r.hint->flag,
+                                                r.hint->plan_bound ? "raises the plan's bound to" : "plans",
+                                                thousands(r.hint->requests_then), r.hint->requests_then == 1 ? "" : "s",
+                                                thousands(r.hint->requests_now), r.hint->why)
+                                  : std::string();
   return fit_screen(head, fig.empty() ? std::string() : engine_title(r), fig, bound, s, hint);
 }
 

@@ -138,9 +138,12 @@ inline std::string tables_groups(const planner_result& r) {
                    "  = {} blocks x {} B: the tables' {} blocks + 1 null block{} (one shared block pool, --pools own "
                    "for one pool per group)\n",
                    p.num_blocks, p.pools.bytes_per_block, p.planned_blocks - 1,
-                   p.startup_blocks > p.planned_blocks
+                   p.num_blocks == p.planned_blocks ? std::string()
+                   : p.num_blocks == p.startup_blocks
                        ? fmt::format(", raised to {}'s startup need of {} blocks", engine, p.startup_blocks)
-                       : std::string());
+                       : fmt::format(", raised to {} blocks: {} - 1 requests' plan and a newcomer's admission "
+                                     "gate ({} asks the free blocks for its whole prompt)",
+                                     p.admission_blocks, p.options.requests, engine));
   if (arena)
     fmt::format_to(out,
                    "  = {} parents x {} B: the groups' {} parents + 1 null parent{} ({}'s parent arena, --pools "
