@@ -586,14 +586,17 @@ inline std::string transfer_text(const transfer_report& r, const transfer_args& 
   s += "\n\n";
   std::size_t w = 5;
   for (const cache::transfer_group& g : r.manifest.groups) w = std::max(w, g.name.size());
-  s += fmt::format("{:<{}} {:>17} {:>7} {:>15} {:>15} {:>9}\n", "group", w, "entries moved", "blocks", "bytes moved",
-                   "bytes held", "ranges");
-  for (const cache::transfer_group& g : r.manifest.groups)
-    s += fmt::format("{:<{}} {:>17} {:>7} {:>15} {:>15} {:>9}\n", g.name, w,
+  // (the engine group's index first: vLLM splits one kind over several groups, e.g. V4's SWA layers)
+  s += fmt::format("{:>2} {:<{}} {:>17} {:>7} {:>15} {:>15} {:>9}\n", "#", "group", w, "entries moved", "blocks",
+                   "bytes moved", "bytes held", "ranges");
+  for (std::size_t k = 0; k < r.manifest.groups.size(); ++k) {
+    const cache::transfer_group& g = r.manifest.groups[k];
+    s += fmt::format("{:>2} {:<{}} {:>17} {:>7} {:>15} {:>15} {:>9}\n", k, g.name, w,
                      fmt::format("[{}, {})", g.first_entry, g.end_entry), g.blocks_moved,
                      contract_detail::grouped(static_cast<std::int64_t>(g.bytes_moved)),
                      contract_detail::grouped(static_cast<std::int64_t>(g.bytes_held)),
                      fmt::format("{}/{}", g.ranges.size(), g.ranges_before_merge));
+  }
   s += fmt::format("\ntotal: {} B moved of {} B held; {} ranges after merging ({} before), per rank pair\n",
                    contract_detail::grouped(static_cast<std::int64_t>(r.manifest.bytes_moved)),
                    contract_detail::grouped(static_cast<std::int64_t>(r.manifest.bytes_held)), r.manifest.ranges.size(),
