@@ -11,6 +11,24 @@
 
 namespace dsv4::cache {
 
+namespace detail {
+/// The slots of `count` rows of request `request` through block table `t` of `pool` (`map_slots`),
+/// after the checks both directions share: the table (`validate_block_table`), its rows per block
+/// and block count against the pool's, and rows given for count > 0. Throws std::invalid_argument.
+inline std::vector<std::int64_t> slots_through_table(const pool_pages& pool, const block_table_view& t,
+                                                     std::int64_t request, const std::int64_t* rows,
+                                                     std::int64_t count) {
+  validate_block_table(t);
+  require(t.rows_per_block == pool.rows_per_page && t.num_blocks == pool.num_pages,
+          "the block table's rows per block and block count must be the pool's", {"rows_per_block", t.rows_per_block},
+          {"num_blocks", t.num_blocks});
+  require(count >= 0 && (count == 0 || rows != nullptr), "rows must be given for count >= 0 rows", {"count", count});
+  std::vector<std::int64_t> slots(static_cast<std::size_t>(count));
+  map_slots(t, request, rows, count, slots.data());
+  return slots;
+}
+}  // namespace detail
+
 /// Quantizes `count` rows of request `request` into `pool` through its block table `t`: row k
 /// (rows[k], -1 padding) goes to slot t.slot(request, rows[k]) (block_table.hpp), then as
 /// `host_insert_rows<F>(l, pool, slots, count, in, p, threads)`.
@@ -27,13 +45,7 @@ void host_insert_through_table(const format_layout& l, const pool_pages& pool, c
                                std::int64_t request, const std::int64_t* rows, std::int64_t count,
                                const typename F::input_type* in, const format_policy& p = F::default_policy,
                                int threads = 1) {
-  validate_block_table(t);
-  require(t.rows_per_block == pool.rows_per_page && t.num_blocks == pool.num_pages,
-          "the block table's rows per block and block count must be the pool's", {"rows_per_block", t.rows_per_block},
-          {"num_blocks", t.num_blocks});
-  require(count >= 0 && (count == 0 || rows != nullptr), "rows must be given for count >= 0 rows", {"count", count});
-  std::vector<std::int64_t> slots(static_cast<std::size_t>(count));
-  map_slots(t, request, rows, count, slots.data());
+  const std::vector<std::int64_t> slots = detail::slots_through_table(pool, t, request, rows, count);
   host_insert_rows<F>(l, pool, slots.data(), count, in, p, threads);
 }
 
@@ -45,13 +57,7 @@ requires std::same_as<Out, float> || std::same_as<Out, bf16>
 void host_gather_through_table(const format_layout& l, const pool_pages& pool, const block_table_view& t,
                                std::int64_t request, const std::int64_t* rows, std::int64_t count, Out* out,
                                const format_policy& p = F::default_policy, int threads = 1) {
-  validate_block_table(t);
-  require(t.rows_per_block == pool.rows_per_page && t.num_blocks == pool.num_pages,
-          "the block table's rows per block and block count must be the pool's", {"rows_per_block", t.rows_per_block},
-          {"num_blocks", t.num_blocks});
-  require(count >= 0 && (count == 0 || rows != nullptr), "rows must be given for count >= 0 rows", {"count", count});
-  std::vector<std::int64_t> slots(static_cast<std::size_t>(count));
-  map_slots(t, request, rows, count, slots.data());
+  const std::vector<std::int64_t> slots = detail::slots_through_table(pool, t, request, rows, count);
   host_gather_rows<F, Out>(l, pool, slots.data(), count, out, p, host_store::cached, threads);
 }
 

@@ -383,6 +383,24 @@ inline cache::format_layout pool_format(const ojson& pool, const std::string& pa
   return f;
 }
 
+/// Empty when `placed` ("group[pool]#layer" -> times an engine placement put it) holds every
+/// pool of every layer of the library `groups` exactly once; else what is wrong, under `ep`.
+inline std::string placed_once(const ojson& groups, const std::map<std::string, std::int64_t>& placed,
+                               const std::string& ep) {
+  for (const ojson& g : groups) {
+    const std::string gid = g["id"].get<std::string>();
+    for (std::size_t k = 0; k < g["pools"].size(); ++k)
+      for (const ojson& v : g["layers"]) {
+        const auto it = placed.find(fmt::format("{}[{}]#{}", gid, k, v.get<std::int64_t>()));
+        const std::int64_t times = it == placed.end() ? 0 : it->second;
+        if (times != 1)
+          return fmt::format("{}: {} pool {} of layer {} is placed {} time(s), not once", ep, gid, k,
+                             v.get<std::int64_t>(), times);
+      }
+  }
+  return {};
+}
+
 /// `first_wrong_engine` for a parent arena of planes (tokenspeed, descriptor.hpp): planes in
 /// tokenspeed's order (ids "unit.<n>" sorted as strings), each of positive bytes; every tensor a
 /// pool of a library group in ascending layers of it, each layer on a listed plane that holds the
@@ -473,17 +491,7 @@ inline std::string first_wrong_planes(const ojson& e, const ojson& groups, std::
       }
     }
   }
-  for (const ojson& g : groups) {  // every library pool of every layer: placed exactly once
-    const std::string gid = g["id"].get<std::string>();
-    for (std::size_t k = 0; k < g["pools"].size(); ++k)
-      for (const ojson& v : g["layers"]) {
-        const auto it = placed.find(fmt::format("{}[{}]#{}", gid, k, v.get<std::int64_t>()));
-        const std::int64_t times = it == placed.end() ? 0 : it->second;
-        if (times != 1)
-          return fmt::format("{}: {} pool {} of layer {} is placed {} time(s), not once", ep, gid, k,
-                             v.get<std::int64_t>(), times);
-      }
-  }
+  if (std::string wrong = placed_once(groups, placed, ep); !wrong.empty()) return wrong;
   std::int64_t parent = 0;
   if (__builtin_add_overflow(sum, parent_align - 1, &parent)) return fmt::format("{}.planes: overflow 64 bits", ep);
   parent = parent / parent_align * parent_align;
@@ -578,17 +586,7 @@ inline std::string first_wrong_engine(const ojson& e, const ojson& groups, std::
     }
     widest = std::max(widest, offset);
   }
-  for (const ojson& g : groups) {  // every library pool of every layer: placed exactly once
-    const std::string gid = g["id"].get<std::string>();
-    for (std::size_t k = 0; k < g["pools"].size(); ++k)
-      for (const ojson& v : g["layers"]) {
-        const auto it = placed.find(fmt::format("{}[{}]#{}", gid, k, v.get<std::int64_t>()));
-        const std::int64_t times = it == placed.end() ? 0 : it->second;
-        if (times != 1)
-          return fmt::format("{}: {} pool {} of layer {} is placed {} time(s), not once", ep, gid, k,
-                             v.get<std::int64_t>(), times);
-      }
-  }
+  if (std::string wrong = placed_once(groups, placed, ep); !wrong.empty()) return wrong;
   if (int_at(e, "block_bytes", ep) != widest)
     return fmt::format("{}.block_bytes: {}, but the widest group's tensors take {} B", ep,
                        grouped(int_at(e, "block_bytes", ep)), grouped(widest));

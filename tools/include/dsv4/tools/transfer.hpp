@@ -432,7 +432,7 @@ inline transfer_report compute_transfer(const contract_detail::ojson& p, const c
         const std::int64_t limit = tokenspeed ? side->fields.num_pages[k] : side->pool.num_blocks;
         if (top >= limit)
           throw std::invalid_argument(fmt::format(
-              "--prompt-len {}: a fresh {} cannot hold the request ({} needs {} id {}, {} holds [0, {}) ({})",
+              "--prompt-len {}: a fresh {} cannot hold the request: {} needs {} id {}, {} holds [0, {}) ({})",
               a.prompt_len, tokenspeed ? "arena" : "pool", r.tables[k].name, tokenspeed ? "page" : "block", top, *name,
               limit, tokenspeed ? "its parents' pages" : "info.num_blocks, the null block included"));
       }
