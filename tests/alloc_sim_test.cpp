@@ -293,6 +293,78 @@ TEST(AllocSimFast, RandomWorkloadsHaveTheReferencePeaks) {
   EXPECT_GT(skipped, 0);
 }
 
+// Steady decoders in bulk (sim_options::steady_decoders, one sum per phase of the tables' page
+// period) against the same replay one request at a time: seeded random workloads with up to 400
+// requests (the bulk path's histogram runs from period / 2 steady decoders on), every field of the
+// result equal, the visits and replayed steps included (the fit searches' work limit counts them).
+TEST(AllocSimFast, SteadyDecodersInBulkAreTheSameRun) {
+  std::uint64_t x = 0x57eadd0ULL;
+  const auto pick = [&](std::int64_t lo, std::int64_t hi) {  // uniform in [lo, hi]
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    return lo + static_cast<std::int64_t>((x >> 33) % static_cast<std::uint64_t>(hi - lo + 1));
+  };
+  const std::array<const model_config*, 3> models = {&deepseek_v4_flash, &deepseek_v4_pro, &deepseek_v4_1_flash};
+  const std::array<allocation_policy, 3> presets = {vllm_policy, tokenspeed_policy, tokenspeed_default_policy};
+  int compared = 0;
+  std::int64_t bulk_visits = 0;
+  for (int k = 0; k < 160; ++k) {
+    const model_config& m = *models[static_cast<std::size_t>(pick(0, 2))];
+    plan_options o;
+    o.policy = presets[static_cast<std::size_t>(pick(0, 2))];
+    o.policy.overlap = pick(0, 1) == 1;
+    o.pools = pick(0, 3) == 0 ? pools_choice::own : pools_choice::engine;
+    o.tokens_per_step = pick(1, 3);
+    o.context_tokens = pick(300, 5000);
+    o.prefill_chunk_tokens = std::max(o.tokens_per_step, pick(0, 1) == 0 ? pick(1, 600) : pick(600, 9000));
+    o.max_running_requests = 512;
+    const memory_plan plan = build_memory_plan(m, o);
+    const policy_variants vs = concrete_variants(o.policy);
+    allocation_policy v = vs.items[static_cast<std::size_t>(pick(0, vs.count - 1))];
+    v.overlap = o.policy.overlap;
+    const std::int64_t n = pick(0, 1) == 0 ? pick(1, 40) : pick(40, 400);
+    sim_workload w{.requests = n,
+                   .context_tokens = o.context_tokens,
+                   .tokens_per_step = o.tokens_per_step,
+                   .step_budget_tokens = o.prefill_chunk_tokens,
+                   .prompt_tokens = pick(1, o.context_tokens - 1),
+                   .accepted_tokens = pick(1, o.tokens_per_step),
+                   .arrivals = static_cast<arrival_pattern>(pick(0, 2)),
+                   .arrival_gap_steps = pick(1, 3),
+                   .completions = 0,
+                   .max_running = pick(0, 3) == 0 ? pick(1, n) : 0};
+    sim_options bulk;
+    bulk.stop_when_settled = pick(0, 2) == 0;
+    sim_options one = bulk;
+    one.steady_decoders = false;
+    const std::string what =
+        fmt::format("case {}: {} {} overlap={} N={} L={} s={} B={} P={} a={} arr={} settle={}", k, m.name.view(),
+                    v.engine, v.overlap, n, w.context_tokens, w.tokens_per_step, w.step_budget_tokens, w.prompt_tokens,
+                    w.accepted_tokens, to_string(w.arrivals), bulk.stop_when_settled);
+    sim_result ref;
+    try {
+      ref = simulate(plan.pools, v, w, one);
+    } catch (const std::invalid_argument&) {
+      continue;  // a workload the replay refuses (no progress)
+    }
+    const sim_result got = simulate(plan.pools, v, w, bulk);
+    ++compared;
+    ASSERT_EQ(got.peak_pages, ref.peak_pages) << what;
+    ASSERT_EQ(got.peak_bytes, ref.peak_bytes) << what;
+    ASSERT_EQ(got.peak_blocks, ref.peak_blocks) << what;
+    ASSERT_EQ(got.peak_admission_blocks, ref.peak_admission_blocks) << what;
+    ASSERT_EQ(got.steps, ref.steps) << what;
+    ASSERT_EQ(got.replayed_steps, ref.replayed_steps) << what;
+    ASSERT_EQ(got.visits, ref.visits) << what;
+    ASSERT_EQ(got.finished, ref.finished) << what;
+    ASSERT_EQ(got.staggered_twin_gap, ref.staggered_twin_gap) << what;
+    ASSERT_EQ(got.settled, ref.settled) << what;
+    ASSERT_EQ(got.exceeded, ref.exceeded) << what;
+    if (n >= 40) bulk_visits += got.visits;
+  }
+  EXPECT_GE(compared, 120);
+  EXPECT_GT(bulk_visits, 0);
+}
+
 // The staggered twin of an all-at-once run (`sim_result::staggered_twin_gap`, which the fit
 // searches use to skip a staggered workload): every request i admitted at step i x g or later
 // makes the staggered run with gap g (and any smaller one) the same run, with the same peaks, the

@@ -38,6 +38,16 @@
 // `simulate(..., {.fast_forward = false})` replays every step; a test runs both and compares
 // every peak.
 //
+// Steady decoders in bulk (`sim_options::steady_decoders`, with the fast-forward): a decode of s
+// tokens (and the lookahead) at c computed tokens, past every window and before the end of the
+// context, whose tables are what that decode alone gives, changes each table's live pages by an
+// amount that depends on c mod the lcm of the tables' tokens per page only (its extent grows by
+// whole pages, its expiry frees them). Such a request keeps its tables implicit (`table_now` makes
+// them from c) and a step adds its phase's precomputed change: the blocks after each request's
+// allocation in order (vLLM's per-request peak), the pages per table by phase, the frees that
+// reach the pool at the next step's top under overlap. It is the same run step for step: the same
+// peaks, steps, visits and fast-forward jumps (a test compares every field with it off).
+//
 // Fit searches (`max_requests_simulated`, `max_context_simulated`, issue 41) replay the same
 // workloads at many N or L, and skip work that cannot change an answer: a staggered workload
 // whose all-at-once twin admitted every request no earlier than it would arrive is that run
@@ -57,6 +67,7 @@
 #include <cstdint>
 #include <deque>
 #include <limits>
+#include <memory>
 #include <numeric>
 #include <optional>
 #include <string_view>
@@ -140,6 +151,9 @@ struct sim_result {
 /// Simulator switches.
 struct sim_options {
   bool fast_forward = true;  ///< Skip whole periods of steady steps (see the header comment).
+  /// With `fast_forward`: steady decoders in bulk (see the header comment), the same run, peaks,
+  /// steps and visits as without; off only to test that.
+  bool steady_decoders = true;
   /// Stop once this many request visits (a scheduled request in a replayed step) have been made,
   /// marking the result `incomplete`; 0 = no bound. About 3 x 10^7 visits a second here.
   std::int64_t max_visits = 0;
@@ -189,7 +203,12 @@ enum class req_phase : std::uint8_t { waiting, prefill, decode, done };
 struct sim_request {
   std::int64_t id = 0;
   req_phase phase = req_phase::waiting;
-  std::int64_t computed = 0;      ///< c
+  std::int64_t computed = 0;  ///< c
+  /// A steady decoder (`sim_options::steady_decoders`): its `tables` are stale; they are those of
+  /// its last allocation, a steady decode at computed - a tokens (`simulator::table_now`).
+  bool steady = false;
+  std::int64_t steady_step = -1;  ///< The step of that allocation (-1: none yet, `tables` current).
+  std::int64_t kind_step = -2;    ///< The last step it was scheduled as a steady decode (either way).
   std::int64_t zombie_steps = 0;  ///< Overlap: steps a finished request still holds its pages.
   /// Fast path (`sim_options::fast_forward`): a decode of `quiet_tokens` tokens and
   /// `quiet_lookahead` lookahead at computed tokens below `quiet_until` changes none of its
@@ -212,6 +231,17 @@ struct sim_sched {
   bool first_chunk = false;
   bool decode = false;
   friend bool operator==(const sim_sched&, const sim_sched&) = default;
+};
+
+/// What one steady decode at c computed tokens changes (`sim_options::steady_decoders`), for c of
+/// one phase (c mod the period of the tables' tokens per page).
+struct steady_phase {
+  std::array<std::int64_t, kMaxSimTables> alloc{};    ///< Live pages per table, at its allocation.
+  std::array<std::int64_t, kMaxSimTables> release{};  ///< Overlap: live pages per table at the next step's top.
+  std::int64_t alloc_blocks = 0;                      ///< The same in blocks (x multiplicity).
+  std::int64_t release_blocks = 0;
+  std::uint32_t alloc_mask = 0;  ///< Tables whose `alloc` is not 0.
+  std::uint32_t release_mask = 0;
 };
 
 class simulator {
@@ -293,6 +323,7 @@ class simulator {
     if (w.arrivals == arrival_pattern::all_at_once && p.scheduler == scheduler_kind::running_first)
       result_.staggered_twin_gap = std::numeric_limits<std::int64_t>::max();
     total_arrivals_ = arrivals_of(w);
+    steady_setup();
   }
 
   /// Requests that arrive in workload `w`: N, or a closed loop's completions.
@@ -333,6 +364,7 @@ class simulator {
     simulator s = *this;
     s.w_ = w;
     s.o_ = o;
+    s.sd_max_computed_ = s.steady_max_computed();
     s.result_.visits = 0;
     s.fork_ = nullptr;
     return s;
@@ -371,7 +403,7 @@ class simulator {
       event |= advance(cur_);
       ++step_;
       ++result_.replayed_steps;
-      result_.visits += static_cast<std::int64_t>(cur_.size()) + 1;
+      result_.visits += static_cast<std::int64_t>(cur_.size()) + sd_count_ + 1;
       if (o_.max_visits > 0 && result_.visits > o_.max_visits) {
         result_.incomplete = true;
         break;
@@ -384,25 +416,17 @@ class simulator {
         result_.settled = true;
         break;
       }
-      if (o_.fast_forward && !event && !cur_.empty() && zombies_ == 0 && cur_ == prev_) {
-        ++steady_;
-        if (no_room_ && arrived_ != no_room_arrived_) no_room_ = false;  // a waiting arrival moves the next one
-        if (steady_ >= 2 && !no_room_) {
-          const std::int64_t jumped = fast_forward(cur_, step_);
-          if (jumped > 0) {
-            step_ += jumped;
-            steady_ = 0;
-          }
-          no_room_ = jumped < 0;
-          no_room_arrived_ = arrived_;
-        }
+      const bool scheduled = !cur_.empty() || sd_count_ > 0;
+      if (o_.fast_forward && !event && scheduled && zombies_ == 0 && same_schedule()) {
+        repeated_step();
       } else {
         steady_ = 0;
         no_room_ = false;
       }
-      idle_ = cur_.empty() && zombies_ == 0 ? idle_ + 1 : 0;
+      idle_ = !scheduled && zombies_ == 0 ? idle_ + 1 : 0;
       require(idle_ <= w_.arrival_gap_steps + 1, "simulation makes no progress (internal error)", {"step", step_});
       std::swap(prev_, cur_);
+      kind_count_prev_ = kind_count_;
     }
     const std::int64_t step = step_;
     result_.steps = step;
@@ -412,6 +436,23 @@ class simulator {
   }
 
  private:
+  /// After a step that repeated the last one's schedule: a fast-forward jump once it repeated twice.
+  void repeated_step() {
+    ++steady_;
+    if (no_room_ && arrived_ != no_room_arrived_) no_room_ = false;  // a waiting arrival moves the next one
+    if (steady_ < 2 || no_room_) return;
+    gather_schedule(cur_, step_ - 1);  // the steady decoders join the list, their tables current
+    const std::int64_t jumped = fast_forward(cur_, step_);
+    if (jumped > 0) {
+      for (const sim_sched& sc : cur_)  // the same schedule, later
+        if (steady_kind(sc)) reqs_[sc.index].kind_step += jumped;
+      step_ += jumped;
+      steady_ = 0;
+    }
+    no_room_ = jumped < 0;
+    no_room_arrived_ = arrived_;
+  }
+
   /// At the top of a step: keeps the fork there (see `keep_fork`), or gives up on one.
   void take_fork() {
     if (fork_kind_ == fork_kind::context) {
@@ -440,8 +481,7 @@ class simulator {
       if (r.computed + reach >= w_.context_tokens) return false;
       for (int g = 0; g < result_.num_groups; ++g) {
         const sim_group& sg = groups_[static_cast<std::size_t>(g)];
-        if (!sg.ring && r.tables[static_cast<std::size_t>(g)].length * sg.page_tokens >= w_.context_tokens)
-          return false;
+        if (!sg.ring && table_now(r, g).length * sg.page_tokens >= w_.context_tokens) return false;
       }
     }
     return true;
@@ -515,6 +555,13 @@ class simulator {
   // ---- overlap: what the allocator freed last step reaches the pool now ----
   void release_held(const std::vector<sim_sched>& last_step) {
     if (!p_.overlap) return;
+    for (int g = 0; g < result_.num_groups; ++g) {  // the steady decoders' frees of the last step
+      live_pages_[static_cast<std::size_t>(g)] += sd_pending_pages_[static_cast<std::size_t>(g)];
+      sd_pending_pages_[static_cast<std::size_t>(g)] = 0;
+    }
+    live_blocks_ += sd_pending_blocks_;
+    sd_pending_blocks_ = 0;
+    sd_released_through_ = step_;
     for (const sim_sched& sc : last_step) {
       sim_request& r = reqs_[sc.index];
       if (r.phase == req_phase::done) continue;
@@ -542,35 +589,13 @@ class simulator {
   /// if anything but steady work happened (an admission).
   bool schedule(std::vector<sim_sched>& out, std::int64_t step) {
     const std::int64_t s = w_.tokens_per_step;
-    const std::int64_t L = w_.context_tokens;
     std::int64_t budget = w_.step_budget_tokens;
     bool event = false;
     const bool prefill_only = p_.scheduler == scheduler_kind::prefill_first &&
                               (!waiting_.empty() || std::any_of(running_.begin(), running_.end(), [&](std::size_t i) {
                                 return reqs_[i].phase == req_phase::prefill;
                               }));
-    for (std::size_t i : running_) {
-      sim_request& r = reqs_[i];
-      if (budget == 0) break;
-      sim_sched sc{.index = i};
-      if (r.phase == req_phase::prefill) {
-        sc.tokens = std::min(w_.prompt_tokens - r.computed, budget);
-        sc.lookahead = p_.running_lookahead ? s - 1 : 0;
-      } else {
-        if (prefill_only) continue;
-        if (p_.decode_needs_whole_step) {
-          if (budget < s) continue;
-          sc.tokens = s;
-        } else {
-          sc.tokens = std::min({s, L - 1 - r.computed, budget});
-        }
-        sc.lookahead = p_.running_lookahead ? s - 1 : 0;
-        sc.decode = true;
-      }
-      allocate(r, sc);
-      budget -= sc.tokens;
-      out.push_back(sc);
-    }
+    schedule_running(out, step, prefill_only, budget);
     const bool may_admit = p_.scheduler == scheduler_kind::running_first || prefill_only;
     admitted_last_ = 0;
     while (may_admit && budget > 0 && !waiting_.empty()) {
@@ -595,6 +620,115 @@ class simulator {
       event = true;
     }
     return event;
+  }
+
+  /// The running requests' part of `schedule`, in order: steady decoders in bulk, the others
+  /// step by step (`step_request`), within `budget` tokens (which they spend).
+  void schedule_running(std::vector<sim_sched>& out, std::int64_t step, bool prefill_only, std::int64_t& budget) {
+    const std::int64_t s = w_.tokens_per_step;
+    const std::int64_t L = w_.context_tokens;
+    sd_count_ = 0;
+    kind_count_ = 0;
+    kind_mismatch_ = 0;
+    const steady_phase* phases = sd_phases_ ? sd_phases_->data() : nullptr;
+    // Many steady decoders: their pages per table counted by phase, added after the loop.
+    const bool by_phase = phases != nullptr && 2 * kind_count_prev_ >= sd_period_;
+    if (by_phase && sd_hist_.size() != static_cast<std::size_t>(sd_period_))
+      sd_hist_.assign(static_cast<std::size_t>(sd_period_), 0);
+    std::int64_t blocks = live_blocks_;  // (the steady decodes' running sum, peak and counts, in registers)
+    std::int64_t peak = result_.peak_blocks;
+    std::int64_t steady_count = 0;
+    std::int64_t mismatch = 0;
+    const std::int64_t* phase_blocks = sd_phase_blocks_.data();
+    for (std::size_t i : running_) {
+      sim_request& r = reqs_[i];
+      if (budget == 0) break;
+      if (r.steady) {
+        if (prefill_only) continue;
+        if (budget >= s && r.computed <= sd_max_computed_) {  // a steady decode: its phase's changes
+          const std::int64_t c = r.computed;
+          const auto rho = static_cast<std::size_t>(sd_mask_ >= 0 ? c & sd_mask_ : c % sd_period_);
+          blocks += phase_blocks[rho];
+          peak = std::max(peak, blocks);
+          if (by_phase) {
+            ++sd_hist_[rho];
+          } else {
+            add_steady(phases[rho], 1);
+          }
+          budget -= s;
+          r.computed = c + w_.accepted_tokens;
+          r.steady_step = step;
+          mismatch += r.kind_step != step - 1 ? 1 : 0;
+          r.kind_step = step;
+          ++steady_count;
+          continue;
+        }
+        leave_steady(r);
+      }
+      live_blocks_ = blocks;  // the step-by-step code below keeps them itself
+      if (shared_) result_.peak_blocks = peak;
+      step_request(r, i, s, L, budget, prefill_only, step, out);
+      blocks = live_blocks_;
+      peak = result_.peak_blocks;
+    }
+    live_blocks_ = blocks;
+    if (shared_) result_.peak_blocks = peak;
+    sd_count_ = steady_count;
+    kind_count_ += steady_count;
+    kind_mismatch_ += mismatch;
+    if (by_phase) {
+      for (std::size_t rho = 0; rho < sd_hist_.size(); ++rho) {
+        if (sd_hist_[rho] == 0) continue;
+        add_steady(phases[rho], sd_hist_[rho]);
+        sd_hist_[rho] = 0;
+      }
+    }
+  }
+
+  /// One running request of a step, step by step (not a steady decode in bulk): its schedule
+  /// within the step's `budget` tokens (which it spends), its allocation, and whether it goes on
+  /// in bulk from its next step (`sim_options::steady_decoders`).
+  void step_request(sim_request& r, std::size_t i, std::int64_t s, std::int64_t L, std::int64_t& budget,
+                    bool prefill_only, std::int64_t step, std::vector<sim_sched>& out) {
+    sim_sched sc{.index = i};
+    if (r.phase == req_phase::prefill) {
+      sc.tokens = std::min(w_.prompt_tokens - r.computed, budget);
+      sc.lookahead = p_.running_lookahead ? s - 1 : 0;
+    } else {
+      if (prefill_only) return;
+      if (p_.decode_needs_whole_step) {
+        if (budget < s) return;
+        sc.tokens = s;
+      } else {
+        sc.tokens = std::min({s, L - 1 - r.computed, budget});
+      }
+      sc.lookahead = p_.running_lookahead ? s - 1 : 0;
+      sc.decode = true;
+    }
+    allocate(r, sc);
+    if (steady_kind(sc)) {
+      note_kind(r, step);
+      if (sd_enabled_ && steady_ready(r)) {
+        r.steady = true;  // from its next allocation on (its tables are current now)
+        r.steady_step = -1;
+      }
+    }
+    budget -= sc.tokens;
+    out.push_back(sc);
+  }
+
+  /// Adds `count` steady decodes of phase `ph` to the tables' live pages (and, under overlap, to
+  /// the frees due at the next step's top).
+  void add_steady(const steady_phase& ph, std::int64_t count) {
+    for (std::uint32_t m = ph.alloc_mask; m != 0; m &= m - 1) {
+      const auto g = static_cast<std::size_t>(std::countr_zero(m));
+      live_pages_[g] += count * ph.alloc[g];
+    }
+    for (std::uint32_t m = ph.release_mask; m != 0; m &= m - 1) {
+      const auto g = static_cast<std::size_t>(std::countr_zero(m));
+      sd_pending_pages_[g] += count * ph.release[g];
+    }
+    sd_pending_blocks_ += count * ph.release_blocks;
   }
 
   /// Tokens a request scheduled as `sc` adds to its computed count at the end of the step: the
@@ -746,7 +880,7 @@ class simulator {
       bool within = r.phase == req_phase::decode && r.computed > w_.prompt_tokens && r.computed >= settle_min_computed_;
       for (int g = 0; g < result_.num_groups && within; ++g) {
         const auto gi = static_cast<std::size_t>(g);
-        within = held(r.tables[gi]) <= settle_pages_[gi];
+        within = held(table_now(r, g)) <= settle_pages_[gi];
       }
       if (!within) {
         settle_skip_ = n;  // not before many steps
@@ -932,6 +1066,157 @@ class simulator {
     return jump;
   }
 
+  // ---- steady decoders (sim_options::steady_decoders) ----
+  /// The longest period (lcm of the tables' tokens per page) replayed in bulk.
+  static constexpr std::int64_t kMaxSteadyPeriod = std::int64_t{1} << 12;
+
+  /// The steady decode's schedule, period and bounds (the phases are made at the first entry).
+  void steady_setup() {
+    const std::int64_t s = w_.tokens_per_step;
+    sd_kind_ = sim_sched{.tokens = s, .lookahead = p_.running_lookahead ? s - 1 : 0, .decode = true};
+    std::int64_t period = 1;
+    std::int64_t min_c = 0;
+    for (int g = 0; g < result_.num_groups; ++g) {
+      const sim_group& sg = groups_[static_cast<std::size_t>(g)];
+      if (!sg.ring) period = std::lcm(period, sg.page_tokens);
+      if (period > kMaxSteadyPeriod) break;
+      if (sg.sliding) min_c = std::max(min_c, sg.window + (w_.tokens_per_step - 1) + w_.accepted_tokens);
+    }
+    sd_enabled_ = o_.fast_forward && o_.steady_decoders && period <= kMaxSteadyPeriod && result_.num_groups <= 32;
+    sd_period_ = period;
+    sd_mask_ = std::has_single_bit(static_cast<std::uint64_t>(period)) ? period - 1 : -1;
+    sd_min_computed_ = min_c;
+    sd_max_computed_ = steady_max_computed();
+  }
+  /// The most computed tokens at which a steady decode is one: s tokens scheduled (min(s, L - 1 - c)),
+  /// an extent within L where it is capped, and no finish after it (c + a + 1 < L).
+  [[nodiscard]] std::int64_t steady_max_computed() const {
+    const std::int64_t L = w_.context_tokens;
+    std::int64_t top = std::min(L - 1 - w_.tokens_per_step, L - 2 - w_.accepted_tokens);
+    if (p_.extent_capped) top = std::min(top, L - w_.tokens_per_step - sd_kind_.lookahead);
+    return top;
+  }
+  [[nodiscard]] bool steady_kind(const sim_sched& sc) const {
+    return sc.decode && !sc.first_chunk && sc.tokens == sd_kind_.tokens && sc.lookahead == sd_kind_.lookahead;
+  }
+  /// A request scheduled as a steady decode in `step` (in bulk or not): whether the last step did too.
+  void note_kind(sim_request& r, std::int64_t step) {
+    kind_mismatch_ += r.kind_step != step - 1 ? 1 : 0;
+    r.kind_step = step;
+    ++kind_count_;
+  }
+  /// Whether this step's schedule is the last step's (`cur_ == prev_` with the steady decoders in
+  /// both): the same requests scheduled as steady decodes (each was last step, and as many), and
+  /// the others the same in the same order (both lists follow `running_`).
+  [[nodiscard]] bool same_schedule() const {
+    if (kind_mismatch_ != 0 || kind_count_ != kind_count_prev_) return false;
+    std::size_t a = 0;
+    std::size_t b = 0;
+    while (true) {
+      while (a < cur_.size() && steady_kind(cur_[a])) ++a;
+      while (b < prev_.size() && steady_kind(prev_[b])) ++b;
+      if (a == cur_.size() || b == prev_.size()) return a == cur_.size() && b == prev_.size();
+      if (!(cur_[a] == prev_[b])) return false;
+      ++a, ++b;
+    }
+  }
+  /// Table g of a steady decoder whose last allocation was the steady decode at c computed tokens:
+  /// its extent and expiry, the freed prefix of the allocation before (c - a) still held when
+  /// `pending` (overlap, before the next step's top).
+  [[nodiscard]] sim_table steady_state(int g, std::int64_t c, bool pending) const {
+    const sim_group& sg = groups_[static_cast<std::size_t>(g)];
+    sim_table t;
+    t.length = pages_for(sg, c + sd_kind_.tokens + sd_kind_.lookahead);  // (within L: not capped)
+    if (sg.sliding) t.freed = expired_pages(sg, expiry_position(c, sd_kind_));
+    t.held_from = t.freed;
+    if (pending && sg.sliding) t.held_from = expired_pages(sg, expiry_position(c - w_.accepted_tokens, sd_kind_));
+    return t;
+  }
+  /// Table g of request r as the step-by-step replay holds it now.
+  [[nodiscard]] sim_table table_now(const sim_request& r, int g) const {
+    if (!r.steady || r.steady_step < 0) return r.tables[static_cast<std::size_t>(g)];
+    return steady_state(g, r.computed - w_.accepted_tokens, p_.overlap && r.steady_step >= sd_released_through_);
+  }
+  /// Whether a request just scheduled as a steady decode at r.computed tokens may go on in bulk:
+  /// past every window (the phases hold from there) and its tables what that decode alone gives.
+  [[nodiscard]] bool steady_ready(const sim_request& r) {
+    const std::int64_t c = r.computed;
+    if (c < sd_min_computed_ || c > sd_max_computed_) return false;
+    for (int g = 0; g < result_.num_groups; ++g) {
+      const sim_group& sg = groups_[static_cast<std::size_t>(g)];
+      const sim_table& t = r.tables[static_cast<std::size_t>(g)];
+      if (t.length != pages_for(sg, extent(c, sd_kind_))) return false;
+      if (sg.sliding && t.freed != expired_pages(sg, expiry_position(c, sd_kind_))) return false;
+    }
+    if (!sd_phases_) {
+      sd_phases_ = make_steady_phases();
+      sd_phase_blocks_.clear();
+      for (const steady_phase& ph : *sd_phases_) sd_phase_blocks_.push_back(ph.alloc_blocks);
+    }
+    return true;
+  }
+  /// Per phase of c, the live pages one steady decode at c changes: at its allocation (its extent;
+  /// without overlap its expiry too) and, under overlap, at the next step's top (its expiry).
+  [[nodiscard]] std::shared_ptr<const std::vector<steady_phase>> make_steady_phases() const {
+    auto out = std::make_shared<std::vector<steady_phase>>(static_cast<std::size_t>(sd_period_));
+    const std::int64_t a = w_.accepted_tokens;
+    const std::int64_t base = (ceil_div(sd_min_computed_ + 4 * a, sd_period_) + 1) * sd_period_;
+    for (std::int64_t rho = 0; rho < sd_period_; ++rho) {
+      steady_phase& ph = (*out)[static_cast<std::size_t>(rho)];
+      const std::int64_t c = base + rho;
+      for (int g = 0; g < result_.num_groups; ++g) {
+        const auto gi = static_cast<std::size_t>(g);
+        const std::int64_t before = held(steady_state(g, c - a, false));
+        const std::int64_t after = held(steady_state(g, c, p_.overlap));
+        const std::int64_t released = held(steady_state(g, c, false));
+        ph.alloc[gi] = after - before;
+        ph.release[gi] = released - after;
+        if (ph.alloc[gi] != 0) ph.alloc_mask |= std::uint32_t{1} << g;
+        if (ph.release[gi] != 0) ph.release_mask |= std::uint32_t{1} << g;
+        ph.alloc_blocks += ph.alloc[gi] * groups_[gi].multiplicity;
+        ph.release_blocks += ph.release[gi] * groups_[gi].multiplicity;
+      }
+    }
+    return out;
+  }
+  /// Request r goes on step by step: its tables as the replay holds them now.
+  void leave_steady(sim_request& r) {
+    if (r.steady_step >= 0) {
+      for (int g = 0; g < result_.num_groups; ++g) {
+        const auto gi = static_cast<std::size_t>(g);
+        r.tables[gi] = table_now(r, g);
+        if (r.tables[gi].held_from != r.tables[gi].freed) r.lagging = true;
+      }
+    }
+    r.steady = false;
+    r.quiet_until = -1;  // its memoized crossings are stale
+  }
+  /// The whole schedule of `step` (just replayed) in `sched`: its list plus the steady decoders
+  /// it scheduled, in the order of `running_`, each now stepped one by one (their frees still
+  /// due at the next step's top are theirs again).
+  void gather_schedule(std::vector<sim_sched>& sched, std::int64_t step) {
+    if (sd_count_ == 0) return;
+    std::vector<sim_sched> all;
+    all.reserve(sched.size() + static_cast<std::size_t>(sd_count_));
+    std::size_t k = 0;
+    for (const std::size_t i : running_) {
+      if (k < sched.size() && sched[k].index == i) {
+        all.push_back(sched[k++]);
+        continue;
+      }
+      sim_request& r = reqs_[i];
+      if (!r.steady || r.steady_step != step) continue;
+      leave_steady(r);
+      sim_sched sc = sd_kind_;
+      sc.index = i;
+      all.push_back(sc);
+    }
+    require(k == sched.size(), "a scheduled request is not running (internal error)", {"step", step});
+    for (std::int64_t& v : sd_pending_pages_) v = 0;
+    sd_pending_blocks_ = 0;
+    sched.swap(all);
+  }
+
   allocation_policy p_;
   sim_workload w_;
   sim_options o_;
@@ -978,6 +1263,23 @@ class simulator {
   }();
   std::int64_t settle_min_computed_ = 0;
   std::int64_t settle_skip_ = 0;
+  // Steady decoders (see `steady_setup`).
+  bool sd_enabled_ = false;
+  sim_sched sd_kind_{};               ///< A steady decode's schedule (its index apart).
+  std::int64_t sd_period_ = 1;        ///< lcm of the tables' tokens per page (rings apart).
+  std::int64_t sd_mask_ = -1;         ///< period - 1 when a power of two, else -1.
+  std::int64_t sd_min_computed_ = 0;  ///< A request enters at this many computed tokens or more.
+  std::int64_t sd_max_computed_ = 0;  ///< `steady_max_computed`.
+  std::shared_ptr<const std::vector<steady_phase>> sd_phases_;  ///< Shared by forks.
+  std::array<std::int64_t, kMaxSimTables> sd_pending_pages_{};  ///< Overlap: due at the next step's top.
+  std::int64_t sd_pending_blocks_ = 0;
+  std::vector<std::int64_t> sd_hist_;          ///< Steady decodes of this step by phase (many of them).
+  std::vector<std::int64_t> sd_phase_blocks_;  ///< Per phase, its `alloc_blocks` (the loop's only read).
+  std::int64_t sd_released_through_ = 0;       ///< Steady allocations before this step are released.
+  std::int64_t sd_count_ = 0;                  ///< Steady decodes in bulk this step.
+  std::int64_t kind_count_ = 0;                ///< Requests scheduled as steady decodes this step (either way).
+  std::int64_t kind_count_prev_ = -1;
+  std::int64_t kind_mismatch_ = 0;  ///< Of them, those the last step did not schedule so.
 };
 
 }  // namespace detail
