@@ -204,11 +204,7 @@ struct sim_request {
   std::int64_t id = 0;
   req_phase phase = req_phase::waiting;
   std::int64_t computed = 0;  ///< c
-  /// A steady decoder (`sim_options::steady_decoders`): its `tables` are stale; they are those of
-  /// its last allocation, a steady decode at computed - a tokens (`simulator::table_now`).
-  bool steady = false;
-  std::int64_t steady_step = -1;  ///< The step of that allocation (-1: none yet, `tables` current).
-  std::int64_t kind_step = -2;    ///< The last step it was scheduled as a steady decode (either way).
+  /// (A steady decoder's computed tokens and tables are stale: see `sim_hot`.)
   std::int64_t zombie_steps = 0;  ///< Overlap: steps a finished request still holds its pages.
   /// Fast path (`sim_options::fast_forward`): a decode of `quiet_tokens` tokens and
   /// `quiet_lookahead` lookahead at computed tokens below `quiet_until` changes none of its
@@ -231,6 +227,19 @@ struct sim_sched {
   bool first_chunk = false;
   bool decode = false;
   friend bool operator==(const sim_sched&, const sim_sched&) = default;
+};
+
+/// What a step reads of every running request, kept densely apart from `sim_request` (one per
+/// request, in its order) so that a step over many steady decoders reads little memory.
+struct sim_hot {
+  /// A steady decoder (`sim_options::steady_decoders`): `computed` is its computed tokens (the
+  /// request's own is stale), and its `tables` are those of its last allocation, a steady decode at
+  /// computed - a tokens (`simulator::table_now`).
+  bool steady = false;
+  bool done = false;  ///< Finished (its `sim_request::phase` says so too).
+  std::int64_t computed = 0;
+  std::int64_t steady_step = -1;  ///< The step of that allocation (-1: none yet, its `tables` current).
+  std::int64_t kind_step = -2;    ///< The last step it was scheduled as a steady decode (either way).
 };
 
 /// What one steady decode at c computed tokens changes (`sim_options::steady_decoders`), for c of
@@ -365,6 +374,7 @@ class simulator {
     s.w_ = w;
     s.o_ = o;
     s.sd_max_computed_ = s.steady_max_computed();
+    s.pages_peaked_ = true;
     s.result_.visits = 0;
     s.fork_ = nullptr;
     return s;
@@ -384,6 +394,7 @@ class simulator {
     // All requests arrived at step 0: a step that noted the arrivals noted all of them.
     if (w_.arrivals != arrival_pattern::staggered && s.no_room_arrived_ == arrived_) s.no_room_arrived_ = requests;
     s.o_ = o;
+    s.pages_peaked_ = true;  // (a new capacity: sum the parents again)
     s.result_.visits = 0;
     s.fork_ = nullptr;
     return s;
@@ -391,6 +402,8 @@ class simulator {
 
   sim_result run() {
     prev_.reserve(static_cast<std::size_t>(std::min<std::int64_t>(w_.requests, 1 << 16)));
+    reqs_.reserve(static_cast<std::size_t>(std::min<std::int64_t>(total_arrivals_, 1 << 16)));
+    hot_.reserve(reqs_.capacity());
     cur_.reserve(prev_.capacity());
     // Every request finishes after at most (P + L) steps alone; a generous guard against a bug.
     while (finished_ < total_arrivals_ || zombies_ > 0) {  // every arrival finishes
@@ -445,7 +458,7 @@ class simulator {
     const std::int64_t jumped = fast_forward(cur_, step_);
     if (jumped > 0) {
       for (const sim_sched& sc : cur_)  // the same schedule, later
-        if (steady_kind(sc)) reqs_[sc.index].kind_step += jumped;
+        if (steady_kind(sc)) hot_[sc.index].kind_step += jumped;
       step_ += jumped;
       steady_ = 0;
     }
@@ -477,11 +490,10 @@ class simulator {
   [[nodiscard]] bool far_from_context() const {
     const std::int64_t reach = std::max(w_.step_budget_tokens, w_.tokens_per_step) + 2 * w_.tokens_per_step;
     for (const std::size_t i : running_) {
-      const sim_request& r = reqs_[i];
-      if (r.computed + reach >= w_.context_tokens) return false;
+      if (computed_now(i) + reach >= w_.context_tokens) return false;
       for (int g = 0; g < result_.num_groups; ++g) {
         const sim_group& sg = groups_[static_cast<std::size_t>(g)];
-        if (!sg.ring && table_now(r, g).length * sg.page_tokens >= w_.context_tokens) return false;
+        if (!sg.ring && table_now(i, g).length * sg.page_tokens >= w_.context_tokens) return false;
       }
     }
     return true;
@@ -512,6 +524,7 @@ class simulator {
     r.id = arrived_++;
     ++live_requests_;
     reqs_.push_back(r);
+    hot_.emplace_back();
     waiting_.push_back(reqs_.size() - 1);
   }
   /// Next step a staggered arrival happens at (INT64_MAX if none).
@@ -591,10 +604,7 @@ class simulator {
     const std::int64_t s = w_.tokens_per_step;
     std::int64_t budget = w_.step_budget_tokens;
     bool event = false;
-    const bool prefill_only = p_.scheduler == scheduler_kind::prefill_first &&
-                              (!waiting_.empty() || std::any_of(running_.begin(), running_.end(), [&](std::size_t i) {
-                                return reqs_[i].phase == req_phase::prefill;
-                              }));
+    const bool prefill_only = p_.scheduler == scheduler_kind::prefill_first && (!waiting_.empty() || prefilling_ > 0);
     schedule_running(out, step, prefill_only, budget);
     const bool may_admit = p_.scheduler == scheduler_kind::running_first || prefill_only;
     admitted_last_ = 0;
@@ -607,6 +617,7 @@ class simulator {
       waiting_.pop_front();
       sim_request& r = reqs_[i];
       r.phase = req_phase::prefill;
+      ++prefilling_;
       running_.push_back(i);
       ++admitted_last_;
       if (r.id > 0)  // staggered by g, request i arrives at step i x g: admitted no earlier iff g <= step / i
@@ -630,7 +641,7 @@ class simulator {
     sd_count_ = 0;
     kind_count_ = 0;
     kind_mismatch_ = 0;
-    const steady_phase* phases = sd_phases_ ? sd_phases_->data() : nullptr;
+    const steady_phase* phases = sd_phases_ ? sd_phases_->phases.data() : nullptr;
     // Many steady decoders: their pages per table counted by phase, added after the loop.
     const bool by_phase = phases != nullptr && 2 * kind_count_prev_ >= sd_period_;
     if (by_phase && sd_hist_.size() != static_cast<std::size_t>(sd_period_))
@@ -639,32 +650,47 @@ class simulator {
     std::int64_t peak = result_.peak_blocks;
     std::int64_t steady_count = 0;
     std::int64_t mismatch = 0;
-    const std::int64_t* phase_blocks = sd_phase_blocks_.data();
-    for (std::size_t i : running_) {
-      sim_request& r = reqs_[i];
+    const std::int64_t* phase_blocks = sd_phases_ ? sd_phases_->blocks.data() : nullptr;
+    steady_loop loop{.hot = hot_.data(),
+                     .phase_blocks = phase_blocks,
+                     .hist = by_phase ? sd_hist_.data() : nullptr,
+                     .s = s,
+                     .a = w_.accepted_tokens,
+                     .max_computed = sd_max_computed_,
+                     .mask = sd_mask_,
+                     .period = sd_period_,
+                     .step = step};
+    const std::size_t n = running_.size();
+    for (std::size_t k = 0; k < n;) {
       if (budget == 0) break;
-      if (r.steady) {
-        if (prefill_only) continue;
-        if (budget >= s && r.computed <= sd_max_computed_) {  // a steady decode: its phase's changes
-          const std::int64_t c = r.computed;
-          const auto rho = static_cast<std::size_t>(sd_mask_ >= 0 ? c & sd_mask_ : c % sd_period_);
-          blocks += phase_blocks[rho];
-          peak = std::max(peak, blocks);
-          if (by_phase) {
-            ++sd_hist_[rho];
-          } else {
-            add_steady(phases[rho], 1);
-          }
-          budget -= s;
-          r.computed = c + w_.accepted_tokens;
-          r.steady_step = step;
-          mismatch += r.kind_step != step - 1 ? 1 : 0;
-          r.kind_step = step;
-          ++steady_count;
+      const std::size_t i = running_[k];
+      sim_hot& h = loop.hot[i];
+      if (h.steady) {
+        if (prefill_only) {
+          ++k;
           continue;
         }
-        leave_steady(r);
+        if (budget >= s && h.computed <= sd_max_computed_) {  // steady decodes from here: their phases' changes
+          loop.budget = budget;
+          loop.blocks = blocks;
+          loop.peak = peak;
+          const std::size_t end = by_phase ? steady_run<true>(loop, k) : steady_run<false>(loop, k);
+          if (!by_phase)
+            for (std::size_t j = k; j < end; ++j)
+              add_steady(phases[loop.rho_of(loop.hot[running_[j]].computed - loop.a)], 1);
+          steady_count += static_cast<std::int64_t>(end - k);
+          mismatch += loop.mismatch;
+          loop.mismatch = 0;
+          budget = loop.budget;
+          blocks = loop.blocks;
+          peak = loop.peak;
+          k = end;
+          continue;
+        }
+        leave_steady(i);
       }
+      ++k;
+      sim_request& r = reqs_[i];
       live_blocks_ = blocks;  // the step-by-step code below keeps them itself
       if (shared_) result_.peak_blocks = peak;
       step_request(r, i, s, L, budget, prefill_only, step, out);
@@ -683,6 +709,51 @@ class simulator {
         sd_hist_[rho] = 0;
       }
     }
+  }
+
+  /// What a run of steady decodes reads and keeps (`steady_run`), in registers.
+  struct steady_loop {
+    sim_hot* hot = nullptr;
+    const std::int64_t* phase_blocks = nullptr;
+    std::int64_t* hist = nullptr;
+    std::int64_t s = 0;
+    std::int64_t a = 0;
+    std::int64_t max_computed = 0;
+    std::int64_t mask = -1;
+    std::int64_t period = 1;
+    std::int64_t step = 0;
+    std::int64_t budget = 0;
+    std::int64_t blocks = 0;
+    std::int64_t peak = 0;
+    std::int64_t mismatch = 0;
+    [[nodiscard]] std::size_t rho_of(std::int64_t c) const {
+      return static_cast<std::size_t>(mask >= 0 ? c & mask : c % period);
+    }
+  };
+  /// The steady decodes of `running_` from its k-th request on, while they are: each adds its
+  /// phase's blocks (the peak after each, in order) and, with `ByPhase`, counts its phase. Returns
+  /// the index after the last one.
+  template <bool ByPhase>
+  std::size_t steady_run(steady_loop& x, std::size_t k) const {
+    const std::size_t n = running_.size();
+    const std::size_t* idx = running_.data();
+    steady_loop v = x;
+    for (; k < n; ++k) {
+      sim_hot& h = v.hot[idx[k]];
+      const std::int64_t c = h.computed;
+      if (!h.steady || v.budget < v.s || c > v.max_computed) break;
+      const std::size_t rho = v.rho_of(c);
+      v.blocks += v.phase_blocks[rho];
+      v.peak = std::max(v.peak, v.blocks);
+      if constexpr (ByPhase) ++v.hist[rho];
+      v.budget -= v.s;
+      h.computed = c + v.a;
+      h.steady_step = v.step;
+      v.mismatch += h.kind_step != v.step - 1 ? 1 : 0;
+      h.kind_step = v.step;
+    }
+    x = v;
+    return k;
   }
 
   /// One running request of a step, step by step (not a steady decode in bulk): its schedule
@@ -707,10 +778,12 @@ class simulator {
     }
     allocate(r, sc);
     if (steady_kind(sc)) {
-      note_kind(r, step);
-      if (sd_enabled_ && steady_ready(r)) {
-        r.steady = true;  // from its next allocation on (its tables are current now)
-        r.steady_step = -1;
+      sim_hot& h = hot_[i];
+      note_kind(h, step);
+      if (sd_enabled_ && steady_ready(r)) {  // from its next allocation on (its tables are current now)
+        h.steady = true;
+        h.computed = r.computed + kept_tokens(sc);  // (`advance` gives the request's own the same)
+        h.steady_step = -1;
       }
     }
     budget -= sc.tokens;
@@ -877,10 +950,11 @@ class simulator {
       const sim_request& r = reqs_[i];
       // (a decode kept since the prompt: the last allocation was a decode's, whose frees the next
       // step's pool sees; the last chunk's expiry lags further behind)
-      bool within = r.phase == req_phase::decode && r.computed > w_.prompt_tokens && r.computed >= settle_min_computed_;
+      const std::int64_t c = computed_now(i);
+      bool within = r.phase == req_phase::decode && c > w_.prompt_tokens && c >= settle_min_computed_;
       for (int g = 0; g < result_.num_groups && within; ++g) {
         const auto gi = static_cast<std::size_t>(g);
-        within = held(table_now(r, g)) <= settle_pages_[gi];
+        within = held(table_now(i, g)) <= settle_pages_[gi];
       }
       if (!within) {
         settle_skip_ = n;  // not before many steps
@@ -919,10 +993,11 @@ class simulator {
   }
 
   /// Whether the peaks passed `sim_options::stop_above_*`.
-  [[nodiscard]] bool above_stop() const {
+  [[nodiscard]] bool above_stop() {
     if (o_.stop_above_blocks > 0 && std::max(result_.peak_blocks, result_.peak_admission_blocks) > o_.stop_above_blocks)
       return true;
-    if (o_.stop_above_parents > 0) {
+    if (o_.stop_above_parents > 0 && pages_peaked_) {  // (the parents are of the peak pages)
+      pages_peaked_ = false;
       std::int64_t parents = 0;
       for (int e = 0; e < num_engine_groups_; ++e) {
         const auto ei = static_cast<std::size_t>(e);
@@ -974,7 +1049,10 @@ class simulator {
     std::uint64_t bytes = null_bytes_;
     for (int g = 0; g < result_.num_groups; ++g) {
       const auto gi = static_cast<std::size_t>(g);
-      result_.peak_pages[gi] = std::max(result_.peak_pages[gi], live_pages_[gi]);
+      if (live_pages_[gi] > result_.peak_pages[gi]) {
+        result_.peak_pages[gi] = live_pages_[gi];
+        pages_peaked_ = true;
+      }
       bytes =
           checked_add(bytes, checked_mul(static_cast<std::uint64_t>(live_pages_[gi]), groups_[gi].layer_page_bytes));
     }
@@ -989,6 +1067,7 @@ class simulator {
   /// prompt end or a finish.
   bool advance(const std::vector<sim_sched>& sched) {
     bool event = false;
+    bool finished = false;  // (a prompt's end keeps the request running)
     for (const sim_sched& sc : sched) {
       sim_request& r = reqs_[sc.index];
       std::int64_t tokens = 0;  // num_tokens after the step
@@ -998,18 +1077,20 @@ class simulator {
       } else {
         if (r.computed < w_.prompt_tokens) continue;
         r.phase = req_phase::decode;  // the first token is sampled with the prompt's last chunk
+        --prefilling_;
         tokens = r.computed + 1;
         event = true;
       }
-      if (tokens >= w_.context_tokens) finish(sc.index), event = true;
+      if (tokens >= w_.context_tokens) finish(sc.index), event = true, finished = true;
     }
-    if (event) std::erase_if(running_, [&](std::size_t i) { return reqs_[i].phase == req_phase::done; });
+    if (finished) std::erase_if(running_, [&](std::size_t i) { return hot_[i].done; });
     return event;
   }
 
   void finish(std::size_t i) {
     sim_request& r = reqs_[i];
     r.phase = req_phase::done;
+    hot_[i].done = true;
     ++finished_;
     --live_requests_;
     if (p_.overlap) {
@@ -1100,9 +1181,9 @@ class simulator {
     return sc.decode && !sc.first_chunk && sc.tokens == sd_kind_.tokens && sc.lookahead == sd_kind_.lookahead;
   }
   /// A request scheduled as a steady decode in `step` (in bulk or not): whether the last step did too.
-  void note_kind(sim_request& r, std::int64_t step) {
-    kind_mismatch_ += r.kind_step != step - 1 ? 1 : 0;
-    r.kind_step = step;
+  void note_kind(sim_hot& h, std::int64_t step) {
+    kind_mismatch_ += h.kind_step != step - 1 ? 1 : 0;
+    h.kind_step = step;
     ++kind_count_;
   }
   /// Whether this step's schedule is the last step's (`cur_ == prev_` with the steady decoders in
@@ -1133,9 +1214,14 @@ class simulator {
     return t;
   }
   /// Table g of request r as the step-by-step replay holds it now.
-  [[nodiscard]] sim_table table_now(const sim_request& r, int g) const {
-    if (!r.steady || r.steady_step < 0) return r.tables[static_cast<std::size_t>(g)];
-    return steady_state(g, r.computed - w_.accepted_tokens, p_.overlap && r.steady_step >= sd_released_through_);
+  [[nodiscard]] sim_table table_now(std::size_t i, int g) const {
+    const sim_hot& h = hot_[i];
+    if (!h.steady || h.steady_step < 0) return reqs_[i].tables[static_cast<std::size_t>(g)];
+    return steady_state(g, h.computed - w_.accepted_tokens, p_.overlap && h.steady_step >= sd_released_through_);
+  }
+  /// Request i's computed tokens.
+  [[nodiscard]] std::int64_t computed_now(std::size_t i) const {
+    return hot_[i].steady ? hot_[i].computed : reqs_[i].computed;
   }
   /// Whether a request just scheduled as a steady decode at r.computed tokens may go on in bulk:
   /// past every window (the phases hold from there) and its tables what that decode alone gives.
@@ -1148,21 +1234,55 @@ class simulator {
       if (t.length != pages_for(sg, extent(c, sd_kind_))) return false;
       if (sg.sliding && t.freed != expired_pages(sg, expiry_position(c, sd_kind_))) return false;
     }
-    if (!sd_phases_) {
-      sd_phases_ = make_steady_phases();
-      sd_phase_blocks_.clear();
-      for (const steady_phase& ph : *sd_phases_) sd_phase_blocks_.push_back(ph.alloc_blocks);
-    }
+    if (!sd_phases_) sd_phases_ = steady_phases();
     return true;
+  }
+  /// What the steady phases depend on (`make_steady_phases`), and the phases.
+  struct steady_tables {
+    int num_groups = 0;
+    /// Per table: sliding, ring, tokens per page, window, multiplicity.
+    std::array<std::array<std::int64_t, 5>, kMaxSimTables> tables{};
+    std::array<std::int64_t, 6> decode{};  ///< s, lookahead, a, overlap, own-admission expiry, min computed.
+    std::vector<steady_phase> phases;
+    std::vector<std::int64_t> blocks;  ///< Per phase, its `alloc_blocks` (the bulk loop's only read).
+    [[nodiscard]] bool same_inputs(const steady_tables& o) const {
+      return num_groups == o.num_groups && tables == o.tables && decode == o.decode;
+    }
+  };
+  /// The steady phases of this simulator: made once per thread for the same tables and decode (a
+  /// fit search makes thousands of simulators of a few kinds), the last 8 kept.
+  [[nodiscard]] std::shared_ptr<const steady_tables> steady_phases() const {
+    steady_tables key;
+    key.num_groups = result_.num_groups;
+    for (int g = 0; g < result_.num_groups; ++g) {
+      const sim_group& sg = groups_[static_cast<std::size_t>(g)];
+      key.tables[static_cast<std::size_t>(g)] = {sg.sliding ? 1 : 0, sg.ring ? 1 : 0, sg.page_tokens, sg.window,
+                                                 sg.multiplicity};
+    }
+    key.decode = {sd_kind_.tokens,
+                  sd_kind_.lookahead,
+                  w_.accepted_tokens,
+                  p_.overlap ? 1 : 0,
+                  p_.expiry == expiry_timing::own_admission ? 1 : 0,
+                  sd_min_computed_};
+    static thread_local std::vector<std::shared_ptr<const steady_tables>> cache;
+    for (const auto& e : cache)
+      if (e->same_inputs(key)) return e;
+    auto made = std::make_shared<steady_tables>(std::move(key));
+    made->phases = make_steady_phases();
+    for (const steady_phase& ph : made->phases) made->blocks.push_back(ph.alloc_blocks);
+    if (cache.size() >= 8) cache.erase(cache.begin());
+    cache.push_back(made);
+    return made;
   }
   /// Per phase of c, the live pages one steady decode at c changes: at its allocation (its extent;
   /// without overlap its expiry too) and, under overlap, at the next step's top (its expiry).
-  [[nodiscard]] std::shared_ptr<const std::vector<steady_phase>> make_steady_phases() const {
-    auto out = std::make_shared<std::vector<steady_phase>>(static_cast<std::size_t>(sd_period_));
+  [[nodiscard]] std::vector<steady_phase> make_steady_phases() const {
+    std::vector<steady_phase> out(static_cast<std::size_t>(sd_period_));
     const std::int64_t a = w_.accepted_tokens;
     const std::int64_t base = (ceil_div(sd_min_computed_ + 4 * a, sd_period_) + 1) * sd_period_;
     for (std::int64_t rho = 0; rho < sd_period_; ++rho) {
-      steady_phase& ph = (*out)[static_cast<std::size_t>(rho)];
+      steady_phase& ph = out[static_cast<std::size_t>(rho)];
       const std::int64_t c = base + rho;
       for (int g = 0; g < result_.num_groups; ++g) {
         const auto gi = static_cast<std::size_t>(g);
@@ -1180,33 +1300,42 @@ class simulator {
     return out;
   }
   /// Request r goes on step by step: its tables as the replay holds them now.
-  void leave_steady(sim_request& r) {
-    if (r.steady_step >= 0) {
+  void leave_steady(std::size_t i) {
+    sim_request& r = reqs_[i];
+    sim_hot& h = hot_[i];
+    if (h.steady_step >= 0) {
       for (int g = 0; g < result_.num_groups; ++g) {
         const auto gi = static_cast<std::size_t>(g);
-        r.tables[gi] = table_now(r, g);
+        r.tables[gi] = table_now(i, g);
         if (r.tables[gi].held_from != r.tables[gi].freed) r.lagging = true;
       }
     }
-    r.steady = false;
+    r.computed = h.computed;
+    h.steady = false;
     r.quiet_until = -1;  // its memoized crossings are stale
   }
   /// The whole schedule of `step` (just replayed) in `sched`: its list plus the steady decoders
   /// it scheduled, in the order of `running_`, each now stepped one by one (their frees still
-  /// due at the next step's top are theirs again).
+  /// due at the next step's top are theirs again), as are those that entered in it (a jump moves
+  /// their own computed tokens).
   void gather_schedule(std::vector<sim_sched>& sched, std::int64_t step) {
-    if (sd_count_ == 0) return;
+    if (sd_count_ == 0) {  // none in bulk: those that entered this step go on one by one
+      for (const sim_sched& sc : sched)
+        if (hot_[sc.index].steady) leave_steady(sc.index);
+      return;
+    }
     std::vector<sim_sched> all;
     all.reserve(sched.size() + static_cast<std::size_t>(sd_count_));
     std::size_t k = 0;
     for (const std::size_t i : running_) {
       if (k < sched.size() && sched[k].index == i) {
+        if (hot_[i].steady) leave_steady(i);  // entered this step: the jump moves its own computed tokens
         all.push_back(sched[k++]);
         continue;
       }
-      sim_request& r = reqs_[i];
-      if (!r.steady || r.steady_step != step) continue;
-      leave_steady(r);
+      const sim_hot& h = hot_[i];
+      if (!h.steady || h.steady_step != step) continue;
+      leave_steady(i);
       sim_sched sc = sd_kind_;
       sc.index = i;
       all.push_back(sc);
@@ -1236,6 +1365,9 @@ class simulator {
   std::int64_t finished_ = 0;
   std::int64_t zombies_ = 0;
   std::vector<sim_request> reqs_;
+  std::vector<sim_hot> hot_;     ///< Per request (the same index).
+  std::int64_t prefilling_ = 0;  ///< Running requests in their prompt.
+  bool pages_peaked_ = true;     ///< A table's peak pages rose since `above_stop` last summed parents.
   std::deque<std::size_t> waiting_;
   std::vector<std::size_t> running_;
   std::vector<std::size_t> zombie_list_;
@@ -1265,19 +1397,18 @@ class simulator {
   std::int64_t settle_skip_ = 0;
   // Steady decoders (see `steady_setup`).
   bool sd_enabled_ = false;
-  sim_sched sd_kind_{};               ///< A steady decode's schedule (its index apart).
-  std::int64_t sd_period_ = 1;        ///< lcm of the tables' tokens per page (rings apart).
-  std::int64_t sd_mask_ = -1;         ///< period - 1 when a power of two, else -1.
-  std::int64_t sd_min_computed_ = 0;  ///< A request enters at this many computed tokens or more.
-  std::int64_t sd_max_computed_ = 0;  ///< `steady_max_computed`.
-  std::shared_ptr<const std::vector<steady_phase>> sd_phases_;  ///< Shared by forks.
+  sim_sched sd_kind_{};                             ///< A steady decode's schedule (its index apart).
+  std::int64_t sd_period_ = 1;                      ///< lcm of the tables' tokens per page (rings apart).
+  std::int64_t sd_mask_ = -1;                       ///< period - 1 when a power of two, else -1.
+  std::int64_t sd_min_computed_ = 0;                ///< A request enters at this many computed tokens or more.
+  std::int64_t sd_max_computed_ = 0;                ///< `steady_max_computed`.
+  std::shared_ptr<const steady_tables> sd_phases_;  ///< Shared by forks and like simulators.
   std::array<std::int64_t, kMaxSimTables> sd_pending_pages_{};  ///< Overlap: due at the next step's top.
   std::int64_t sd_pending_blocks_ = 0;
-  std::vector<std::int64_t> sd_hist_;          ///< Steady decodes of this step by phase (many of them).
-  std::vector<std::int64_t> sd_phase_blocks_;  ///< Per phase, its `alloc_blocks` (the loop's only read).
-  std::int64_t sd_released_through_ = 0;       ///< Steady allocations before this step are released.
-  std::int64_t sd_count_ = 0;                  ///< Steady decodes in bulk this step.
-  std::int64_t kind_count_ = 0;                ///< Requests scheduled as steady decodes this step (either way).
+  std::vector<std::int64_t> sd_hist_;     ///< Steady decodes of this step by phase (many of them).
+  std::int64_t sd_released_through_ = 0;  ///< Steady allocations before this step are released.
+  std::int64_t sd_count_ = 0;             ///< Steady decodes in bulk this step.
+  std::int64_t kind_count_ = 0;           ///< Requests scheduled as steady decodes this step (either way).
   std::int64_t kind_count_prev_ = -1;
   std::int64_t kind_mismatch_ = 0;  ///< Of them, those the last step did not schedule so.
 };
