@@ -440,6 +440,74 @@ TEST(AllocSimFast, StaggeredTwinHasTheAllAtOncePeaks) {
   EXPECT_GE(others, 10);
 }
 
+// simulate_worst_case takes a staggered workload's peaks and steps from its all-at-once twin
+// (detail::worst_case) instead of replaying it: the same answer as replaying every workload of
+// detail::for_each_workload one by one; seeded random deployments.
+TEST(AllocSimFast, WorstCaseTakesStaggeredTwinsFromTheirAllAtOnceRuns) {
+  std::uint64_t x = 0x5eed7417ULL;
+  const auto pick = [&](std::int64_t lo, std::int64_t hi) {  // uniform in [lo, hi]
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    return lo + static_cast<std::int64_t>((x >> 33) % static_cast<std::uint64_t>(hi - lo + 1));
+  };
+  const std::array<const model_config*, 3> models = {&deepseek_v4_flash, &deepseek_v4_pro, &deepseek_v4_1_flash};
+  const std::array<allocation_policy, 3> presets = {vllm_policy, tokenspeed_policy, tokenspeed_default_policy};
+  int reused = 0;
+  for (int k = 0; k < 60; ++k) {
+    const model_config& m = *models[static_cast<std::size_t>(pick(0, 2))];
+    plan_options o;
+    o.policy = presets[static_cast<std::size_t>(pick(0, 2))];
+    o.policy.overlap = pick(0, 1) == 1;
+    o.pools = pick(0, 3) == 0 ? pools_choice::own : pools_choice::engine;
+    o.tokens_per_step = pick(1, 3);
+    o.context_tokens = std::max(o.tokens_per_step + 1, pick(0, 3) == 0 ? pick(2, 200) : pick(200, 3000));
+    o.prefill_chunk_tokens = std::max(o.tokens_per_step, pick(0, 1) == 0 ? pick(1, 600) : pick(600, 6000));
+    const memory_plan plan = build_memory_plan(m, o);
+    const std::int64_t n = pick(2, 24);
+    sim_search search;
+    search.max_running = pick(0, 2) == 0 ? pick(1, n) : 0;
+    search.every_prompt_up_to = 16;
+    const std::int64_t L = o.context_tokens;
+    const std::int64_t s = o.tokens_per_step;
+    const std::int64_t B = o.prefill_chunk_tokens;
+    const std::string what = fmt::format("case {}: {} {} overlap={} N={} L={} s={} B={} cap={}", k, m.name.view(),
+                                         o.policy.engine, o.policy.overlap, n, L, s, B, search.max_running);
+    sim_result want;
+    bool refused = false;
+    detail::for_each_workload(
+        plan.pools, o.policy, n, L, s, B, search, [&](const allocation_policy& v, const sim_workload& w) {
+          if (refused) return;
+          sim_result r;
+          try {
+            r = simulate(plan.pools, v, w);
+          } catch (const std::invalid_argument&) {
+            refused = true;
+            return;
+          }
+          for (std::size_t g = 0; g < kMaxSimTables; ++g)
+            want.peak_pages[g] = std::max(want.peak_pages[g], r.peak_pages[g]);
+          want.peak_bytes = std::max(want.peak_bytes, r.peak_bytes);
+          want.peak_blocks = std::max(want.peak_blocks, r.peak_blocks);
+          want.peak_admission_blocks = std::max(want.peak_admission_blocks, r.peak_admission_blocks);
+          want.steps += r.steps;
+          want.finished += r.finished;
+          want.visits += r.visits;
+          ++want.simulations;
+        });
+    if (refused) continue;  // a workload the simulator refuses: not a case
+    const sim_result got = simulate_worst_case(plan.pools, o.policy, n, L, s, B, search);
+    ASSERT_EQ(got.peak_pages, want.peak_pages) << what;
+    ASSERT_EQ(got.peak_bytes, want.peak_bytes) << what;
+    ASSERT_EQ(got.peak_blocks, want.peak_blocks) << what;
+    ASSERT_EQ(got.peak_admission_blocks, want.peak_admission_blocks) << what;
+    ASSERT_EQ(got.steps, want.steps) << what;
+    ASSERT_EQ(got.finished, want.finished) << what;
+    ASSERT_EQ(got.simulations, want.simulations) << what;
+    ASSERT_LE(got.visits, want.visits) << what;
+    reused += got.visits < want.visits ? 1 : 0;
+  }
+  EXPECT_GE(reused, 10);  // the twins are taken, not only allowed
+}
+
 // A run resumed from the fork of a run with fewer requests (detail::simulator::keep_fork /
 // resumed, the request search's probes) is the run from step 0: every peak, step and replayed
 // step the same; seeded random workloads, every arrival pattern, both replays.

@@ -130,7 +130,7 @@ struct sim_result {
   std::int64_t steps = 0;           ///< Scheduler steps until the workload ended (skipped ones included).
   std::int64_t replayed_steps = 0;  ///< Steps replayed one by one (steps minus fast-forwarded ones).
   std::int64_t finished = 0;        ///< Requests that finished.
-  std::int64_t simulations = 0;     ///< Workloads simulated (1 for `simulate`).
+  std::int64_t simulations = 0;     ///< Workloads covered (1 for `simulate`; twins included, see `worst_case`).
   std::int64_t visits = 0;          ///< Request visits made (scheduled requests over replayed steps).
   bool incomplete = false;          ///< Stopped at `sim_options::max_visits`: the peaks are of a part only.
   /// All requests at once under a running-first scheduler: the largest arrival gap g (steps) for
@@ -642,10 +642,13 @@ class simulator {
     kind_count_ = 0;
     kind_mismatch_ = 0;
     const steady_phase* phases = sd_phases_ ? sd_phases_->phases.data() : nullptr;
-    // Many steady decoders: their pages per table counted by phase, added after the loop.
+    // The steady decodes' pages per table are counted by phase and added after the loop, once
+    // per phase: with many of them, scanning every phase; else those met, listed as met.
     const bool by_phase = phases != nullptr && 2 * kind_count_prev_ >= sd_period_;
-    if (by_phase && sd_hist_.size() != static_cast<std::size_t>(sd_period_))
+    if (phases != nullptr && sd_hist_.size() != static_cast<std::size_t>(sd_period_)) {
       sd_hist_.assign(static_cast<std::size_t>(sd_period_), 0);
+      sd_met_.assign(static_cast<std::size_t>(sd_period_), 0);
+    }
     std::int64_t blocks = live_blocks_;  // (the steady decodes' running sum, peak and counts, in registers)
     std::int64_t peak = result_.peak_blocks;
     std::int64_t steady_count = 0;
@@ -653,7 +656,8 @@ class simulator {
     const std::int64_t* phase_blocks = sd_phases_ ? sd_phases_->blocks.data() : nullptr;
     steady_loop loop{.hot = hot_.data(),
                      .phase_blocks = phase_blocks,
-                     .hist = by_phase ? sd_hist_.data() : nullptr,
+                     .hist = sd_hist_.data(),
+                     .met = sd_met_.data(),
                      .s = s,
                      .a = w_.accepted_tokens,
                      .max_computed = sd_max_computed_,
@@ -675,9 +679,6 @@ class simulator {
           loop.blocks = blocks;
           loop.peak = peak;
           const std::size_t end = by_phase ? steady_run<true>(loop, k) : steady_run<false>(loop, k);
-          if (!by_phase)
-            for (std::size_t j = k; j < end; ++j)
-              add_steady(phases[loop.rho_of(loop.hot[running_[j]].computed - loop.a)], 1);
           steady_count += static_cast<std::int64_t>(end - k);
           mismatch += loop.mismatch;
           loop.mismatch = 0;
@@ -702,12 +703,15 @@ class simulator {
     sd_count_ = steady_count;
     kind_count_ += steady_count;
     kind_mismatch_ += mismatch;
+    const auto add_phase = [&](std::size_t rho) {
+      add_steady(phases[rho], sd_hist_[rho]);
+      sd_hist_[rho] = 0;
+    };
     if (by_phase) {
-      for (std::size_t rho = 0; rho < sd_hist_.size(); ++rho) {
-        if (sd_hist_[rho] == 0) continue;
-        add_steady(phases[rho], sd_hist_[rho]);
-        sd_hist_[rho] = 0;
-      }
+      for (std::size_t rho = 0; rho < sd_hist_.size(); ++rho)
+        if (sd_hist_[rho] != 0) add_phase(rho);
+    } else {
+      for (std::size_t j = 0; j < loop.num_met; ++j) add_phase(sd_met_[j]);
     }
   }
 
@@ -715,7 +719,9 @@ class simulator {
   struct steady_loop {
     sim_hot* hot = nullptr;
     const std::int64_t* phase_blocks = nullptr;
-    std::int64_t* hist = nullptr;
+    std::int64_t* hist = nullptr;  ///< Per phase, the steady decodes of this step.
+    std::uint32_t* met = nullptr;  ///< The phases met this step, in `num_met` (not `ByPhase`).
+    std::size_t num_met = 0;
     std::int64_t s = 0;
     std::int64_t a = 0;
     std::int64_t max_computed = 0;
@@ -731,8 +737,8 @@ class simulator {
     }
   };
   /// The steady decodes of `running_` from its k-th request on, while they are: each adds its
-  /// phase's blocks (the peak after each, in order) and, with `ByPhase`, counts its phase. Returns
-  /// the index after the last one.
+  /// phase's blocks (the peak after each, in order) and counts its phase (listing the phases met
+  /// unless `ByPhase`, which scans them all after). Returns the index after the last one.
   template <bool ByPhase>
   std::size_t steady_run(steady_loop& x, std::size_t k) const {
     const std::size_t n = running_.size();
@@ -745,7 +751,11 @@ class simulator {
       const std::size_t rho = v.rho_of(c);
       v.blocks += v.phase_blocks[rho];
       v.peak = std::max(v.peak, v.blocks);
-      if constexpr (ByPhase) ++v.hist[rho];
+      if constexpr (ByPhase) {
+        ++v.hist[rho];
+      } else if (v.hist[rho]++ == 0) {
+        v.met[v.num_met++] = static_cast<std::uint32_t>(rho);
+      }
       v.budget -= v.s;
       h.computed = c + v.a;
       h.steady_step = v.step;
@@ -1405,7 +1415,8 @@ class simulator {
   std::shared_ptr<const steady_tables> sd_phases_;  ///< Shared by forks and like simulators.
   std::array<std::int64_t, kMaxSimTables> sd_pending_pages_{};  ///< Overlap: due at the next step's top.
   std::int64_t sd_pending_blocks_ = 0;
-  std::vector<std::int64_t> sd_hist_;     ///< Steady decodes of this step by phase (many of them).
+  std::vector<std::int64_t> sd_hist_;     ///< Steady decodes of this step by phase.
+  std::vector<std::uint32_t> sd_met_;     ///< The phases of this step's steady decodes (`sd_hist_` > 0).
   std::int64_t sd_released_through_ = 0;  ///< Steady allocations before this step are released.
   std::int64_t sd_count_ = 0;             ///< Steady decodes in bulk this step.
   std::int64_t kind_count_ = 0;           ///< Requests scheduled as steady decodes this step (either way).
@@ -1534,16 +1545,30 @@ void for_each_workload(const engine_pools& pools, const allocation_policy& p, st
 
 namespace detail {
 /// `simulate_worst_case`'s loop: stops at the visits bound or, with `search.sim.stop_above_*`,
-/// at the first workload past them (`exceeded`).
+/// at the first workload past them (`exceeded`). A staggered workload right after its all-at-once
+/// twin (`for_each_workload`'s order) within that run's `staggered_twin_gap` is that run, step for
+/// step: its peaks, steps and finishes, without a replay (no visits).
 inline sim_result worst_case(const engine_pools& pools, const allocation_policy& p, std::int64_t N, std::int64_t L,
                              std::int64_t s, std::int64_t B, const sim_search& search) {
   sim_result worst;
+  sim_result at_once;  // the last all-at-once run (complete)
   bool first = true;
   detail::for_each_workload(pools, p, N, L, s, B, search, [&](const allocation_policy& v, const sim_workload& w) {
     if (worst.incomplete || worst.exceeded) return;  // the visits bound covers every workload together
-    sim_options o = search.sim;
-    if (o.max_visits > 0) o.max_visits -= worst.visits;
-    const sim_result r = simulate(pools, v, w, o);
+    sim_result r;
+    if (w.arrivals == arrival_pattern::staggered && at_once.staggered_twin_gap > 0 &&
+        w.arrival_gap_steps <= at_once.staggered_twin_gap) {
+      r = at_once;
+      r.replayed_steps = 0;
+      r.visits = 0;
+      r.staggered_twin_gap = 0;
+    } else {
+      sim_options o = search.sim;
+      if (o.max_visits > 0) o.max_visits -= worst.visits;
+      r = simulate(pools, v, w, o);
+    }
+    const bool twin_source = w.arrivals == arrival_pattern::all_at_once && !r.incomplete && !r.exceeded && !r.settled;
+    at_once = twin_source ? r : sim_result{};
     worst.exceeded = r.exceeded;
     if (first) {
       worst.num_groups = r.num_groups;
@@ -1572,7 +1597,9 @@ inline sim_result worst_case(const engine_pools& pools, const allocation_policy&
 /// budget of B tokens: per table the largest peak pages, and the largest peak bytes, blocks and
 /// admission blocks (each of one workload: they need not fall on one step or one workload).
 /// `steps`, `replayed_steps` and `visits` are summed over the simulations, counted in
-/// `simulations`; `search.sim.max_visits` bounds the visits of all of them together (then
+/// `simulations` (a staggered workload that is its all-at-once run step for step, see
+/// `sim_result::staggered_twin_gap`, takes that run's peaks and steps, without visits);
+/// `search.sim.max_visits` bounds the visits of all of them together (then
 /// `incomplete`); with `search.sim.stop_above_*` it stops at the first workload past them
 /// (`exceeded`). Throws as `simulate`.
 inline sim_result simulate_worst_case(const engine_pools& pools, const allocation_policy& p, std::int64_t N,
