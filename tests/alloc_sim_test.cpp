@@ -72,7 +72,7 @@ struct oracle_case {
   std::array<std::int64_t, 6> pages;  // per layer, null page included
   std::uint64_t bytes;
 };
-constexpr oracle_case kOracle[] = {
+constexpr oracle_case kSimOracle[] = {
     {2, 63, 512, 1, 0, {3, 33, 3, 17, 3, 33}, 47'463'104},
     {7, 1000, 8192, 1, 0, {113, 1751, 29, 876, 29, 1751}, 2'295'335'232},
     {64, 8192, 512, 2, 0, {257, 325, 2049, 1161, 2049, 325}, 3'445'390'912},
@@ -114,7 +114,7 @@ std::vector<std::int64_t> oracle_prompts(const oracle_case& c) {
 }
 
 TEST(AllocSim, AgreesWithPythonOracle) {
-  for (const oracle_case& c : kOracle) {
+  for (const oracle_case& c : kSimOracle) {
     SCOPED_TRACE(::testing::Message() << "N=" << c.n << " L=" << c.l << " B=" << c.b << " s=" << c.s
                                       << " first-chunk lookahead " << c.lookahead);
     allocation_policy v = vllm_policy;

@@ -162,7 +162,7 @@ TEST(ArenaLayout, FlashAndProPlansAgreeWithTheLayout) {
       for (const std::int64_t n : {1, 7})
         for (const indexer_format f : {indexer_format::fp8, indexer_format::mxfp4})
           for (const std::uint64_t align : {16u, 256u, 4096u}) {
-            SCOPED_TRACE(testing::Message()
+            SCOPED_TRACE(::testing::Message()
                          << "ctx " << ctx << " n " << n << " fmt " << to_string(f) << " align " << align);
             check_layout(*c, build_arena_layout(*c, options(ctx, n, f), align));
           }
@@ -204,7 +204,7 @@ TEST(ArenaLayout, SmallFlashArenaByHand) {
   };
   for (const auto& [align, total] :
        {std::pair<std::uint64_t, std::uint64_t>{256, 8'333'056}, {16, 8'322'176}, {4096, 8'601'600}}) {
-    SCOPED_TRACE(testing::Message() << "align " << align);
+    SCOPED_TRACE(::testing::Message() << "align " << align);
     const arena_layout a = build_arena_layout(deepseek_v4_flash, options(1, 1), align);
     int regions_seen = 0;
     std::uint64_t payload = 0;

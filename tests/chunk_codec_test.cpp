@@ -121,7 +121,7 @@ TEST(ChunkCodec, Fp8DsMlaRowsMatchTheRowCodec) {
   for (const quant_policy& pol : policies())
     for (input_kind k : kKinds)
       for (int trial = 0; trial < 40; ++trial) {
-        SCOPED_TRACE(testing::Message() << "kind " << static_cast<int>(k) << " trial " << trial);
+        SCOPED_TRACE(::testing::Message() << "kind " << static_cast<int>(k) << " trial " << trial);
         const std::int64_t row = trial % 64;
         const std::vector<bf16> in = make_row(512, k, rng);
         // The oracle: the whole row through the row codec.
@@ -170,7 +170,7 @@ TEST(ChunkCodec, IndexerRowsMatchTheRowCodec) {
       for (const quant_policy& pol : policies())
         for (input_kind k : kKinds)
           for (int trial = 0; trial < 40; ++trial) {
-            SCOPED_TRACE(testing::Message()
+            SCOPED_TRACE(::testing::Message()
                          << to_string(f) << " d " << d << " kind " << static_cast<int>(k) << " trial " << trial);
             const std::int64_t row = (trial * 7) % 64;
             const std::vector<bf16> in = make_row(static_cast<int>(d), k, rng);

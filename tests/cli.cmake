@@ -1,41 +1,31 @@
 # The planner CLI: in-process tests of run_planner, and the built binary run by ctest.
 if(TARGET dsv4-cache-plan)
   find_package(CLI11 REQUIRED)
-  # file_output_test: every kind of target of --svg FILE and golden --out DIR (file_io.hpp), in
-  # process and through both built binaries (as `nobody` in a forked child when run as root).
-  dsv4_cache_add_test(cli_test ${CMAKE_CURRENT_SOURCE_DIR}/cli/cli_test.cpp
-                      ${CMAKE_CURRENT_SOURCE_DIR}/cli/file_output_test.cpp)
-  target_link_libraries(cli_test PRIVATE CLI11::CLI11)
-  target_link_libraries(cli_test PRIVATE dsv4_cache_tools)
-  # The built binaries, run as a user would (exit codes, stdout/stderr separation).
-  target_compile_definitions(cli_test PRIVATE DSV4_PLAN_BIN="$<TARGET_FILE:dsv4-cache-plan>"
-                                              DSV4_LAYOUT_BIN="$<TARGET_FILE:dsv4-cache-layout>")
-  add_dependencies(cli_test dsv4-cache-plan dsv4-cache-layout)
-  # The layout CLI: in-process tests of run_layout, and its built binary.
-  dsv4_cache_add_test(layout_cli_test ${CMAKE_CURRENT_SOURCE_DIR}/cli/layout_cli_test.cpp)
-  target_link_libraries(layout_cli_test PRIVATE CLI11::CLI11 dsv4_cache_tools)
-  target_compile_definitions(layout_cli_test PRIVATE DSV4_LAYOUT_BIN="$<TARGET_FILE:dsv4-cache-layout>")
-  add_dependencies(layout_cli_test dsv4-cache-layout)
-  # The layout contract: describe, fingerprint (against libxxhash), diff, check.
-  # Transfer manifests (issue 46): the merge, vLLM's NIXL rule, the proof on host arenas, the CLI.
-  dsv4_cache_add_test(contract_test ${CMAKE_CURRENT_SOURCE_DIR}/cli/contract_test.cpp
-                      ${CMAKE_CURRENT_SOURCE_DIR}/cli/transfer_test.cpp)
-  target_link_libraries(contract_test PRIVATE CLI11::CLI11 dsv4_cache_tools ${XXHASH_LIBRARY})
-  target_include_directories(contract_test PRIVATE ${XXHASH_INCLUDE_DIR})
-  # Golden pages: in-process tests of run_golden, byte-compared with an independent Python writer
-  # (skipped, saying why, without a Python 3 interpreter).
-  dsv4_cache_add_test(golden_test ${CMAKE_CURRENT_SOURCE_DIR}/cli/golden_test.cpp)
-  target_link_libraries(golden_test PRIVATE CLI11::CLI11 dsv4_cache_tools)
+  # One binary, two unity groups (tests/CMakeLists.txt, dsv4_cache_add_test_suite):
+  # - cli_test: the planner in process and its built binary (exit codes, stdout/stderr separation);
+  #   file_output_test: every kind of target of --svg FILE and golden --out DIR (file_io.hpp), in
+  #   process and through both built binaries (as `nobody` in a forked child when run as root);
+  #   layout_cli_test: run_layout in process and its built binary; contract_test: the layout
+  #   contract (describe, fingerprint against libxxhash, diff, check);
+  # - golden_test: golden pages in process, byte-compared with an independent Python writer
+  #   (skipped, saying why, without a Python 3 interpreter); transfer_test: transfer manifests
+  #   (issue 46: the merge, vLLM's NIXL rule, the proof on host arenas, the CLI); bad_input_test:
+  #   every refusal of the library and the planner (docs/bad-input.md).
+  dsv4_cache_add_test_suite(cli_test GROUP cli/cli_test cli/file_output_test cli/layout_cli_test cli/contract_test
+                            GROUP cli/transfer_test bad_input_test cli/golden_test)
   find_package(Python3 COMPONENTS Interpreter)
   set(dsv4_golden_python "")
   if(Python3_Interpreter_FOUND)
     set(dsv4_golden_python "${Python3_EXECUTABLE}")
   endif()
-  target_compile_definitions(golden_test PRIVATE DSV4_LAYOUT_BIN="$<TARGET_FILE:dsv4-cache-layout>")
-  add_dependencies(golden_test dsv4-cache-layout)
-  target_compile_definitions(golden_test PRIVATE DSV4_PYTHON3="${dsv4_golden_python}"
-                                                 DSV4_GOLDEN_WRITER_PY="${CMAKE_CURRENT_SOURCE_DIR}/golden/fp8_ds_mla_writer.py"
-                                                 DSV4_GOLDEN_WRITERS_PY="${CMAKE_CURRENT_SOURCE_DIR}/golden/golden_writer.py")
+  target_link_libraries(cli_test PRIVATE CLI11::CLI11 dsv4_cache_tools ${XXHASH_LIBRARY})
+  target_include_directories(cli_test PRIVATE ${XXHASH_INCLUDE_DIR})
+  target_compile_definitions(
+    cli_test PRIVATE DSV4_PLAN_BIN="$<TARGET_FILE:dsv4-cache-plan>" DSV4_LAYOUT_BIN="$<TARGET_FILE:dsv4-cache-layout>"
+                     DSV4_PYTHON3="${dsv4_golden_python}"
+                     DSV4_GOLDEN_WRITER_PY="${CMAKE_CURRENT_SOURCE_DIR}/golden/fp8_ds_mla_writer.py"
+                     DSV4_GOLDEN_WRITERS_PY="${CMAKE_CURRENT_SOURCE_DIR}/golden/golden_writer.py")
+  add_dependencies(cli_test dsv4-cache-plan dsv4-cache-layout)
   # dsv4-cache-plan --svg rendered by rsvg-convert (librsvg2-bin): every text box inside the canvas
   # (the width estimate against the ink), bars by cause against --json's breakdown, bar pixels,
   # curve ends against --json, refusals, ticks, the largest N; skipped (77) without rsvg-convert.

@@ -32,7 +32,7 @@
 namespace dsv4::cache {
 namespace {
 
-constexpr std::int64_t kRowsPerPage = 64;
+constexpr std::int64_t kCodecRowsPerPage = 64;
 
 /// Sets flush-to-zero and denormals-are-zero (x86 MXCSR bits 15 and 6; aarch64 FPCR.FZ) for its
 /// lifetime when `on`.
@@ -165,7 +165,7 @@ std::vector<typename F::input_type> inputs(const format_layout& l, std::int64_t 
 }
 
 std::size_t pages_for(std::int64_t count) {
-  return static_cast<std::size_t>((count + kRowsPerPage - 1) / kRowsPerPage);
+  return static_cast<std::size_t>((count + kCodecRowsPerPage - 1) / kCodecRowsPerPage);
 }
 
 /// Checks F's bulk codecs against its scalar codec on `isa`, with FTZ / DAZ set when `ftz`.
@@ -173,7 +173,7 @@ template <row_format F>
 void check_format(host_isa isa, bool ftz) {
   using In = typename F::input_type;
   const format_layout l = test_layout<F>();
-  const auto pb = static_cast<std::size_t>(l.page_bytes(kRowsPerPage));
+  const auto pb = static_cast<std::size_t>(l.page_bytes(kCodecRowsPerPage));
   const std::int64_t count = (65536 + l.values - 1) / l.values;  // every BF16 pattern once
   const std::size_t npages = pages_for(count);
   SCOPED_TRACE(std::string(l.name) + " on " + std::string(to_string(isa)) + (ftz ? " with FTZ/DAZ" : ""));
@@ -187,15 +187,15 @@ void check_format(host_isa isa, bool ftz) {
       std::vector<std::uint8_t> ref(npages * pb, 0x5A);
       std::vector<std::uint8_t> got(npages * pb, 0x5A);
       for (std::int64_t k = 0; k < count; ++k)
-        quantize_row<F>(l, ref.data() + static_cast<std::size_t>(k / kRowsPerPage) * pb, kRowsPerPage, k % kRowsPerPage,
-                        in.data() + k * l.values, p);
+        quantize_row<F>(l, ref.data() + static_cast<std::size_t>(k / kCodecRowsPerPage) * pb, kCodecRowsPerPage,
+                        k % kCodecRowsPerPage, in.data() + k * l.values, p);
       {
         const ftz_daz mode(ftz);
         force_host_isa(isa);
         for (std::size_t pg = 0; pg < npages; ++pg) {
-          const std::int64_t first = static_cast<std::int64_t>(pg) * kRowsPerPage;
-          const std::int64_t n = std::min(kRowsPerPage, count - first);
-          quantize_rows<F>(l, got.data() + pg * pb, kRowsPerPage, 0, n, in.data() + first * l.values, p);
+          const std::int64_t first = static_cast<std::int64_t>(pg) * kCodecRowsPerPage;
+          const std::int64_t n = std::min(kCodecRowsPerPage, count - first);
+          quantize_rows<F>(l, got.data() + pg * pb, kCodecRowsPerPage, 0, n, in.data() + first * l.values, p);
         }
         force_host_isa(std::nullopt);
         EXPECT_EQ(ftz_daz::ftz_set(), ftz) << "the bulk call changed the caller's FTZ mode";
@@ -220,8 +220,8 @@ void check_format(host_isa isa, bool ftz) {
       std::vector<Out> ref(static_cast<std::size_t>(count * l.values));
       std::vector<Out> got(ref.size());
       for (std::int64_t k = 0; k < count; ++k)
-        dequantize_row<F, Out>(l, page.data() + static_cast<std::size_t>(k / kRowsPerPage) * pb, kRowsPerPage,
-                               k % kRowsPerPage, ref.data() + k * l.values);
+        dequantize_row<F, Out>(l, page.data() + static_cast<std::size_t>(k / kCodecRowsPerPage) * pb, kCodecRowsPerPage,
+                               k % kCodecRowsPerPage, ref.data() + k * l.values);
       for (host_store store : {host_store::cached, host_store::streaming}) {
         // Streaming output one value off a 16-byte boundary: the unaligned head and tail too.
         std::vector<Out> buf(got.size() + 1);
@@ -230,9 +230,9 @@ void check_format(host_isa isa, bool ftz) {
           const ftz_daz mode(ftz);
           force_host_isa(isa);
           for (std::size_t pg = 0; pg < npages; ++pg) {
-            const std::int64_t first = static_cast<std::int64_t>(pg) * kRowsPerPage;
-            const std::int64_t n = std::min(kRowsPerPage, count - first);
-            dequantize_rows<F, Out>(l, page.data() + pg * pb, kRowsPerPage, 0, n, dst + first * l.values,
+            const std::int64_t first = static_cast<std::int64_t>(pg) * kCodecRowsPerPage;
+            const std::int64_t n = std::min(kCodecRowsPerPage, count - first);
+            dequantize_rows<F, Out>(l, page.data() + pg * pb, kCodecRowsPerPage, 0, n, dst + first * l.values,
                                     F::default_policy, store);
           }
           force_host_isa(std::nullopt);
@@ -309,16 +309,16 @@ TEST_P(HostCodec, ZeroRowsAtExtremeScalesMatchTheScalarCodec) {
           }
         }
         for (const format_policy& p : pols) {
-          std::vector<std::uint8_t> want(static_cast<std::size_t>(l.page_bytes(kRowsPerPage)), 0);
+          std::vector<std::uint8_t> want(static_cast<std::size_t>(l.page_bytes(kCodecRowsPerPage)), 0);
           std::vector<std::uint8_t> have(want.size(), 0);
-          quantize_row<F>(l, want.data(), kRowsPerPage, 1, row.data(), p);
+          quantize_row<F>(l, want.data(), kCodecRowsPerPage, 1, row.data(), p);
           force_host_isa(GetParam());
-          quantize_rows<F>(l, have.data(), kRowsPerPage, 1, 1, row.data(), p);
+          quantize_rows<F>(l, have.data(), kCodecRowsPerPage, 1, 1, row.data(), p);
           force_host_isa(std::nullopt);
           ASSERT_EQ(have, want) << l.name << " row kind " << kind << " tensor_scale " << p.tensor_scale;
           if (kind > 1) continue;
           std::vector<float> back(n);
-          dequantize_row<F, float>(l, have.data(), kRowsPerPage, 1, back.data(), p);
+          dequantize_row<F, float>(l, have.data(), kCodecRowsPerPage, 1, back.data(), p);
           for (std::size_t i = 0; i < n; ++i)  // (a zero-scale NVFP4 block writes -0 as +0)
             ASSERT_EQ(detail::float_bits(back[i]) & detail::kF32AbsMask, 0U)
                 << l.name << " value " << i << " row kind " << kind;
@@ -332,27 +332,27 @@ TEST_P(HostCodec, ZeroRowsAtExtremeScalesMatchTheScalarCodec) {
 // 2^-120 is 2^-129 (a float subnormal).
 TEST_P(HostCodec, SubnormalScalesAndCodesSurviveFtzDaz) {
   const format_layout mx = formats::v4_indexer_mxfp4::layout;
-  std::vector<std::uint8_t> page(static_cast<std::size_t>(mx.page_bytes(kRowsPerPage)), 0);
-  page[static_cast<std::size_t>(mx.data_offset(kRowsPerPage, 0))] = 0x07;  // value 0: +6, value 1: 0
-  page[static_cast<std::size_t>(mx.scale_offset(kRowsPerPage, 0))] = 0x00;
+  std::vector<std::uint8_t> page(static_cast<std::size_t>(mx.page_bytes(kCodecRowsPerPage)), 0);
+  page[static_cast<std::size_t>(mx.data_offset(kCodecRowsPerPage, 0))] = 0x07;  // value 0: +6, value 1: 0
+  page[static_cast<std::size_t>(mx.scale_offset(kCodecRowsPerPage, 0))] = 0x00;
   std::vector<float> out(static_cast<std::size_t>(mx.values));
   {
     const ftz_daz mode(true);
     force_host_isa(GetParam());
-    dequantize_rows<formats::v4_indexer_mxfp4, float>(mx, page.data(), kRowsPerPage, 0, 1, out.data());
+    dequantize_rows<formats::v4_indexer_mxfp4, float>(mx, page.data(), kCodecRowsPerPage, 0, 1, out.data());
     force_host_isa(std::nullopt);
   }
   EXPECT_EQ(detail::float_bits(out[0]), detail::float_bits(0x1.8p-125f));
 
   const format_layout f8 = formats::v4_fp8_ds_mla::layout;
-  std::vector<std::uint8_t> p8(static_cast<std::size_t>(f8.page_bytes(kRowsPerPage)), 0);
-  p8[static_cast<std::size_t>(f8.data_offset(kRowsPerPage, 0))] = 0x01;
-  p8[static_cast<std::size_t>(f8.scale_offset(kRowsPerPage, 0))] = 7;  // 2^-120
+  std::vector<std::uint8_t> p8(static_cast<std::size_t>(f8.page_bytes(kCodecRowsPerPage)), 0);
+  p8[static_cast<std::size_t>(f8.data_offset(kCodecRowsPerPage, 0))] = 0x01;
+  p8[static_cast<std::size_t>(f8.scale_offset(kCodecRowsPerPage, 0))] = 7;  // 2^-120
   std::vector<float> o8(static_cast<std::size_t>(f8.values));
   {
     const ftz_daz mode(true);
     force_host_isa(GetParam());
-    dequantize_rows<formats::v4_fp8_ds_mla, float>(f8, p8.data(), kRowsPerPage, 0, 1, o8.data());
+    dequantize_rows<formats::v4_fp8_ds_mla, float>(f8, p8.data(), kCodecRowsPerPage, 0, 1, o8.data());
     force_host_isa(std::nullopt);
   }
   EXPECT_EQ(detail::float_bits(o8[0]), detail::float_bits(0x1p-129f));
@@ -627,17 +627,17 @@ TEST(HostIsa, SelectionAndErrors) {
 
 TEST(HostIsa, BulkCallsCheckTheirRows) {
   const format_layout l = formats::v4_fp8_ds_mla::layout;
-  std::vector<std::uint8_t> page(static_cast<std::size_t>(l.page_bytes(kRowsPerPage)), 0);
+  std::vector<std::uint8_t> page(static_cast<std::size_t>(l.page_bytes(kCodecRowsPerPage)), 0);
   std::vector<bf16> in(static_cast<std::size_t>(2 * l.values));
-  EXPECT_THROW(quantize_rows<formats::v4_fp8_ds_mla>(l, page.data(), kRowsPerPage, 63, 2, in.data()),
+  EXPECT_THROW(quantize_rows<formats::v4_fp8_ds_mla>(l, page.data(), kCodecRowsPerPage, 63, 2, in.data()),
                std::invalid_argument);
-  EXPECT_THROW(quantize_rows<formats::v4_fp8_ds_mla>(l, page.data(), kRowsPerPage, -1, 1, in.data()),
+  EXPECT_THROW(quantize_rows<formats::v4_fp8_ds_mla>(l, page.data(), kCodecRowsPerPage, -1, 1, in.data()),
                std::invalid_argument);
   EXPECT_THROW(
-      quantize_rows<formats::v4_fp8_ds_mla>(formats::v4_bf16::layout, page.data(), kRowsPerPage, 0, 1, in.data()),
+      quantize_rows<formats::v4_fp8_ds_mla>(formats::v4_bf16::layout, page.data(), kCodecRowsPerPage, 0, 1, in.data()),
       std::invalid_argument);
   for (std::uint8_t b : page) ASSERT_EQ(b, 0) << "a failed call wrote";
-  EXPECT_THROW(quantize_rows<formats::fp32_state>(formats::fp32_state::layout, page.data(), kRowsPerPage, 0, 1,
+  EXPECT_THROW(quantize_rows<formats::fp32_state>(formats::fp32_state::layout, page.data(), kCodecRowsPerPage, 0, 1,
                                                   reinterpret_cast<const float*>(in.data())),
                std::invalid_argument);
 }

@@ -20,7 +20,7 @@ namespace dsv4::cache {
 namespace {
 using testing::expect_invalid;
 
-constexpr std::uint64_t kGiB = std::uint64_t{1} << 30;
+using testing::kGiB;
 
 TEST(SglangEngine, GeometryOfV4FlashAndPro) {
   const sglang_geometry f = sglang_geometry_of(deepseek_v4_flash, false);

@@ -15,6 +15,9 @@
 
 namespace dsv4::cache::testing {
 
+/// One GiB in bytes (2^30), the unit of the tests' memory budgets.
+inline constexpr std::uint64_t kGiB = std::uint64_t{1} << 30;
+
 /// `o` in the library's own pools (one pool per group): the per-group formula the hand sums of
 /// the memory-plan tests check, whatever the engine's pool structure.
 constexpr plan_options own(plan_options o = {}) {

@@ -21,7 +21,7 @@ namespace dsv4::cache {
 namespace {
 using testing::expect_invalid;
 
-constexpr std::uint64_t kGiB = std::uint64_t{1} << 30;
+using testing::kGiB;
 
 // The hand sums below, unless a test says otherwise, are the pin's (tokenspeed@f4d8ec6e); those of
 // the release (tokenspeed 0.1.1, the default) are in the tests named Release011.

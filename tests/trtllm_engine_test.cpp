@@ -25,7 +25,7 @@ namespace {
 using testing::expect_invalid;
 
 constexpr std::uint64_t kMiB = std::uint64_t{1} << 20;
-constexpr std::uint64_t kGiB = std::uint64_t{1} << 30;
+using testing::kGiB;
 
 constexpr trtllm_options opts(std::int64_t max_seq_len, std::int64_t max_batch_size) {
   trtllm_options o;
@@ -211,7 +211,7 @@ TEST(TrtllmEngine, StaleAndScratchBlocks) {
   EXPECT_EQ(trtllm_scratch_blocks(128, 131071, 131072, 128), 0);
 }
 
-struct oracle_case {
+struct trtllm_oracle_case {
   const char* name;
   const model_config* model;
   std::uint64_t quota;
@@ -224,7 +224,7 @@ struct oracle_case {
 // Each row: python3 tests/oracle/trtllm_oracle.py CONFIG --sm 90 --kv-dtype fp8_ds_mla
 //   --budget-bytes QUOTA --max-seq-len S --max-batch-size B [--no-scratch]
 // lines granularity, min_quota, effective_quota, min_slots, typical_slots, blocks.
-const oracle_case kOracleCases[] = {
+const trtllm_oracle_case kOracleCases[] = {
     // F --budget-bytes 1073741824 --max-seq-len 131072 --max-batch-size 64: below the minimum, pinned.
     {"flash_1GiB",
      &deepseek_v4_flash,
@@ -373,7 +373,7 @@ const oracle_case kOracleCases[] = {
 };
 
 TEST(TrtllmEngine, SizingAgreesWithTheOracle) {
-  for (const oracle_case& c : kOracleCases) {
+  for (const trtllm_oracle_case& c : kOracleCases) {
     SCOPED_TRACE(c.name);
     trtllm_options o = opts(c.max_seq_len, c.max_batch_size);
     o.swa_scratch_reuse = c.scratch;

@@ -20,7 +20,7 @@ namespace dsv4::cache {
 namespace {
 using testing::expect_invalid;
 
-constexpr std::uint64_t kGiB = std::uint64_t{1} << 30;
+using testing::kGiB;
 
 engine_pools vllm_pools(const model_config& m, plan_options o) { return plan_pools(m, plan_cache_specs(m, o), o); }
 

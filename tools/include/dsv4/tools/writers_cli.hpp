@@ -284,7 +284,10 @@ inline std::string writers_text(const nlohmann::ordered_json& j) {
       s += fmt::format("  {} vs {}:\n", a, b);
       const auto list = [](const nlohmann::ordered_json& v) {
         std::string t;
-        for (const auto& x : v) t += (t.empty() ? "" : " ") + x.get<std::string>();
+        for (const auto& x : v) {
+          if (!t.empty()) t += ' ';
+          t += x.get<std::string>();
+        }
         return t;
       };
       for (const auto& r : d["rules"]) {
