@@ -227,24 +227,38 @@ TEST(AllocSim, CandidatePrompts) {
 namespace dsv4::cache {
 namespace {
 
+/// The random deployments of the replay's property tests: a 64-bit LCG (the same sequence on
+/// every platform and standard library), uniform in [lo, hi]; a model of V4-Flash, V4-Pro and
+/// V4.1-Flash; an allocation preset of vLLM and tokenspeed's two.
+struct seeded_pick {
+  std::uint64_t x;
+  std::int64_t operator()(std::int64_t lo, std::int64_t hi) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    return lo + static_cast<std::int64_t>((x >> 33) % static_cast<std::uint64_t>(hi - lo + 1));
+  }
+  const model_config& model() {
+    static constexpr std::array<const model_config*, 3> kModels = {&deepseek_v4_flash, &deepseek_v4_pro,
+                                                                   &deepseek_v4_1_flash};
+    return *kModels[static_cast<std::size_t>((*this)(0, 2))];
+  }
+  allocation_policy preset() {
+    const std::array<allocation_policy, 3> presets = {vllm_policy, tokenspeed_policy, tokenspeed_default_policy};
+    return presets[static_cast<std::size_t>((*this)(0, 2))];
+  }
+};
+
 // The fast replay (memoized page-boundary crossings, fast-forward, released-prefix flags) against
 // the exact step-by-step replay (`fast_forward = false`, what --simulate's reference is) on the
 // engines' own pool structures: seeded random workloads, every peak equal.
 TEST(AllocSimFast, RandomWorkloadsHaveTheReferencePeaks) {
-  std::uint64_t x = 0x5eed41ULL;
-  const auto pick = [&](std::int64_t lo, std::int64_t hi) {  // uniform in [lo, hi]
-    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-    return lo + static_cast<std::int64_t>((x >> 33) % static_cast<std::uint64_t>(hi - lo + 1));
-  };
-  const std::array<const model_config*, 3> models = {&deepseek_v4_flash, &deepseek_v4_pro, &deepseek_v4_1_flash};
-  const std::array<allocation_policy, 3> presets = {vllm_policy, tokenspeed_policy, tokenspeed_default_policy};
+  seeded_pick pick{0x5eed41ULL};
   std::int64_t skipped = 0;
   int compared = 0;
   int refused = 0;
   for (int k = 0; k < 400; ++k) {
-    const model_config& m = *models[static_cast<std::size_t>(pick(0, 2))];
+    const model_config& m = pick.model();
     plan_options o;
-    o.policy = presets[static_cast<std::size_t>(pick(0, 2))];
+    o.policy = pick.preset();
     o.policy.overlap = pick(0, 1) == 1;
     o.pools = pick(0, 3) == 0 ? pools_choice::own : pools_choice::engine;
     o.tokens_per_step = pick(1, 4);
@@ -298,19 +312,13 @@ TEST(AllocSimFast, RandomWorkloadsHaveTheReferencePeaks) {
 // requests (the bulk path's histogram runs from period / 2 steady decoders on), every field of the
 // result equal, the visits and replayed steps included (the fit searches' work limit counts them).
 TEST(AllocSimFast, SteadyDecodersInBulkAreTheSameRun) {
-  std::uint64_t x = 0x57eadd0ULL;
-  const auto pick = [&](std::int64_t lo, std::int64_t hi) {  // uniform in [lo, hi]
-    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-    return lo + static_cast<std::int64_t>((x >> 33) % static_cast<std::uint64_t>(hi - lo + 1));
-  };
-  const std::array<const model_config*, 3> models = {&deepseek_v4_flash, &deepseek_v4_pro, &deepseek_v4_1_flash};
-  const std::array<allocation_policy, 3> presets = {vllm_policy, tokenspeed_policy, tokenspeed_default_policy};
+  seeded_pick pick{0x57eadd0ULL};
   int compared = 0;
   std::int64_t bulk_visits = 0;
   for (int k = 0; k < 160; ++k) {
-    const model_config& m = *models[static_cast<std::size_t>(pick(0, 2))];
+    const model_config& m = pick.model();
     plan_options o;
-    o.policy = presets[static_cast<std::size_t>(pick(0, 2))];
+    o.policy = pick.preset();
     o.policy.overlap = pick(0, 1) == 1;
     o.pools = pick(0, 3) == 0 ? pools_choice::own : pools_choice::engine;
     o.tokens_per_step = pick(1, 3);
@@ -370,19 +378,13 @@ TEST(AllocSimFast, SteadyDecodersInBulkAreTheSameRun) {
 // makes the staggered run with gap g (and any smaller one) the same run, with the same peaks, the
 // step-by-step reference's; seeded random workloads under the running-first schedulers.
 TEST(AllocSimFast, StaggeredTwinHasTheAllAtOncePeaks) {
-  std::uint64_t x = 0x7a1541ULL;
-  const auto pick = [&](std::int64_t lo, std::int64_t hi) {  // uniform in [lo, hi]
-    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-    return lo + static_cast<std::int64_t>((x >> 33) % static_cast<std::uint64_t>(hi - lo + 1));
-  };
-  const std::array<const model_config*, 3> models = {&deepseek_v4_flash, &deepseek_v4_pro, &deepseek_v4_1_flash};
-  const std::array<allocation_policy, 3> presets = {vllm_policy, tokenspeed_policy, tokenspeed_default_policy};
+  seeded_pick pick{0x7a1541ULL};
   int twins = 0;
   int others = 0;
   for (int k = 0; k < 300; ++k) {
-    const model_config& m = *models[static_cast<std::size_t>(pick(0, 2))];
+    const model_config& m = pick.model();
     plan_options o;
-    o.policy = presets[static_cast<std::size_t>(pick(0, 2))];
+    o.policy = pick.preset();
     o.policy.overlap = pick(0, 1) == 1;
     o.pools = pick(0, 3) == 0 ? pools_choice::own : pools_choice::engine;
     o.tokens_per_step = pick(1, 4);
@@ -444,18 +446,12 @@ TEST(AllocSimFast, StaggeredTwinHasTheAllAtOncePeaks) {
 // (detail::worst_case) instead of replaying it: the same answer as replaying every workload of
 // detail::for_each_workload one by one; seeded random deployments.
 TEST(AllocSimFast, WorstCaseTakesStaggeredTwinsFromTheirAllAtOnceRuns) {
-  std::uint64_t x = 0x5eed7417ULL;
-  const auto pick = [&](std::int64_t lo, std::int64_t hi) {  // uniform in [lo, hi]
-    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-    return lo + static_cast<std::int64_t>((x >> 33) % static_cast<std::uint64_t>(hi - lo + 1));
-  };
-  const std::array<const model_config*, 3> models = {&deepseek_v4_flash, &deepseek_v4_pro, &deepseek_v4_1_flash};
-  const std::array<allocation_policy, 3> presets = {vllm_policy, tokenspeed_policy, tokenspeed_default_policy};
+  seeded_pick pick{0x5eed7417ULL};
   int reused = 0;
   for (int k = 0; k < 60; ++k) {
-    const model_config& m = *models[static_cast<std::size_t>(pick(0, 2))];
+    const model_config& m = pick.model();
     plan_options o;
-    o.policy = presets[static_cast<std::size_t>(pick(0, 2))];
+    o.policy = pick.preset();
     o.policy.overlap = pick(0, 1) == 1;
     o.pools = pick(0, 3) == 0 ? pools_choice::own : pools_choice::engine;
     o.tokens_per_step = pick(1, 3);
@@ -512,18 +508,12 @@ TEST(AllocSimFast, WorstCaseTakesStaggeredTwinsFromTheirAllAtOnceRuns) {
 // resumed, the request search's probes) is the run from step 0: every peak, step and replayed
 // step the same; seeded random workloads, every arrival pattern, both replays.
 TEST(AllocSimFast, ResumedForkIsTheRunFromStepZero) {
-  std::uint64_t x = 0xf04c41ULL;
-  const auto pick = [&](std::int64_t lo, std::int64_t hi) {  // uniform in [lo, hi]
-    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-    return lo + static_cast<std::int64_t>((x >> 33) % static_cast<std::uint64_t>(hi - lo + 1));
-  };
-  const std::array<const model_config*, 3> models = {&deepseek_v4_flash, &deepseek_v4_pro, &deepseek_v4_1_flash};
-  const std::array<allocation_policy, 3> presets = {vllm_policy, tokenspeed_policy, tokenspeed_default_policy};
+  seeded_pick pick{0xf04c41ULL};
   std::array<int, 3> resumed{};
   for (int k = 0; k < 300; ++k) {
-    const model_config& m = *models[static_cast<std::size_t>(pick(0, 2))];
+    const model_config& m = pick.model();
     plan_options o;
-    o.policy = presets[static_cast<std::size_t>(pick(0, 2))];
+    o.policy = pick.preset();
     o.policy.overlap = pick(0, 1) == 1;
     o.pools = pick(0, 3) == 0 ? pools_choice::own : pools_choice::engine;
     o.tokens_per_step = pick(1, 4);
@@ -584,19 +574,13 @@ TEST(AllocSimFast, ResumedForkIsTheRunFromStepZero) {
 // fork_kind::context, resumed_context: the context search's probes) has the peaks and steps of
 // the run from step 0; seeded random workloads, every arrival pattern, both replays.
 TEST(AllocSimFast, ResumedContextForkHasThePeaksOfTheRunFromStepZero) {
-  std::uint64_t x = 0xc0e741ULL;
-  const auto pick = [&](std::int64_t lo, std::int64_t hi) {  // uniform in [lo, hi]
-    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-    return lo + static_cast<std::int64_t>((x >> 33) % static_cast<std::uint64_t>(hi - lo + 1));
-  };
-  const std::array<const model_config*, 3> models = {&deepseek_v4_flash, &deepseek_v4_pro, &deepseek_v4_1_flash};
-  const std::array<allocation_policy, 3> presets = {vllm_policy, tokenspeed_policy, tokenspeed_default_policy};
+  seeded_pick pick{0xc0e741ULL};
   std::array<int, 3> resumed{};
   int refused = 0;
   for (int k = 0; k < 400; ++k) {
-    const model_config& m = *models[static_cast<std::size_t>(pick(0, 2))];
+    const model_config& m = pick.model();
     plan_options o;
-    o.policy = presets[static_cast<std::size_t>(pick(0, 2))];
+    o.policy = pick.preset();
     o.policy.overlap = pick(0, 1) == 1;
     o.pools = pick(0, 3) == 0 ? pools_choice::own : pools_choice::engine;
     o.tokens_per_step = pick(1, 4);
@@ -662,19 +646,13 @@ TEST(AllocSimFast, ResumedContextForkHasThePeaksOfTheRunFromStepZero) {
 // a parent arena's pages of every table, own pools' bytes; seeded random workloads, every arrival
 // pattern, both replays.
 TEST(AllocSimFast, SettledRunHasTheWholeRunsBoundPeak) {
-  std::uint64_t x = 0x5e7741ULL;
-  const auto pick = [&](std::int64_t lo, std::int64_t hi) {  // uniform in [lo, hi]
-    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-    return lo + static_cast<std::int64_t>((x >> 33) % static_cast<std::uint64_t>(hi - lo + 1));
-  };
-  const std::array<const model_config*, 3> models = {&deepseek_v4_flash, &deepseek_v4_pro, &deepseek_v4_1_flash};
-  const std::array<allocation_policy, 3> presets = {vllm_policy, tokenspeed_policy, tokenspeed_default_policy};
+  seeded_pick pick{0x5e7741ULL};
   std::array<int, 3> settled{};
   std::int64_t saved = 0;
   for (int k = 0; k < 500; ++k) {
-    const model_config& m = *models[static_cast<std::size_t>(pick(0, 2))];
+    const model_config& m = pick.model();
     plan_options o;
-    o.policy = presets[static_cast<std::size_t>(pick(0, 2))];
+    o.policy = pick.preset();
     o.policy.overlap = pick(0, 1) == 1;
     o.pools = pick(0, 3) == 0 ? pools_choice::own : pools_choice::engine;
     o.tokens_per_step = pick(1, 4);
@@ -832,11 +810,7 @@ TEST(AllocSimFast, FitSearchesAnswerAsWholeWorstCases) {
 // per N the critical workloads wrongly passed. The cheap probe is a necessary condition that a
 // failing whole probe tightens (its failing workload becomes critical), as in `fit_prober`.
 TEST(AllocSimFast, BracketedSearchHasTheAnswerOfTheWholeProbes) {
-  std::uint64_t x = 0xb7ac4e7ULL;
-  const auto pick = [&](std::int64_t lo, std::int64_t hi) {  // uniform in [lo, hi]
-    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-    return lo + static_cast<std::int64_t>((x >> 33) % static_cast<std::uint64_t>(hi - lo + 1));
-  };
+  seeded_pick pick{0xb7ac4e7ULL};
   for (int k = 0; k < 2000; ++k) {
     const std::int64_t top = pick(1, k % 2 == 0 ? 40 : 5000);
     const std::int64_t answer = pick(0, top);    // the largest N that fits (0: none)

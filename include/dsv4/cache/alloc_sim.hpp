@@ -1544,6 +1544,14 @@ void for_each_workload(const engine_pools& pools, const allocation_policy& p, st
 }  // namespace detail
 
 namespace detail {
+/// Whether workload `w` is staggered by a gap within `at_once.staggered_twin_gap`: then, with every
+/// other input the same (the caller's check) and `at_once` complete, its run is `at_once` step
+/// for step (`sim_result::staggered_twin_gap`). Shared by `simulate_worst_case` and the fit probes.
+[[nodiscard]] constexpr bool staggered_within_twin_gap(const sim_workload& w, const sim_result& at_once) noexcept {
+  return w.arrivals == arrival_pattern::staggered && at_once.staggered_twin_gap > 0 &&
+         w.arrival_gap_steps <= at_once.staggered_twin_gap;
+}
+
 /// `simulate_worst_case`'s loop: stops at the visits bound or, with `search.sim.stop_above_*`,
 /// at the first workload past them (`exceeded`). A staggered workload right after its all-at-once
 /// twin (`for_each_workload`'s order) within that run's `staggered_twin_gap` is that run, step for
@@ -1556,8 +1564,7 @@ inline sim_result worst_case(const engine_pools& pools, const allocation_policy&
   detail::for_each_workload(pools, p, N, L, s, B, search, [&](const allocation_policy& v, const sim_workload& w) {
     if (worst.incomplete || worst.exceeded) return;  // the visits bound covers every workload together
     sim_result r;
-    if (w.arrivals == arrival_pattern::staggered && at_once.staggered_twin_gap > 0 &&
-        w.arrival_gap_steps <= at_once.staggered_twin_gap) {
+    if (staggered_within_twin_gap(w, at_once)) {
       r = at_once;
       r.replayed_steps = 0;
       r.visits = 0;
@@ -1902,11 +1909,10 @@ class fit_prober {
   [[nodiscard]] static const sim_result* staggered_twin(
       const std::vector<item>& all, std::size_t i, const std::vector<std::pair<std::size_t, sim_result>>& at_once) {
     const item& x = all[i];
-    if (x.w.arrivals != arrival_pattern::staggered) return nullptr;
     for (const auto& [j, r] : at_once) {
       const workload_key& k = all[j].key;
       if (k.variant == x.key.variant && k.accepted == x.key.accepted && k.prompt == x.key.prompt &&
-          x.w.arrival_gap_steps <= r.staggered_twin_gap)
+          staggered_within_twin_gap(x.w, r))
         return &r;
     }
     return nullptr;
