@@ -160,6 +160,9 @@ require_compiler() {
 }
 
 sanitizer_flags="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -D_GLIBCXX_ASSERTIONS"
+# The sanitizer builds (asan, fuzz) keep line tables only: a report's stack names file and line;
+# full debug info (RelWithDebInfo's -g) only made the builds slower.
+sanitizer_build_type_flags="-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -gline-tables-only -DNDEBUG"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_string_checks=1:check_initialization_order=1:detect_stack_use_after_return=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
@@ -209,11 +212,9 @@ for stage in $stages; do
       ;;
     asan)
       begin asan "clang++ ASan+UBSan build, host tests without sweep/grid/gpu/packaging [$build-asan]"
-      # -gline-tables-only: a sanitizer report's stack names file and line; full debug info only
-      # made the build slower.
       CXX=clang++ cmake -S . -B "$build-asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDSV4_CACHE_ENABLE_CUDA=OFF \
         -DDSV4_CACHE_BUILD_EXAMPLES=OFF -DDSV4_CACHE_HEADER_CHECK=OFF \
-        "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -gline-tables-only -DNDEBUG" \
+        "$sanitizer_build_type_flags" \
         "-DCMAKE_CXX_FLAGS=$sanitizer_flags" "-DCMAKE_EXE_LINKER_FLAGS=$sanitizer_flags"
       require_compiler "$build-asan" Clang
       cmake --build "$build-asan" -j "$jobs"
@@ -262,7 +263,7 @@ for stage in $stages; do
     fuzz)
       begin fuzz "libFuzzer targets, ${fuzz_seconds} s each [$build-fuzz]"
       CXX=clang++ cmake -S . -B "$build-fuzz" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDSV4_CACHE_FUZZ=ON \
-        "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -gline-tables-only -DNDEBUG" \
+        "$sanitizer_build_type_flags" \
         -DDSV4_CACHE_BUILD_TESTS=OFF -DDSV4_CACHE_BUILD_EXAMPLES=OFF -DDSV4_CACHE_ENABLE_CUDA=OFF -DDSV4_CACHE_INSTALL=OFF
       require_compiler "$build-fuzz" Clang
       cmake --build "$build-fuzz" -j "$jobs"
