@@ -641,6 +641,78 @@ TEST(AllocSimFast, ResumedContextForkHasThePeaksOfTheRunFromStepZero) {
   for (const int c : resumed) EXPECT_GE(c, 40) << refused << " refused";
 }
 
+// The context search's probes stop once settled (sim_options::stop_when_settled) and resume the
+// next, longer context from their fork: the resumed run, stopped once settled too, has the bound
+// peak of the whole run of the longer context from step 0 (a shared pool's blocks and admission
+// blocks, a parent arena's pages of every table, own pools' bytes). The settle bounds are the
+// longer context's, not the fork's (a table grows to cover at most L - 2 + s + lookahead).
+TEST(AllocSimFast, ResumedContextForkOfASettledRunHasTheBoundPeak) {
+  seeded_pick pick{0x5e7c0eULL};
+  int resumed = 0;
+  for (int k = 0; k < 500; ++k) {
+    const model_config& m = pick.model();
+    plan_options o;
+    o.policy = pick.preset();
+    o.policy.overlap = pick(0, 1) == 1;
+    o.pools = pick(0, 3) == 0 ? pools_choice::own : pools_choice::engine;
+    o.tokens_per_step = pick(1, 4);
+    o.context_tokens = std::max(o.tokens_per_step, pick(0, 3) == 0 ? pick(2, 600) : pick(600, 5000));
+    o.prefill_chunk_tokens = std::max(o.tokens_per_step, pick(0, 1) == 0 ? pick(1, 300) : pick(300, 2000));
+    o.max_running_requests = 160;
+    const memory_plan plan = build_memory_plan(m, o);
+    const policy_variants vs = concrete_variants(o.policy);
+    allocation_policy v = vs.items[static_cast<std::size_t>(pick(0, vs.count - 1))];
+    v.overlap = o.policy.overlap;
+    const std::int64_t n = pick(1, 40);
+    sim_workload w{.requests = n,
+                   .context_tokens = o.context_tokens,
+                   .tokens_per_step = o.tokens_per_step,
+                   .step_budget_tokens = o.prefill_chunk_tokens,
+                   .prompt_tokens = pick(1, std::min<std::int64_t>(o.context_tokens - 1, 700)),
+                   .accepted_tokens = pick(1, o.tokens_per_step),
+                   .arrivals = static_cast<arrival_pattern>(pick(0, 2)),
+                   .arrival_gap_steps = pick(1, 7),
+                   .completions = 0,
+                   .max_running = pick(0, 2) == 0 ? pick(1, 60) : 0};
+    const std::int64_t longer = w.context_tokens + pick(0, 3) * pick(0, 3000);
+    const std::string what =
+        fmt::format("case {}: {} {} overlap={} pools={} N={} L={} -> {} s={} B={} P={} a={} arr={} gap={} cap={}", k,
+                    m.name.view(), v.engine, v.overlap, to_string(plan.pools.structure), n, w.context_tokens, longer,
+                    w.tokens_per_step, w.step_budget_tokens, w.prompt_tokens, w.accepted_tokens, to_string(w.arrivals),
+                    w.arrival_gap_steps, w.max_running);
+    for (const bool ff : {false, true}) {
+      const sim_options settle{.fast_forward = ff, .stop_when_settled = true};
+      std::optional<detail::simulator> fork;
+      sim_workload wl = w;
+      wl.context_tokens = longer;
+      sim_result whole;
+      try {
+        detail::simulator first(plan.pools, v, w, settle);
+        first.keep_fork(&fork, detail::fork_kind::context);
+        (void)first.run();
+        whole = simulate(plan.pools, v, wl, {.fast_forward = ff});
+      } catch (const std::invalid_argument&) {
+        break;  // a workload the simulator refuses (no progress): not a case
+      }
+      if (!fork) continue;
+      std::optional<detail::simulator> next = fork->resumed_context(longer, plan.pools, settle);
+      if (!next) continue;  // the longer context changes a table's rules
+      ++resumed;
+      const sim_result r = next->run();
+      ASSERT_FALSE(r.exceeded || r.incomplete) << what;
+      ASSERT_EQ(r.peak_admission_blocks, whole.peak_admission_blocks) << what << " ff " << ff;
+      if (plan.pools.structure == &vllm_shared_block_pool) {
+        ASSERT_EQ(r.peak_blocks, whole.peak_blocks) << what << " ff " << ff;
+      } else if (plan.pools.structure == &tokenspeed_parent_arena) {
+        ASSERT_EQ(r.peak_pages, whole.peak_pages) << what << " ff " << ff;
+      } else {
+        ASSERT_EQ(r.peak_bytes, whole.peak_bytes) << what << " ff " << ff;
+      }
+    }
+  }
+  EXPECT_GE(resumed, 200);
+}
+
 // A run stopped once settled (sim_options::stop_when_settled: no later step can raise the peak a
 // capacity bounds) has that peak of the whole run: a shared pool's blocks (and admission blocks),
 // a parent arena's pages of every table, own pools' bytes; seeded random workloads, every arrival
