@@ -152,16 +152,10 @@ plan_options short_context() {
 
 #ifdef DSV4_HAS_PLANNER
 /// run_planner on `args`: exit code, stdout, stderr.
-struct cli_result {
-  int rc;
-  std::string out;
-  std::string err;
-};
+using cli_result = dsv4::cache::testing::cli_run;
 cli_result run_cli(const std::vector<std::string>& args) {
-  std::ostringstream out;
-  std::ostringstream err;
-  const int rc = cli::run_planner(args, out, err);
-  return {rc, out.str(), err.str()};
+  return dsv4::cache::testing::run_in_process(
+      [&](std::ostream& out, std::ostream& err) { return cli::run_planner(args, out, err); });
 }
 #endif  // DSV4_HAS_PLANNER
 
@@ -779,7 +773,7 @@ TEST(BadInput, BudgetZero) {
 TEST(BadInput, BudgetCliMemoryGib) {
   for (const char* gib : {"0", "-1", "1e300", "17179869184", "1e-308"}) {
     const cli_result r = run_cli({"--memory-gib", gib});
-    EXPECT_EQ(r.rc, 2) << gib;
+    EXPECT_EQ(r.code, 2) << gib;
     EXPECT_EQ(r.out, "") << gib;
     EXPECT_NE(r.err.find("--memory-gib must be at least 1 byte (2^-30 GiB) and below 2^34 GiB (2^64 bytes)"),
               std::string::npos)
@@ -787,7 +781,7 @@ TEST(BadInput, BudgetCliMemoryGib) {
   }
   for (const char* gib : {"nan", "inf", "0x10", ""}) {  // not plain decimal: refused before conversion
     const cli_result r = run_cli({"--memory-gib", gib});
-    EXPECT_EQ(r.rc, 2) << gib;
+    EXPECT_EQ(r.code, 2) << gib;
     EXPECT_EQ(r.out, "") << gib;
     EXPECT_NE(r.err.find("--memory-gib: "), std::string::npos) << gib << ": " << r.err;
   }
@@ -795,7 +789,7 @@ TEST(BadInput, BudgetCliMemoryGib) {
 
 TEST(BadInput, BudgetCliJustBelow2e64Bytes) {
   const cli_result r = run_cli({"--memory-gib", "17179869183", "--json"});
-  ASSERT_EQ(r.rc, 0) << r.err;
+  ASSERT_EQ(r.code, 0) << r.err;
   const json j = json::parse(r.out);
   // 17,179,869,183 GiB = (2^34 - 1) x 2^30 B = 2^64 - 2^30 = 18,446,744,073,709,551,616 - 1,073,741,824.
   EXPECT_EQ(j["plan"]["budget_bytes"].get<std::uint64_t>(), 18'446'744'072'635'809'792U);
@@ -818,7 +812,7 @@ TEST(BadInput, CliBadArguments) {
                                                        {"--config", (kData / "missing.json").string()}};
   for (const auto& args : cases) {
     const cli_result r = run_cli(args);
-    EXPECT_EQ(r.rc, 2) << args[0];
+    EXPECT_EQ(r.code, 2) << args[0];
     EXPECT_EQ(r.out, "") << args[0];
     EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;
   }
@@ -827,7 +821,7 @@ TEST(BadInput, CliBadArguments) {
 /// Runs the planner on `args`, expecting exit 2, nothing on stdout and one stderr line holding every `parts`.
 void expect_cli_error(const std::vector<std::string>& args, const std::vector<std::string>& parts) {
   const cli_result r = run_cli(args);
-  EXPECT_EQ(r.rc, 2) << args[0] << " " << r.err;
+  EXPECT_EQ(r.code, 2) << args[0] << " " << r.err;
   EXPECT_EQ(r.out, "") << args[0];
   EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;
   for (const std::string& p : parts) EXPECT_NE(r.err.find(p), std::string::npos) << "'" << p << "' in: " << r.err;

@@ -21,6 +21,7 @@
 #include "dsv4/cache/config_json.hpp"
 #include "dsv4/cache/slot_work.hpp"
 #include "dsv4/tools/planner_cli.hpp"
+#include "test_util.hpp"
 
 namespace {
 
@@ -214,21 +215,15 @@ TEST(FormatLanes, PoolChecks) {
 
 // ---------------------------------------------------------------- planner flags and V3.2
 
-struct cli_out {
-  int rc;
-  std::string out;
-  std::string err;
-};
+using cli_out = dsv4::cache::testing::cli_run;
 cli_out plan(const std::vector<std::string>& args) {
-  std::ostringstream out;
-  std::ostringstream err;
-  const int rc = cli::run_planner(args, out, err);
-  return {rc, out.str(), err.str()};
+  return dsv4::cache::testing::run_in_process(
+      [&](std::ostream& out, std::ostream& err) { return cli::run_planner(args, out, err); });
 }
 json plan_json(std::vector<std::string> args) {
   args.emplace_back("--json");
   const cli_out r = plan(args);
-  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.code, 0) << r.err;
   return json::parse(r.out);
 }
 const json& group(const json& j, const std::string& id) {
@@ -281,19 +276,19 @@ TEST(FormatFlags, VllmPoolsRefuseFormatsVllmDoesNotWrite) {
   // _resolve_dsv4_kv_cache_dtype) and index keys as 132-B FP8 or 68-B MXFP4 rows: other formats are
   // refused under its pool (exit 2, naming the format, the group and the way out), not silently priced.
   const cli_out footer = plan({"--kv-format", "v4.fp8_ds_mla.footer"});
-  EXPECT_EQ(footer.rc, 2);
+  EXPECT_EQ(footer.code, 2);
   EXPECT_TRUE(footer.out.empty());
   for (const char* part : {"row format 'v4.fp8_ds_mla.footer' of v4.swa_kv", "fp8_ds_mla layout", "--pools own"})
     EXPECT_NE(footer.err.find(part), std::string::npos) << footer.err;
   // (On a Blackwell GPU: on Hopper vLLM refuses MXFP4 index keys before any pool, cli_test.)
   const cli_out keys = plan({"--indexer-format", "v4.indexer_mxfp4_in_fp8_slot", "--gpu", "b200"});
-  EXPECT_EQ(keys.rc, 2);
+  EXPECT_EQ(keys.code, 2);
   EXPECT_NE(keys.err.find("v4.c4a.compressed_kv[1]"), std::string::npos) << keys.err;
   // tokenspeed's arena stores v4.fp8_ds_mla KV rows only; its own pools take any registered format.
   const cli_out ts = plan({"--kv-format", "v4.fp8_ds_mla.footer", "--engine", "tokenspeed"});
-  EXPECT_EQ(ts.rc, 2);
+  EXPECT_EQ(ts.code, 2);
   EXPECT_NE(ts.err.find("tokenspeed's V4 recipe stores KV rows as v4.fp8_ds_mla only"), std::string::npos) << ts.err;
-  EXPECT_EQ(plan({"--kv-format", "v4.fp8_ds_mla.footer", "--engine", "tokenspeed", "--pools", "own"}).rc, 0);
+  EXPECT_EQ(plan({"--kv-format", "v4.fp8_ds_mla.footer", "--engine", "tokenspeed", "--pools", "own"}).code, 0);
 }
 
 TEST(DeepseekV32, PresetEqualsTheConfig) {
@@ -364,7 +359,7 @@ TEST(DeepseekV32, PlanAtOrAboveTheSimulatedPeak) {
 
 TEST(DeepseekV32, TextOutput) {
   const cli_out r = plan({"--preset", "v3.2", "--context", "4096", "--verbose"});
-  ASSERT_EQ(r.rc, 0) << r.err;
+  ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("DeepSeek-V3.2: 61 layers + 1 MTP, head_dim 576 (512 NoPE + 64 RoPE)"), std::string::npos);
   EXPECT_NE(r.out.find("sliding_window none"), std::string::npos);
   EXPECT_NE(r.out.find("main layers: 61 MLA; MTP layers: 1 MLA"), std::string::npos);

@@ -8,12 +8,31 @@
 #include <cstdint>
 #include <filesystem>
 #include <initializer_list>
+#include <sstream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "dsv4/cache/memory_plan.hpp"
 
 namespace dsv4::cache::testing {
+
+/// A command line run in process: its exit code and what it wrote to stdout and stderr.
+struct cli_run {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+/// `cli_main(out, err)` (a call of the tools' run_planner, run_layout or run_golden: its exit
+/// code) with both streams captured.
+template <class Main>
+cli_run run_in_process(Main&& cli_main) {
+  std::ostringstream out;
+  std::ostringstream err;
+  const int code = cli_main(out, err);
+  return {code, out.str(), err.str()};
+}
 
 /// One GiB in bytes (2^30), the unit of the tests' memory budgets.
 inline constexpr std::uint64_t kGiB = std::uint64_t{1} << 30;

@@ -27,15 +27,11 @@ using nlohmann::json;
 
 const std::string kData = DSV4_TEST_DATA_DIR;
 
-struct run_result {
-  int code;
-  std::string out, err;
-};
+using run_result = dsv4::cache::testing::cli_run;
 
 run_result run(const std::vector<std::string>& args) {
-  std::ostringstream out, err;
-  const int code = run_planner(args, out, err);
-  return {code, out.str(), err.str()};
+  return dsv4::cache::testing::run_in_process(
+      [&](std::ostream& out, std::ostream& err) { return run_planner(args, out, err); });
 }
 
 /// The planner with --verbose: every table, as the tests of table lines read them.

@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "../test_util.hpp"
 #include "dsv4/tools/file_io.hpp"
 #include "dsv4/tools/layout_cli.hpp"
 #include "dsv4/tools/planner_cli.hpp"
@@ -41,23 +42,18 @@ namespace file_io = dsv4::tools::file_io;
 
 constexpr uid_t kNobody = 65534;
 
-struct run_result {
-  int code = -1;
-  std::string out, err;
-};
+using run_result = dsv4::cache::testing::cli_run;
 
 /// dsv4-cache-plan in process.
 run_result plan(const std::vector<std::string>& args) {
-  std::ostringstream out, err;
-  const int code = dsv4::cache::cli::run_planner(args, out, err);
-  return {code, out.str(), err.str()};
+  return dsv4::cache::testing::run_in_process(
+      [&](std::ostream& out, std::ostream& err) { return dsv4::cache::cli::run_planner(args, out, err); });
 }
 
 /// dsv4-cache-layout in process.
 run_result layout(const std::vector<std::string>& args) {
-  std::ostringstream out, err;
-  const int code = dsv4::tools::run_layout(args, out, err);
-  return {code, out.str(), err.str()};
+  return dsv4::cache::testing::run_in_process(
+      [&](std::ostream& out, std::ostream& err) { return dsv4::tools::run_layout(args, out, err); });
 }
 
 std::string slurp(std::FILE* f) {

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "../test_util.hpp"
 #include "dsv4/tools/golden_cli.hpp"
 
 namespace dsv4::tools {
@@ -31,10 +32,12 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-struct run_result {
-  int code;
-  std::string out, err;
-};
+using run_result = dsv4::cache::testing::cli_run;
+
+run_result run_args(const golden_args& a) {
+  return dsv4::cache::testing::run_in_process(
+      [&](std::ostream& out, std::ostream& err) { return run_golden(a, out, err); });
+}
 
 /// The `golden` subcommand on a CLI11 app, parsed and run as dsv4-cache-layout runs it.
 run_result run_cli(const std::vector<std::string>& args) {
@@ -48,15 +51,7 @@ run_result run_cli(const std::vector<std::string>& args) {
   } catch (const CLI::ParseError& e) {
     return {kGoldenExitBadInput, "", std::string("dsv4-cache-layout: error: ") + e.what() + "\n"};
   }
-  std::ostringstream out, err;
-  const int code = run_golden(a, out, err);
-  return {code, out.str(), err.str()};
-}
-
-run_result run_args(const golden_args& a) {
-  std::ostringstream out, err;
-  const int code = run_golden(a, out, err);
-  return {code, out.str(), err.str()};
+  return run_args(a);
 }
 
 std::string read_file(const fs::path& p) {

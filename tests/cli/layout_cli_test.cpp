@@ -21,15 +21,11 @@ namespace dsv4::tools {
 namespace {
 using nlohmann::json;
 
-struct run_result {
-  int code;
-  std::string out, err;
-};
+using run_result = dsv4::cache::testing::cli_run;
 
 run_result run(const std::vector<std::string>& args) {
-  std::ostringstream out, err;
-  const int code = run_layout(args, out, err);
-  return {code, out.str(), err.str()};
+  return dsv4::cache::testing::run_in_process(
+      [&](std::ostream& out, std::ostream& err) { return run_layout(args, out, err); });
 }
 
 json run_json(std::vector<std::string> args) {

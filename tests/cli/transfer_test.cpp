@@ -33,17 +33,11 @@ using namespace dsv4::cache;  // NOLINT(google-build-using-namespace)
 using ojson = nlohmann::ordered_json;
 namespace fs = std::filesystem;
 
-struct cli_out {
-  int rc;
-  std::string out;
-  std::string err;
-};
+using cli_out = dsv4::cache::testing::cli_run;
 
 cli_out layout(const std::vector<std::string>& args) {
-  std::ostringstream out;
-  std::ostringstream err;
-  const int rc = dsv4::tools::run_layout(args, out, err);
-  return {rc, out.str(), err.str()};
+  return dsv4::cache::testing::run_in_process(
+      [&](std::ostream& out, std::ostream& err) { return dsv4::tools::run_layout(args, out, err); });
 }
 
 fs::path write_temp(const std::string& name, const std::string& text) {
@@ -55,7 +49,7 @@ fs::path write_temp(const std::string& name, const std::string& text) {
 ojson describe_json(std::vector<std::string> args) {
   args.insert(args.begin(), "describe");
   const cli_out r = layout(args);
-  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.code, 0) << r.err;
   return ojson::parse(r.out);
 }
 
@@ -292,31 +286,31 @@ TEST(TransferProof, AMissingStateGroupOrAShortWindowFails) {
 TEST(TransferCli, TpEightPrefillToDpEightDecode) {
   const cli_out p = layout({"describe", "--preset", "v4-flash", "--engine", "vllm", "--tp", "8"});
   const cli_out d = layout({"describe", "--preset", "v4-flash", "--engine", "vllm", "--dp", "8"});
-  ASSERT_EQ(p.rc, 0);
-  ASSERT_EQ(d.rc, 0);
+  ASSERT_EQ(p.code, 0);
+  ASSERT_EQ(d.code, 0);
   EXPECT_EQ(ojson::parse(p.out)["info"]["parallel"]["tp"], 8);
   const fs::path pf = write_temp("p.json", p.out);
   const fs::path df = write_temp("d.json", d.out);
   const cli_out text = layout({"transfer", pf.string(), df.string(), "--prompt-len", "131072"});
-  EXPECT_EQ(text.rc, 0) << text.err;
+  EXPECT_EQ(text.code, 0) << text.err;
   EXPECT_NE(text.out.find("total: 535,196,160 B moved of 535,196,160 B held"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("assumed: block ids: a dry run"), std::string::npos);
   const cli_out json = layout({"transfer", pf.string(), df.string(), "--prompt-len", "131072", "--json"});
-  ASSERT_EQ(json.rc, 0) << json.err;
+  ASSERT_EQ(json.code, 0) << json.err;
   const ojson j = ojson::parse(json.out);
   EXPECT_EQ(j["bytes_moved"], 535'196'160U);
   EXPECT_EQ(j["ranges_before_merge"], 534);
   EXPECT_EQ(j["pairs"].size(), 1U);  // decode DP rank 0 (TP 1) reads from prefill TP rank 0
   const cli_out nixl =
       layout({"transfer", pf.string(), df.string(), "--prompt-len", "131072", "--nixl", "--decode-dp-rank", "5"});
-  ASSERT_EQ(nixl.rc, 0) << nixl.err;
+  ASSERT_EQ(nixl.code, 0) << nixl.err;
   const ojson n = ojson::parse(nixl.out);
   ASSERT_EQ(n["pairs"].size(), 1U);
   EXPECT_EQ(n["pairs"][0]["dst_rank"], 5);
   EXPECT_EQ(n["pairs"][0]["src"].size(), n["pairs"][0]["dst"].size());
   EXPECT_EQ(n["pairs"][0]["src"][0]["len"], 535'196'160U);
   const cli_out moon = layout({"transfer", pf.string(), df.string(), "--prompt-len", "131072", "--mooncake"});
-  ASSERT_EQ(moon.rc, 0) << moon.err;
+  ASSERT_EQ(moon.code, 0) << moon.err;
   EXPECT_EQ(ojson::parse(moon.out)["batches"][0]["requests"][0]["opcode"], "WRITE");
   // TP 8 -> TP 4: each decode TP rank reads from prefill rank 2 x its rank.
   const cli_out d4 = layout({"describe", "--preset", "v4-flash", "--engine", "vllm", "--tp", "4"});
@@ -332,14 +326,14 @@ TEST(TransferCli, RefusalsAndBadInput) {
   const fs::path pro = write_temp("pro.json", layout({"describe", "--preset", "v4-pro", "--engine", "vllm"}).out);
   const fs::path own = write_temp("own.json", layout({"describe", "--preset", "v4-flash"}).out);
   const cli_out other = layout({"transfer", flash.string(), pro.string(), "--prompt-len", "4096"});
-  EXPECT_EQ(other.rc, 1);
+  EXPECT_EQ(other.code, 1);
   EXPECT_NE(other.out.find("refused: the layouts cannot exchange pages: incompatible: engine block 1,002,240 B vs"),
             std::string::npos)
       << other.out;
   const cli_out lib = layout({"transfer", flash.string(), own.string(), "--prompt-len", "4096"});
-  EXPECT_EQ(lib.rc, 2);
+  EXPECT_EQ(lib.code, 2);
   EXPECT_NE(lib.err.find("no engine placement"), std::string::npos) << lib.err;
-  EXPECT_EQ(layout({"transfer", flash.string(), flash.string(), "--prompt-len", "0"}).rc, 2);
+  EXPECT_EQ(layout({"transfer", flash.string(), flash.string(), "--prompt-len", "0"}).code, 2);
   // A block table shorter than the prompt, and a block id outside the pool, name the value.
   const ojson d = ojson::parse(layout({"describe", "--preset", "v4-flash", "--engine", "vllm"}).out);
   std::vector<transfer_table> tables;
@@ -349,27 +343,27 @@ TEST(TransferCli, RefusalsAndBadInput) {
   const fs::path blocks = write_temp("blocks.json", ojson{{"prefill", ids}, {"decode", ids}}.dump());
   const cli_out longer =
       layout({"transfer", flash.string(), flash.string(), "--prompt-len", "600", "--blocks", blocks.string()});
-  EXPECT_EQ(longer.rc, 2);
+  EXPECT_EQ(longer.code, 2);
   EXPECT_NE(longer.err.find("entries, but a prompt of this length needs"), std::string::npos) << longer.err;
   auto far = ids;
   far[2][0] = pool.num_blocks;
   const fs::path bad = write_temp("bad.json", ojson{{"prefill", far}, {"decode", ids}}.dump());
   const cli_out outside =
       layout({"transfer", flash.string(), flash.string(), "--prompt-len", "300", "--blocks", bad.string()});
-  EXPECT_EQ(outside.rc, 2);
+  EXPECT_EQ(outside.code, 2);
   EXPECT_NE(outside.err.find("block id " + std::to_string(pool.num_blocks) + " at entry 0 is outside the pool"),
             std::string::npos)
       << outside.err;
   const cli_out given =
       layout({"transfer", flash.string(), flash.string(), "--prompt-len", "300", "--blocks", blocks.string()});
-  EXPECT_EQ(given.rc, 0) << given.err;
+  EXPECT_EQ(given.code, 0) << given.err;
   // One table fewer than the layout's groups; an id past 2^63 - 1 (never wrapped to a negative one).
   auto fewer = ids;
   fewer.pop_back();
   const cli_out short_list =
       layout({"transfer", flash.string(), flash.string(), "--prompt-len", "300", "--blocks",
               write_temp("fewer.json", ojson{{"prefill", fewer}, {"decode", ids}}.dump()).string()});
-  EXPECT_EQ(short_list.rc, 2);
+  EXPECT_EQ(short_list.code, 2);
   EXPECT_NE(short_list.err.find(fmt::format("{} prefill and {} decode tables given, the layout has {} engine groups",
                                             fewer.size(), ids.size(), ids.size())),
             std::string::npos)
@@ -378,7 +372,7 @@ TEST(TransferCli, RefusalsAndBadInput) {
   const fs::path huge = write_temp("huge.json", R"({"prefill": [[18446744073709551615]], "decode": [[1]]})");
   const cli_out wrapped =
       layout({"transfer", flash.string(), flash.string(), "--prompt-len", "300", "--blocks", huge.string()});
-  EXPECT_EQ(wrapped.rc, 2);
+  EXPECT_EQ(wrapped.code, 2);
   EXPECT_NE(wrapped.err.find("block id 18446744073709551615 is not an integer in [0, 2^63)"), std::string::npos)
       << wrapped.err;
   EXPECT_TRUE(wrapped.out.empty()) << wrapped.out;
@@ -406,19 +400,19 @@ TEST(TransferCli, WindowsInfoPromptsAndDuplicates) {
       write_temp("w-wide.json", layout({"describe", "--config", dir.string(), "--engine", "vllm", "--dp", "8"}).out);
   fs::remove_all(dir);
   const cli_out refused = layout({"transfer", pf.string(), wide.string(), "--prompt-len", "1000"});
-  EXPECT_EQ(refused.rc, 1) << refused.err;
+  EXPECT_EQ(refused.code, 1) << refused.err;
   EXPECT_NE(refused.out.find("incompatible: sliding window of v4.swa_kv: 128 vs 256 tokens (info.windows)"),
             std::string::npos)
       << refused.out;
   const cli_out diff = layout({"diff", pf.string(), wide.string()});
-  EXPECT_EQ(diff.rc, 1);
+  EXPECT_EQ(diff.code, 1);
   EXPECT_EQ(diff.out.rfind("incompatible: sliding window of v4.swa_kv: 128 vs 256 tokens", 0), 0U) << diff.out;
   // info fields of the wrong type or out of range name the file, the key and the value.
   const auto edited = [&](const std::string& name, const auto& edit) {
     ojson x = p;
     edit(x);
     const cli_out r = layout({"transfer", write_temp(name, x.dump()).string(), df.string(), "--prompt-len", "1000"});
-    EXPECT_EQ(r.rc, 2) << name << ": " << r.err;
+    EXPECT_EQ(r.code, 2) << name << ": " << r.err;
     EXPECT_TRUE(r.out.empty()) << r.out;
     return r.err;
   };
@@ -435,7 +429,7 @@ TEST(TransferCli, WindowsInfoPromptsAndDuplicates) {
             std::string::npos);
   // A prompt longer than the deployment's context (max_model_len), and a pool too small for it.
   const cli_out longer = layout({"transfer", pf.string(), df.string(), "--prompt-len", "4294967296"});
-  EXPECT_EQ(longer.rc, 2);
+  EXPECT_EQ(longer.code, 2);
   EXPECT_NE(longer.err.find("--prompt-len 4294967296 is longer than the context, 1048576 tokens (info.context_tokens"),
             std::string::npos)
       << longer.err;
@@ -443,7 +437,7 @@ TEST(TransferCli, WindowsInfoPromptsAndDuplicates) {
   small["info"]["num_blocks"] = 100;
   const cli_out full =
       layout({"transfer", pf.string(), write_temp("small.json", small.dump()).string(), "--prompt-len", "65536"});
-  EXPECT_EQ(full.rc, 2);
+  EXPECT_EQ(full.code, 2);
   EXPECT_NE(full.err.find("--prompt-len 65536: a fresh pool cannot hold the request"), std::string::npos) << full.err;
   EXPECT_NE(full.err.find("holds [0, 100)"), std::string::npos) << full.err;
   // One block id in two entries of one side; a FIFO as --blocks.
@@ -455,7 +449,7 @@ TEST(TransferCli, WindowsInfoPromptsAndDuplicates) {
   twice.back().back() = ids.front().back();
   const cli_out dup = layout({"transfer", pf.string(), df.string(), "--prompt-len", "1000", "--blocks",
                               write_temp("dup.json", ojson{{"prefill", ids}, {"decode", twice}}.dump()).string()});
-  EXPECT_EQ(dup.rc, 2);
+  EXPECT_EQ(dup.code, 2);
   EXPECT_NE(dup.err.find(fmt::format("decode block tables: block id {} is at entry", ids.front().back())),
             std::string::npos)
       << dup.err;
@@ -465,7 +459,7 @@ TEST(TransferCli, WindowsInfoPromptsAndDuplicates) {
   const cli_out pipe =
       layout({"transfer", pf.string(), df.string(), "--prompt-len", "1000", "--blocks", fifo.string()});
   fs::remove(fifo);
-  EXPECT_EQ(pipe.rc, 2);
+  EXPECT_EQ(pipe.code, 2);
   EXPECT_NE(pipe.err.find("not a regular file"), std::string::npos) << pipe.err;
 }
 
@@ -476,26 +470,26 @@ TEST(TransferCli, PipelineStagesDcpShardsAndDraftLayers) {
     std::vector<std::string> args = {"describe", "--preset", preset, "--engine", "vllm"};
     args.insert(args.end(), flags.begin(), flags.end());
     const cli_out r = layout(args);
-    EXPECT_EQ(r.rc, 0) << r.err;
+    EXPECT_EQ(r.code, 0) << r.err;
     return write_temp(name, r.out);
   };
   const fs::path p1 = describe_file("pp-p1.json", {"--pp", "2", "--tp", "2", "--rank", "2"});
   const fs::path d1 = describe_file("pp-d1.json", {"--pp", "2", "--rank", "1"});
   const fs::path d0 = describe_file("pp-d0.json", {"--pp", "2", "--rank", "0"});
   const cli_out same = layout({"transfer", p1.string(), d1.string(), "--prompt-len", "4096", "--json"});
-  ASSERT_EQ(same.rc, 0) << same.err << same.out;
+  ASSERT_EQ(same.code, 0) << same.err << same.out;
   const ojson j = ojson::parse(same.out);
   ASSERT_EQ(j["pairs"].size(), 1U);
   EXPECT_EQ(j["pairs"][0]["src_rank"], 2);  // dp 0, stage 1, tp rank 0 of tp 2
   EXPECT_EQ(j["pairs"][0]["dst_rank"], 1);  // dp 0, stage 1, tp 1
   const cli_out other = layout({"transfer", p1.string(), d0.string(), "--prompt-len", "4096"});
-  EXPECT_EQ(other.rc, 1);
+  EXPECT_EQ(other.code, 1);
   EXPECT_NE(other.out.find("refused:"), std::string::npos) << other.out;
   // DCP shards that differ are refused: a block moves whole (V3.2: vLLM refuses DCP for V4).
   const fs::path dcp = describe_file("dcp.json", {"--tp", "4", "--dcp", "2", "--rank", "1"}, "v3.2");
   const fs::path tp4 = describe_file("tp4.json", {"--tp", "4", "--rank", "1"}, "v3.2");
   const cli_out shards = layout({"transfer", tp4.string(), dcp.string(), "--prompt-len", "4096"});
-  EXPECT_EQ(shards.rc, 1) << shards.err;
+  EXPECT_EQ(shards.code, 1) << shards.err;
   EXPECT_NE(shards.out.find("refused:"), std::string::npos) << shards.out;
   // The MTP (draft) layers' pages move with their groups: the proof holds with them cached.
   const ojson m = describe_json({"--preset", "v4-flash", "--engine", "vllm", "--mtp"});
@@ -522,10 +516,10 @@ TEST(TransferTokenspeed, FlashAt131072TokensIsTheHandSum) {
   // x 37,440; c4 states 2 x 21 x 32,768; CSA KV 512 x 21 x 37,440; index keys 512 x 21 x 8,448;
   // c128 states 16 x 20 x 32,768; HCA KV 512 x 20 x 1,728; c4 index states 2 x 21 x 8,192.
   const cli_out p = layout({"describe", "--preset", "v4-flash", "--engine", "tokenspeed"});
-  ASSERT_EQ(p.rc, 0) << p.err;
+  ASSERT_EQ(p.code, 0) << p.err;
   const fs::path pf = write_temp("ts.json", p.out);
   const cli_out j = layout({"transfer", pf.string(), pf.string(), "--prompt-len", "131072", "--json"});
-  ASSERT_EQ(j.rc, 0) << j.err;
+  ASSERT_EQ(j.code, 0) << j.err;
   const ojson m = ojson::parse(j.out);
   EXPECT_EQ(m["connector"], "tokenspeed-mooncake");
   const std::uint64_t want = 2ULL * 43 * 37'440 + 2ULL * 21 * 32'768 + 512ULL * 21 * 37'440 + 512ULL * 21 * 8'448 +
@@ -535,7 +529,7 @@ TEST(TransferTokenspeed, FlashAt131072TokensIsTheHandSum) {
   EXPECT_EQ(m["groups"][0]["first_entry"], 2046);  // vLLM's clip starts at 2045
   // tokenspeed and vLLM never pair.
   const fs::path vf = write_temp("v.json", layout({"describe", "--preset", "v4-flash", "--engine", "vllm"}).out);
-  EXPECT_EQ(layout({"transfer", pf.string(), vf.string(), "--prompt-len", "4096"}).rc, 1);
+  EXPECT_EQ(layout({"transfer", pf.string(), vf.string(), "--prompt-len", "4096"}).code, 1);
 }
 
 /// Page ids of the dry run with the groups given parents in reverse order (another packing of
