@@ -53,9 +53,8 @@
 // whose all-at-once twin admitted every request no earlier than it would arrive is that run
 // (`sim_result::staggered_twin_gap`); a probe resumes each run from the fork of the same
 // workload's run in the last probe that fitted (`simulator::keep_fork`: the state up to which
-// more requests, or a longer context, change nothing; a run that settled before anything saw its
-// context forks the longer context's runs there, at its stop); a run stops once no later step can
-// raise the peak the capacity bounds (`sim_options::stop_when_settled`, with the bounds of its own
+// more requests, or a longer context, change nothing); a run stops once no later step can raise
+// the peak the capacity bounds (`sim_options::stop_when_settled`, with the bounds of its own
 // context, also when resumed from a shorter one's fork); the request search brackets
 // its answer with the critical workloads alone and replays every workload only at the bracket's
 // top (`detail::largest_fitting_bracketed`; the context search keeps a whole probe at every
@@ -353,13 +352,9 @@ class simulator {
   /// finish) while no request is within max(B, s) + 2s tokens of L and no table covers L: no
   /// scheduling, extent, finish or memoized crossing has seen L yet (only the fast-forward's jump
   /// lengths have, which change no peak); `resumed_context` continues it with a longer context.
-  /// A run stopped once settled (`sim_options::stop_when_settled`) moves its context fork to the
-  /// top of the step after its stop when that still holds there: the longer context's run is
-  /// then this run's up to its stop, and replays from there only.
   void keep_fork(std::optional<simulator>* out, fork_kind kind = fork_kind::requests) {
     fork_ = out;
     fork_kind_ = kind;
-    late_fork_ = kind == fork_kind::context ? out : nullptr;
   }
 
   /// This fork's run (see `keep_fork` with `fork_kind::context`) of its workload with a context of
@@ -382,7 +377,6 @@ class simulator {
     s.sd_max_computed_ = s.steady_max_computed();
     s.settle_pages_.fill(-1);  // the settle bounds are of the context (a full-history table's extent)
     s.settle_skip_ = 0;
-    s.late_fork_ = nullptr;
     s.pages_peaked_ = true;
     s.result_.visits = 0;
     s.fork_ = nullptr;
@@ -406,7 +400,6 @@ class simulator {
     s.pages_peaked_ = true;  // (a new capacity: sum the parents again)
     s.result_.visits = 0;
     s.fork_ = nullptr;
-    s.late_fork_ = nullptr;
     return s;
   }
 
@@ -437,7 +430,6 @@ class simulator {
       }
       if (o_.stop_when_settled && settled()) {
         result_.settled = true;
-        take_late_fork(!cur_.empty() || sd_count_ > 0);
         break;
       }
       const bool scheduled = !cur_.empty() || sd_count_ > 0;
@@ -481,7 +473,9 @@ class simulator {
   void take_fork() {
     if (fork_kind_ == fork_kind::context) {
       if (finished_ > 0) fork_ = nullptr;  // too late (L decided a finish)
-      if (fork_ == nullptr || step_ == 0 || !at_context_fork()) return;
+      if (fork_ == nullptr || step_ == 0 || zombies_ > 0 || !waiting_.empty() ||
+          arrived_ != (w_.arrivals == arrival_pattern::staggered ? total_arrivals_ : w_.requests))
+        return;
       if (!far_from_context()) {  // and from now on: computed tokens and tables only grow until a finish
         fork_ = nullptr;
         return;
@@ -491,33 +485,7 @@ class simulator {
     }
     fork_->emplace(*this);
     (*fork_)->fork_ = nullptr;
-    (*fork_)->late_fork_ = nullptr;
     fork_ = nullptr;
-  }
-
-  /// Whether every request arrived (a closed loop: its first N) and was admitted, and none
-  /// finished: a context fork may be taken where nothing has seen L yet (`far_from_context`).
-  [[nodiscard]] bool at_context_fork() const {
-    return finished_ == 0 && zombies_ == 0 && waiting_.empty() &&
-           arrived_ == (w_.arrivals == arrival_pattern::staggered ? total_arrivals_ : w_.requests);
-  }
-
-  /// At a stop once settled, with a context fork asked for: the top of the next step, as the run
-  /// would reach it from the end of this one without a fast-forward jump (jumps change no peak),
-  /// replaces the fork when nothing has seen L there (see `keep_fork`); `scheduled`: this step
-  /// scheduled anything.
-  void take_late_fork(bool scheduled) {
-    if (late_fork_ == nullptr || !at_context_fork() || !far_from_context()) return;
-    late_fork_->emplace(*this);
-    simulator& f = **late_fork_;
-    f.steady_ = 0;
-    f.no_room_ = false;
-    f.idle_ = scheduled ? 0 : f.idle_ + 1;
-    std::swap(f.prev_, f.cur_);
-    f.kind_count_prev_ = f.kind_count_;
-    f.fork_ = nullptr;
-    f.late_fork_ = nullptr;
-    f.result_.settled = false;
   }
 
   /// Whether no running request's next step reaches L (max(B, s) + 2s tokens: chunk or decode,
@@ -1428,8 +1396,7 @@ class simulator {
   std::int64_t admitted_last_ = 0;  ///< Requests admitted in the last step.
   std::vector<sim_sched> prev_;
   std::vector<sim_sched> cur_;
-  std::optional<simulator>* fork_ = nullptr;       ///< Where `run` keeps its fork (see `keep_fork`), until it does.
-  std::optional<simulator>* late_fork_ = nullptr;  ///< A context fork's place, for a stop once settled.
+  std::optional<simulator>* fork_ = nullptr;  ///< Where `run` keeps its fork (see `keep_fork`), until it does.
   fork_kind fork_kind_ = fork_kind::requests;
   peak_measure measure_ = peak_measure::bytes;  ///< What the structure's capacity bounds (its traits).
   /// `settled`: per table the most pages a decoding request holds until it finishes (-1: not
